@@ -1,0 +1,111 @@
+"""One exception hierarchy for everything the library refuses (spec §10).
+
+Every error about an input names the file and the cause, so a CLI can print ``str(err)`` as its
+one-line reason.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "GroundedError",
+    "InvalidBoxError",
+    "InputError",
+    "InputNotFoundError",
+    "NotAPDFError",
+    "CorruptPDFError",
+    "EncryptedPDFError",
+    "EmptyDocumentError",
+    "NoTextLayerError",
+    "PageTooLargeError",
+    "ParserError",
+    "BackendUnavailableError",
+    "MissingCredentialsError",
+    "RemoteServiceError",
+    "SchemaError",
+    "ChunkingError",
+]
+
+
+class GroundedError(Exception):
+    """Base of all errors raised by grounded."""
+
+
+class InvalidBoxError(GroundedError, ValueError):
+    """A bounding box lies outside the page or is inverted."""
+
+
+class InputError(GroundedError):
+    """A problem with an input file; ``path`` and ``cause`` are kept as attributes."""
+
+    def __init__(self, path: str | Path, cause: str):
+        self.path = str(path)
+        self.cause = cause
+        super().__init__(f"{self.path}: {cause}")
+
+
+class InputNotFoundError(InputError, FileNotFoundError):
+    """The input path does not exist or is not a file."""
+
+
+class NotAPDFError(InputError):
+    """The file is not a PDF."""
+
+
+class CorruptPDFError(InputError):
+    """The PDF cannot be read (damaged or truncated)."""
+
+
+class EncryptedPDFError(InputError):
+    """The PDF needs a password."""
+
+
+class EmptyDocumentError(InputError):
+    """The PDF has no pages, or nothing could be extracted from it."""
+
+
+class NoTextLayerError(InputError):
+    """Pages have no text layer (scanned/image-only) and OCR is not enabled."""
+
+
+class PageTooLargeError(InputError):
+    """A page exceeds the size limit the parser accepts."""
+
+
+class ParserError(InputError):
+    """A backend failed on this input; the backend's own message is the cause."""
+
+
+class BackendUnavailableError(GroundedError, ImportError):
+    """An optional dependency is missing; the message names the ``pip install`` to run."""
+
+    def __init__(self, what: str, extra: str, package: str | None = None):
+        self.what = what
+        self.extra = extra
+        hint = f"pip install 'grounded[{extra}]'"
+        if package:
+            hint += f" (or: pip install {package})"
+        super().__init__(f"{what} needs the optional dependency '{extra}': {hint}")
+
+
+class MissingCredentialsError(GroundedError):
+    """A cloud backend's credential environment variable is not set."""
+
+    def __init__(self, backend: str, variable: str, hint: str = ""):
+        self.backend = backend
+        self.variable = variable
+        msg = f"parser '{backend}' needs the environment variable {variable}"
+        super().__init__(msg + (f" ({hint})" if hint else ""))
+
+
+class RemoteServiceError(GroundedError):
+    """A cloud service failed after retries (quota, server errors, timeouts)."""
+
+
+class SchemaError(GroundedError, ValueError):
+    """Stored JSON is not a grounded document of a readable schema version."""
+
+
+class ChunkingError(GroundedError, ValueError):
+    """Invalid chunking parameters or an input tree the chunker cannot use."""

@@ -1,0 +1,44 @@
+"""Parser backends behind one interface; ``get_parser(name)`` imports a backend only when asked.
+
+Importing this package never imports a backend SDK: each backend module guards its heavy imports
+and raises :class:`grounded.errors.BackendUnavailableError` (an ImportError naming the
+``pip install``) when the object is built without its extra.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .base import DEFAULT_DROP_TYPES, BaseParser, ParseOutput, map_label
+
+__all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label", "PARSERS", "get_parser", "parser_class"]
+
+#: registry name -> "module:Class" (relative to this package)
+PARSERS: dict[str, str] = {
+    "pymupdf": "pymupdf_parser:PyMuPDFParser",
+    "docling": "docling_parser:DoclingParser",
+    "granite_docling": "granite_docling_parser:GraniteDoclingParser",
+    "mineru_pipeline": "mineru_parser:MinerUPipelineParser",
+    "mineru_vlm": "mineru_parser:MinerUVLMParser",
+    "unstructured": "unstructured_parser:UnstructuredParser",
+    "gemini": "gemini_parser:GeminiParser",
+    "llamaparse": "llamaparse_parser:LlamaParseParser",
+    "documentai": "documentai_parser:DocumentAIParser",
+}
+
+
+def parser_class(name: str) -> type[BaseParser]:
+    try:
+        target = PARSERS[name]
+    except KeyError:
+        raise ValueError(f"unknown parser {name!r}; choose one of: {', '.join(PARSERS)}") from None
+    module_name, cls_name = target.split(":")
+    module = importlib.import_module(f"{__name__}.{module_name}")
+    cls: type[BaseParser] = getattr(module, cls_name)
+    return cls
+
+
+def get_parser(name: str = "pymupdf", **kwargs: Any) -> BaseParser:
+    """Build the backend ``name`` with ``kwargs`` (raises ImportError-compatible errors for missing extras)."""
+    return parser_class(name)(**kwargs)

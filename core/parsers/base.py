@@ -1,0 +1,169 @@
+"""The parsing module's base class (thesis §3.3, Table 3.1).
+
+A backend implements three steps only:
+
+* ``_parse(pdf_path) -> native``: call the tool (behind its optional extra),
+* ``_transform(native) -> ParsingResult``: native output -> tree with normalized boxes and labels
+  mapped through the backend's explicit ``LABEL_MAP``,
+* ``_get_md(native) -> str``: the tool's own Markdown.
+
+:class:`BaseParser` owns everything shared: input validation (typed errors naming the file),
+timing, post-processing (element filtering, hierarchy inference, line spans + character boxes
+from the PDF text layer), stable element ids, root metadata, and atomic persistence of
+``<name>.json`` (lossless) + ``<name>.md`` (lossy).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import GroundedError, ParserError
+from ..model import ParsingResult, ParsingResultType
+from ..serialization import atomic_write_text, dumps_parsing_result
+from . import postprocess
+from .pdf_input import PDFInfo, inspect_pdf
+
+__all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label"]
+
+log = logging.getLogger(__name__)
+
+T = ParsingResultType
+
+#: Element types removed by post-processing (thesis §3.3 step 1); configurable per parser.
+DEFAULT_DROP_TYPES: frozenset[ParsingResultType] = frozenset(
+    {T.REFERENCE_LIST, T.REFERENCE_ITEM, T.PAGE_FOOTER, T.PAGE_HEADER, T.FORM_AREA, T.WATERMARK}
+)
+
+
+def map_label(label: str, table: Mapping[str, ParsingResultType]) -> tuple[ParsingResultType, dict[str, Any]]:
+    """Map a native label through ``table``; unmapped labels become MISSING with the label kept."""
+    key = str(label)
+    mapped = table.get(key)
+    if mapped is None:
+        mapped = table.get(key.lower())
+    if mapped is None:
+        return T.MISSING, {"native_label": key}
+    return mapped, {"native_label": key}
+
+
+@dataclass
+class ParseOutput:
+    """A finished parse: the post-processed tree and the backend's Markdown."""
+
+    root: ParsingResult
+    markdown: str
+
+    def save(self, out_dir: str | Path, name: str | None = None) -> tuple[Path, Path]:
+        """Write ``<name>.json`` and ``<name>.md`` atomically into ``out_dir``."""
+        out = Path(out_dir)
+        stem = name or Path(str(self.root.metadata.get("source", {}).get("path", "document"))).stem
+        json_path = atomic_write_text(out / f"{stem}.json", dumps_parsing_result(self.root))
+        md_path = atomic_write_text(out / f"{stem}.md", self.markdown)
+        return json_path, md_path
+
+
+class BaseParser(ABC):
+    """Shared work of every backend; subclasses implement ``_parse``, ``_transform``, ``_get_md``.
+
+    Parameters
+    ----------
+    drop_types:
+        Element types removed after the transform (default: the thesis' filter list).
+    infer_hierarchy:
+        Nest content under section headers by heading level (keeps table/list hierarchy).
+    line_spans:
+        Attach line boxes (and per-character extents) from the PDF text layer to text elements.
+    line_merge_overlap:
+        Two fragments on one page belong to the same line when their vertical overlap exceeds
+        this fraction of the smaller height.
+    """
+
+    #: registry name, e.g. "pymupdf"
+    name: ClassVar[str] = ""
+    #: native label -> ParsingResultType (documented in the README table)
+    LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = {}
+    #: parsers that read the PDF's text layer refuse image-only documents instead of returning nothing
+    requires_text_layer: ClassVar[bool] = False
+
+    def __init__(
+        self,
+        *,
+        drop_types: Iterable[ParsingResultType | str] | None = None,
+        infer_hierarchy: bool = True,
+        line_spans: bool = True,
+        line_merge_overlap: float = 0.5,
+    ) -> None:
+        self.drop_types = frozenset(
+            ParsingResultType(t) for t in (DEFAULT_DROP_TYPES if drop_types is None else drop_types)
+        )
+        self.infer_hierarchy = infer_hierarchy
+        self.line_spans = line_spans
+        if not 0.0 < line_merge_overlap <= 1.0:
+            raise ValueError("line_merge_overlap must be in (0, 1]")
+        self.line_merge_overlap = line_merge_overlap
+
+    # -- the three backend steps ----------------------------------------------------------------
+    @abstractmethod
+    def _parse(self, pdf_path: Path) -> Any:
+        """Run the tool on ``pdf_path`` and return its native output."""
+
+    @abstractmethod
+    def _transform(self, native: Any) -> ParsingResult:
+        """Native output -> ParsingResult tree (ROOT node, reading order, normalized boxes)."""
+
+    @abstractmethod
+    def _get_md(self, native: Any) -> str:
+        """Native output -> Markdown string."""
+
+    def version(self) -> str:
+        """Version of the underlying tool (recorded in the root metadata)."""
+        return "unknown"
+
+    # -- shared pipeline ------------------------------------------------------------------------
+    def parse(self, pdf: str | Path) -> ParsingResult:
+        return self.run(pdf).root
+
+    def save(self, pdf: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
+        """Parse ``pdf`` and write ``<stem>.json`` + ``<stem>.md`` into ``out_dir``."""
+        return self.run(pdf).save(out_dir, Path(pdf).stem)
+
+    def run(self, pdf: str | Path) -> ParseOutput:
+        info = inspect_pdf(pdf, require_text=self.requires_text_layer)
+        started = time.perf_counter()
+        try:
+            native = self._parse(info.path)
+            root = self._transform(native)
+            markdown = self._get_md(native)
+        except GroundedError:
+            raise
+        except Exception as exc:  # a backend's own failure -> typed error naming the file
+            raise ParserError(info.path, f"parser '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
+        return self.finish(root, markdown, info, started)
+
+    def finish(self, root: ParsingResult, markdown: str, info: PDFInfo, started: float) -> ParseOutput:
+        """Post-process a transformed tree and fill the root metadata (public so fixtures can use it)."""
+        if root.type != T.ROOT:
+            raise ParserError(info.path, f"parser '{self.name}' returned a {root.type} node, not ROOT")
+        postprocess.filter_elements(root, self.drop_types)
+        if self.infer_hierarchy:
+            postprocess.infer_hierarchy(root)
+        if self.line_spans:
+            postprocess.attach_line_spans(root, info.path, merge_overlap=self.line_merge_overlap)
+        postprocess.assign_ids(root)
+        root.metadata.update(
+            {
+                "parser": self.name,
+                "parser_version": self.version(),
+                "elapsed_seconds": round(time.perf_counter() - started, 4),
+                "source": {"path": str(info.path), "sha256": info.sha256, "name": info.path.name},
+                "page_count": info.page_count,
+                "pages": [{"page": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.page_sizes)],
+            }
+        )
+        return ParseOutput(root=root, markdown=markdown)
