@@ -11,6 +11,8 @@ from .model import ParsingResultType as T
 
 __all__ = ["to_markdown", "table_to_markdown"]
 
+_CONTAINERS = (T.ROOT, T.LIST, T.REFERENCE_LIST, T.TABLE_ROW, T.TABLE_CELL, T.KEY_VALUE_AREA, T.FORM_AREA)
+
 
 def _cell_text(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
@@ -57,9 +59,8 @@ def to_markdown(root: ParsingResult) -> str:
         elif t == T.FORMULA:
             if node.content.strip():
                 blocks.append("$$\n" + node.content.strip() + "\n$$")
-        elif t not in (T.ROOT, T.LIST, T.REFERENCE_LIST, T.TABLE_ROW, T.TABLE_CELL, T.KEY_VALUE_AREA, T.FORM_AREA):
-            if node.content.strip():
-                blocks.append(node.content.strip())
+        elif t not in _CONTAINERS and node.content.strip():
+            blocks.append(node.content.strip())
         if descend:
             child_depth = list_depth + 1 if t in (T.LIST, T.REFERENCE_LIST) and node.parent is not None and node.parent.type in (T.LIST_ITEM, T.LIST) else list_depth
             stack.extend((c, child_depth) for c in reversed(node.children))

@@ -1,0 +1,230 @@
+"""Chunk assembly: token group -> :class:`~grounded.model.Chunk` with text, offsets and boxes.
+
+Box modes, recorded on every box (``box.mode``):
+
+* ``exact`` - each token's character span inside its element is mapped to the per-character
+  extents stored on the element's line spans (``char_x``) and unioned per line, so the highlight
+  covers exactly the chunk's text, first and last words included, on every page it touches;
+* ``line`` (thesis) - for partially included elements the line of each token is approximated
+  assuming constant token density, widened by one line on each side;
+* ``element`` - the element's own boxes, when it has no line spans.
+
+``box_mode="auto"`` (default) uses exact where the element's text is aligned with the PDF text
+layer and falls back to line, then element, per element.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ChunkingError
+from ..model import BoxMode, Chunk, ParsingBoundingBox, ParsingResult
+from ..model import ParsingResultType as T
+from .base import TokenGroup
+from .stream import TokenStream
+
+__all__ = ["ChunkAssembler", "BOX_MODES", "element_lines"]
+
+BOX_MODES = ("auto", "exact", "line", "element")
+_HEADING_TYPES = (T.SECTION_HEADER, T.TITLE)
+
+
+def element_lines(node: ParsingResult) -> list[ParsingBoundingBox]:
+    """The element's line spans in reading order (across its boxes and pages)."""
+    return [span for box in node.geom for span in box.spans]
+
+
+def _has_char_info(lines: Sequence[ParsingBoundingBox]) -> bool:
+    return bool(lines) and all(ln.char_x is not None for ln in lines)
+
+
+def _line(box: ParsingBoundingBox, left: float | None = None, right: float | None = None) -> ParsingBoundingBox:
+    return ParsingBoundingBox(
+        box.page, box.left if left is None else left, box.top, box.right if right is None else right, box.bottom
+    )
+
+
+def _group_by_page(
+    lines: list[ParsingBoundingBox], mode: BoxMode, element_id: str, is_heading: bool
+) -> list[ParsingBoundingBox]:
+    """Consecutive lines on one page -> one box (enclosing) with the lines as spans."""
+    out: list[ParsingBoundingBox] = []
+    run: list[ParsingBoundingBox] = []
+    for ln in [*lines, None]:
+        if ln is not None and (not run or run[-1].page == ln.page):
+            run.append(ln)
+            continue
+        if run:
+            out.append(
+                ParsingBoundingBox.enclosing(run, spans=run, mode=mode.value, element_id=element_id, is_heading=is_heading)
+            )
+        run = [ln] if ln is not None else []
+    return out
+
+
+@dataclass
+class _Extent:
+    """What a chunk covers of one element: characters ``[char_lo, char_hi)`` of its content and
+    tokens ``[tok_lo, tok_hi)`` of its ``n_tokens``."""
+
+    node: ParsingResult
+    char_lo: int
+    char_hi: int
+    tok_lo: int
+    tok_hi: int
+    n_tokens: int
+
+    @property
+    def complete(self) -> bool:
+        return self.tok_lo == 0 and self.tok_hi == self.n_tokens
+
+
+class ChunkAssembler:
+    """Turns token groups of one stream into chunks (one instance per document)."""
+
+    def __init__(self, stream: TokenStream, root: ParsingResult, *, strategy: str, box_mode: str = "auto", doc_key: str = ""):
+        if box_mode not in BOX_MODES:
+            raise ChunkingError(f"box_mode must be one of {BOX_MODES}, got {box_mode!r}")
+        self.stream = stream
+        self.root = root
+        self.strategy = strategy
+        self.box_mode = box_mode
+        self.doc_key = doc_key
+        tok = stream.tokenizer
+        self._sep_line = tok.count("\n") if tok is not None else 0
+        self._sep_body = tok.count("\n\n") if tok is not None else 0
+        self._lines: dict[int, list[ParsingBoundingBox]] = {}
+        self._heading_path: dict[int, list[str]] = {}
+
+    # -- per element helpers ------------------------------------------------------------------
+    def _lines_of(self, k: int) -> list[ParsingBoundingBox]:
+        lines = self._lines.get(k)
+        if lines is None:
+            lines = element_lines(self.stream.doc.nodes[k])
+            self._lines[k] = lines
+        return lines
+
+    def heading_path(self, k: int) -> list[str]:
+        """Texts of the section headers above text node ``k`` (outermost first)."""
+        path = self._heading_path.get(k)
+        if path is None:
+            node = self.stream.doc.nodes[k]
+            path = [" ".join(a.content.split()) for a in reversed(node.ancestors()) if a.type in _HEADING_TYPES]
+            self._heading_path[k] = path
+        return path
+
+    def _extents(self, start: int, end: int) -> list[_Extent]:
+        st = self.stream
+        if end <= start:
+            return []
+        owners = st.node[start:end]
+        valid = owners[owners >= 0]
+        if not len(valid):
+            return []
+        out = []
+        for k in range(int(valid[0]), int(valid[-1]) + 1):
+            first, last = int(st.node_first[k]), int(st.node_last[k])
+            if first < 0:
+                continue
+            lo, hi = max(start, first), min(end, last)
+            if hi <= lo:
+                continue
+            base = st.doc.starts[k]
+            out.append(
+                _Extent(
+                    node=st.doc.nodes[k],
+                    char_lo=int(st.starts[lo]) - base,
+                    char_hi=int(st.ends[hi - 1]) - base,
+                    tok_lo=lo - first,
+                    tok_hi=hi - first,
+                    n_tokens=last - first,
+                )
+            )
+        return out
+
+    def boxes_for(self, ext: _Extent, k: int, is_heading: bool = False) -> list[ParsingBoundingBox]:
+        node = ext.node
+        lines = self._lines_of(k)
+        mode = self.box_mode
+        if mode in ("auto", "exact") and _has_char_info(lines):
+            picked = []
+            for ln in lines:
+                assert ln.char_start is not None and ln.char_end is not None
+                if ln.char_end <= ext.char_lo or ln.char_start >= ext.char_hi:
+                    continue
+                if ln.char_start >= ext.char_lo and ln.char_end <= ext.char_hi:
+                    picked.append(_line(ln))
+                else:
+                    part = ln.char_box(ext.char_lo, ext.char_hi)
+                    if part is not None:
+                        picked.append(part)
+            if picked:
+                return _group_by_page(picked, BoxMode.EXACT, node.id, is_heading)
+        if mode != "element" and lines:
+            n_lines = len(lines)
+            if ext.complete or ext.n_tokens == 0:
+                a, b = 0, n_lines - 1
+            else:
+                a = 0 if ext.tok_lo == 0 else math.floor(ext.tok_lo / ext.n_tokens * n_lines) - 1
+                b = n_lines - 1 if ext.tok_hi == ext.n_tokens else math.floor((ext.tok_hi - 1) / ext.n_tokens * n_lines) + 1
+                a, b = max(0, a), min(n_lines - 1, b)
+            return _group_by_page([_line(ln) for ln in lines[a : b + 1]], BoxMode.LINE, node.id, is_heading)
+        return [
+            ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=BoxMode.ELEMENT.value, element_id=node.id, is_heading=is_heading)
+            for b in node.geom
+        ]
+
+    # -- assembly ------------------------------------------------------------------------------
+    def heading_tokens(self, headings: tuple[int, ...]) -> int:
+        if not headings:
+            return 0
+        st = self.stream
+        size = sum(int(st.node_last[k] - st.node_first[k]) for k in headings if st.node_first[k] >= 0)
+        return size + self._sep_line * (len(headings) - 1) + self._sep_body
+
+    def assemble(self, group: TokenGroup, index: int, params: dict[str, Any] | None = None) -> Chunk:
+        st = self.stream
+        doc = st.doc
+        body_start, body_end = st.char_span(group.start, group.end)
+        body = doc.text[body_start:body_end]
+        heading_nodes = [doc.nodes[k] for k in group.headings]
+        prefix = "\n".join(" ".join(h.content.split()) for h in heading_nodes)
+        prefix = prefix + "\n\n" if prefix else ""
+        extents = self._extents(group.start, group.end)
+
+        geom: list[ParsingBoundingBox] = []
+        for k in group.headings:
+            n = int(st.node_last[k] - st.node_first[k]) if st.node_first[k] >= 0 else 0
+            node = doc.nodes[k]
+            geom.extend(self.boxes_for(_Extent(node, 0, len(node.content), 0, n, n), k, is_heading=True))
+        for ext in extents:
+            k = st.node_index(ext.node.id)
+            assert k is not None
+            geom.extend(self.boxes_for(ext, k))
+
+        first_k = st.node_index(extents[0].node.id) if extents else None
+        heading_path = (
+            [" ".join(h.content.split()) for h in heading_nodes]
+            if group.headings
+            else (self.heading_path(first_k) if first_k is not None else [])
+        )
+        metadata: dict[str, Any] = {
+            "token_count": len(group) + self.heading_tokens(group.headings),
+            "strategy": self.strategy,
+            "start_char": body_start,
+            "end_char": body_end,
+            "body_start": len(prefix),
+            "pages": sorted({b.page for b in geom}),
+            "element_ids": [e.node.id for e in extents],
+            "element_spans": [[e.node.id, e.char_lo, e.char_hi] for e in extents],
+            "heading_path": heading_path,
+        }
+        if group.headings:
+            metadata["heading_ids"] = [h.id for h in heading_nodes]
+        if params:
+            metadata.update(params)
+        chunk_id = f"{self.doc_key}-{self.strategy}-{index:05d}" if self.doc_key else f"{self.strategy}-{index:05d}"
+        return Chunk(id=chunk_id, content=prefix + body, metadata=metadata, geom=geom)
