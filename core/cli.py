@@ -20,6 +20,7 @@ from .errors import GroundedError
 #: modules that define ``register(subparsers)``, in the order shown by ``--help``
 COMMAND_MODULES = [
     "grounded.parsers.cli",
+    "grounded.chunking.cli",
 ]
 
 

@@ -1,0 +1,31 @@
+"""Shared test fixtures. Real data is read from ``../shared/data`` (never copied into the repo)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
+LONG_PDFS = sorted((SHARED_DATA / "long").glob("*.pdf"))
+DOCLING_GT_PDFS = sorted((SHARED_DATA / "pdfs" / "docling_groundtruth").glob("*.pdf"))
+
+
+def shared(*parts: str) -> Path:
+    """Path under ../shared/data; skips the test when the shared data is not beside the repo."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"shared data not available: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    return shared()
+
+
+@pytest.fixture(scope="session")
+def clinsci_pdf() -> Path:
+    """13 pages, two columns, 5 tables (the issue's reference document)."""
+    return shared("long", "cermine_web_example3_clinsci.pdf")
