@@ -1,0 +1,249 @@
+"""``docling`` backend: transform of real recorded DoclingDocument JSON (docling-core), box
+cross-checks against the source PDFs, and fixture -> finish -> chunks end to end.
+
+Docling itself is not installed here (it pulls torchvision); its converter is replaced by an object
+returning the recorded ``DoclingDocument`` of the same PDF.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import statistics
+from collections import Counter
+from pathlib import Path
+from types import SimpleNamespace
+
+import pymupdf
+import pytest
+from grounded.errors import BackendUnavailableError, ParserError
+from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from grounded.parsers import get_parser
+from grounded.parsers.docling_parser import DoclingParser, load_docling_document
+from rapidfuzz.distance import Levenshtein
+
+from .conftest import DOCLING_GT_PDFS, shared
+
+T = ParsingResultType
+pytest.importorskip("docling_core")
+
+
+class RecordedConverter:
+    """Stands in for docling's DocumentConverter: returns the recorded DoclingDocument of a PDF."""
+
+    def __init__(self, status: str = "success") -> None:
+        self.status = status
+        self.calls: list[str] = []
+
+    def convert(self, source: str) -> SimpleNamespace:
+        self.calls.append(source)
+        document = load_docling_document(Path(source).with_suffix(".json"))
+        return SimpleNamespace(status=SimpleNamespace(value=self.status), errors=[], document=document)
+
+
+def parser(**kwargs) -> DoclingParser:
+    return DoclingParser(converter=RecordedConverter(), **kwargs)
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def text_in_box(pdf: pymupdf.Document, box: ParsingBoundingBox) -> str:
+    page = pdf[box.page - 1]
+    w, h = page.rect.width, page.rect.height
+    return page.get_text("text", clip=pymupdf.Rect(box.left * w, box.top * h, box.right * w, box.bottom * h))
+
+
+def box_distances(root: ParsingResult, pdf_path: Path, min_chars: int = 20) -> list[float]:
+    """Normalized edit distance between each one-box text element and the PDF text inside its box."""
+    out = []
+    with pymupdf.open(pdf_path) as pdf:
+        for node in root.walk():
+            if node.type in TEXT_TYPES and len(node.geom) == 1 and len(node.content) >= min_chars:
+                found = text_in_box(pdf, node.geom[0])
+                out.append(Levenshtein.normalized_distance(norm(found), norm(node.content)))
+    return out
+
+
+# -- construction ----------------------------------------------------------------------------------
+@pytest.mark.skipif(importlib.util.find_spec("docling") is not None, reason="docling is installed")
+def test_missing_extra_names_the_pip_install():
+    with pytest.raises(BackendUnavailableError) as err:
+        get_parser("docling")
+    assert isinstance(err.value, ImportError)
+    assert "pip install 'grounded[docling]'" in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_registry_resolves_the_backend():
+    assert isinstance(get_parser("docling", converter=RecordedConverter()), DoclingParser)
+
+
+# -- transform on real recorded output -------------------------------------------------------------
+def test_multi_page_fixture_keeps_every_element_and_the_list_hierarchy():
+    doc = DoclingParser.load_native(shared("native", "docling", "multi_page.json"))
+    root = parser()._transform(doc)
+    counts = Counter(n.type for n in root.walk())
+    # README: 11 section_header, 16 text, 26 list_item (in 8 list groups), no table
+    assert counts[T.SECTION_HEADER] == 11
+    assert counts[T.PARAGRAPH] == 16
+    assert counts[T.LIST_ITEM] == 26
+    assert counts[T.LIST] == 8
+    assert all(item.parent.type == T.LIST for item in root.walk() if item.type == T.LIST_ITEM)
+    assert all(h.metadata["level"] == 1 for h in root.walk() if h.type == T.SECTION_HEADER)
+    # reading order = docling's own order of the body items
+    expected = [item.self_ref for item, _ in doc.iterate_items() if item.label != "list"]
+    ids = [n.metadata["native_id"] for n in root.walk() if n.type not in (T.ROOT, T.LIST)]
+    assert ids == expected
+    # pages in points
+    assert root.metadata["pages"] == [{"page": p, "width": 595.2, "height": 841.92} for p in range(1, 6)]
+    assert {b.page for n in root.walk() for b in n.geom} == {1, 2, 3, 4, 5}
+
+
+def test_table_becomes_rows_and_cells_with_cell_boxes():
+    doc = DoclingParser.load_native(shared("native", "docling", "2305.03393v1-pg9.json"))
+    root = parser()._transform(doc)
+    table = next(n for n in root.walk() if n.type == T.TABLE)
+    data = doc.tables[0].data
+    assert len(table.children) == data.num_rows == 6
+    assert all(row.type == T.TABLE_ROW for row in table.children)
+    cells = [c for row in table.children for c in row.children]
+    assert len(cells) == len(data.table_cells)
+    assert {(c.metadata["row"], c.metadata["col"]) for c in cells} == {
+        (c.start_row_offset_idx, c.start_col_offset_idx) for c in data.table_cells
+    }
+    spanning = next(c for c in cells if c.content == "TEDs")
+    assert spanning.metadata["col_span"] == 3 and spanning.metadata["column_header"] is True
+    # cells lie inside the table box; rows enclose their cells
+    tbox = table.geom[0]
+    for row in table.children:
+        for cell in row.children:
+            (cbox,) = cell.geom
+            assert tbox.left - 0.01 <= cbox.left <= cbox.right <= tbox.right + 0.01
+            assert tbox.top - 0.01 <= cbox.top <= cbox.bottom <= tbox.bottom + 0.01
+            assert row.geom[0].left <= cbox.left and cbox.bottom <= row.geom[0].bottom
+    # the caption precedes its table (as in docling's Markdown), the page header is kept for filtering
+    order = [n.type for n in root.children]
+    assert order.index(T.CAPTION) == order.index(T.TABLE) - 1
+    assert order.count(T.PAGE_HEADER) == 2
+    assert "| # enc-layers |" in table.content  # Markdown rendering of the grid
+
+
+@pytest.mark.parametrize("pdf", DOCLING_GT_PDFS, ids=lambda p: p.stem)
+def test_every_groundtruth_document_transforms_with_valid_boxes(pdf: Path):
+    doc = DoclingParser.load_native(pdf.with_suffix(".json"))
+    root = parser()._transform(doc)
+    assert root.type == T.ROOT
+    pages = {p["page"] for p in root.metadata["pages"]}
+    with pymupdf.open(pdf) as d:
+        assert len(pages) == d.page_count
+    nodes = list(root.walk())[1:]
+    assert nodes, "nothing transformed"
+    native = {n.metadata["native_id"] for n in nodes if "native_id" in n.metadata}
+    # every body/furniture item docling reports (outside figures) is in the tree exactly once
+    expected = {
+        item.self_ref
+        for item, _ in doc.iterate_items(included_content_layers={"body", "furniture"}, with_groups=True)
+        if item.label not in ("unspecified",)
+    }
+    assert expected <= native
+    assert len([n for n in nodes if "native_id" in n.metadata]) == len(native)
+    for node in nodes:
+        for box in node.geom:
+            assert box.page in pages
+            assert box.area > 0 or node.type in (T.PAGE_FOOTER, T.PAGE_HEADER, T.TABLE_CELL)
+        if node.type == T.MISSING:
+            assert node.metadata["native_label"]
+
+
+@pytest.mark.parametrize("pdf", DOCLING_GT_PDFS, ids=lambda p: p.stem)
+def test_text_inside_each_box_matches_the_element(pdf: Path):
+    """Proves the BOTTOMLEFT-points -> top-left-fraction conversion on every shared docling PDF."""
+    root = parser()._transform(DoclingParser.load_native(pdf.with_suffix(".json")))
+    dist = box_distances(root, pdf)
+    assert len(dist) >= 5
+    assert statistics.median(dist) < 0.02
+    assert sum(d < 0.15 for d in dist) / len(dist) >= 0.9, sorted(dist)[-5:]
+
+
+def test_table_cell_boxes_hold_their_text():
+    pdf = shared("native", "docling", "2305.03393v1-pg9.pdf")
+    root = parser()._transform(DoclingParser.load_native(pdf.with_suffix(".json")))
+    cells = [n for n in root.walk() if n.type == T.TABLE_CELL and n.content]
+    with pymupdf.open(pdf) as d:
+        hits = [norm(text_in_box(d, c.geom[0])) == norm(c.content) for c in cells]
+    assert sum(hits) / len(hits) >= 0.9
+
+
+def test_unmapped_labels_become_missing_with_the_native_label():
+    from docling_core.types.doc import (
+        BoundingBox,
+        CoordOrigin,
+        DocItemLabel,
+        DoclingDocument,
+        ProvenanceItem,
+        Size,
+    )
+
+    doc = DoclingDocument(name="t")
+    doc.add_page(page_no=1, size=Size(width=600, height=800))
+    prov = ProvenanceItem(
+        page_no=1,
+        bbox=BoundingBox(l=60, t=700, r=300, b=680, coord_origin=CoordOrigin.BOTTOMLEFT),
+        charspan=(0, 4),
+    )
+    doc.add_text(label=DocItemLabel.CHECKBOX_SELECTED, text="done", prov=prov)
+    doc.add_text(label=DocItemLabel.TEXT, text="body", prov=prov)
+    root = parser()._transform(doc)
+    missing, para = root.children
+    assert missing.type == T.MISSING and missing.metadata["native_label"] == "checkbox_selected"
+    assert para.type == T.PARAGRAPH and para.metadata["native_label"] == "text"
+    # BOTTOMLEFT t=700 on an 800 pt page -> top = 100/800
+    assert para.geom[0].top == pytest.approx(100 / 800) and para.geom[0].bottom == pytest.approx(120 / 800)
+    assert para.geom[0].left == pytest.approx(0.1) and para.geom[0].right == pytest.approx(0.5)
+
+
+def test_markdown_is_doclings_own_export():
+    md_path = shared("native", "docling", "multi_page.md")
+    md = parser()._get_md(DoclingParser.load_native(md_path.with_suffix(".json")))
+    recorded = md_path.read_text(encoding="utf-8")
+    assert Levenshtein.normalized_similarity(md.strip(), recorded.strip()) > 0.97
+
+
+def test_unreadable_recorded_json_is_a_typed_error(tmp_path: Path):
+    bad = tmp_path / "broken.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(ParserError) as err:
+        DoclingParser.load_native(bad)
+    assert "broken.json" in str(err.value)
+
+
+# -- end to end: fixture -> post-processing -> chunks ----------------------------------------------
+def test_failed_conversion_is_a_parser_error_naming_the_file():
+    pdf = shared("native", "docling", "multi_page.pdf")
+    with pytest.raises(ParserError) as err:
+        DoclingParser(converter=RecordedConverter(status="failure")).run(pdf)
+    assert "multi_page.pdf" in str(err.value) and "failure" in str(err.value)
+
+
+@pytest.mark.parametrize("name", ["multi_page", "2305.03393v1-pg9"])
+def test_fixture_to_chunks_with_boxes(name: str):
+    from grounded.chunking import chunk, document_text
+
+    pdf = shared("native", "docling", f"{name}.pdf")
+    out = parser().run(pdf)
+    root = out.root
+    assert root.metadata["parser"] == "docling"
+    assert out.markdown.strip()
+    assert not any(n.type == T.PAGE_HEADER for n in root.walk())  # filtered by post-processing
+    lined = [n for n in root.walk() if n.type in TEXT_TYPES and n.geom and n.content]
+    assert sum(bool(b.spans) for n in lined for b in n.geom) / len(lined) > 0.9  # PDF line spans attached
+    result = chunk(root, strategy="hierarchical", max_tokens=128)
+    doc = document_text(root)
+    assert result.chunks
+    with pymupdf.open(pdf) as d:
+        page_count = d.page_count
+    for c in result.chunks:
+        assert c.geom, c.id
+        assert all(1 <= b.page <= page_count for b in c.geom)
+        assert doc.text[c.metadata["start_char"] : c.metadata["end_char"]] == c.body
