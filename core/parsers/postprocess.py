@@ -1,0 +1,385 @@
+"""Shared post-processing run by :meth:`BaseParser.finish` for every backend (thesis §3.3).
+
+1. :func:`filter_elements` -- drop unwanted element types and empty text elements.
+2. :func:`infer_hierarchy` -- nest content under section headers by heading level.
+3. :func:`attach_line_spans` -- line boxes and per-character extents from the PDF text layer.
+4. :func:`assign_ids` -- stable, document-unique ids in reading order.
+
+Hierarchy choices (documented contract):
+
+* Only the root's direct children are re-nested; existing structure (TABLE -> TABLE_ROW ->
+  TABLE_CELL, LIST -> LIST_ITEM, anything a backend nested) moves as a whole.
+* A SECTION_HEADER of level L becomes the parent of everything that follows it up to the next
+  header of level <= L (Docling HybridChunker-style heading matching).
+* A TITLE is the document title: it stays a top-level *leaf* and closes all open sections, so
+  sections after it are its siblings (their heading path does not repeat the title).
+* Headers without ``metadata["level"]`` get one: from numbering ("2.1 Methods" -> 2), else from
+  the rank of ``metadata["font_size"]`` among the document's header sizes (largest = 1), else 1.
+  The inferred level is written to ``metadata["level"]`` with ``metadata["level_source"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import unicodedata
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+
+from ..model import CONTAINER_TYPES, TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
+
+__all__ = [
+    "filter_elements",
+    "infer_hierarchy",
+    "attach_line_spans",
+    "assign_ids",
+    "align_text",
+    "numbering_level",
+    "MIN_CHAR_ALIGNMENT",
+]
+
+log = logging.getLogger(__name__)
+T = ParsingResultType
+
+#: Below this share of matched content characters an element keeps line spans without char info.
+MIN_CHAR_ALIGNMENT = 0.8
+_HEADER_TYPES = (T.SECTION_HEADER, T.TITLE)
+# Empty cells are kept: they are grid placeholders that keep the columns of a table aligned.
+_KEEP_EMPTY = frozenset({T.TABLE_CELL})
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. filtering
+# ---------------------------------------------------------------------------------------------
+
+
+def filter_elements(root: ParsingResult, drop_types: Iterable[ParsingResultType | str]) -> int:
+    """Remove nodes of ``drop_types`` and empty text elements; return how many nodes went.
+
+    Children of a dropped node that are not dropped themselves are lifted into its place (a
+    dropped FORM_AREA keeps its KEY_VALUEs). Text elements whose content is blank and have no
+    children go, except empty TABLE_CELLs (grid placeholders). Containers left without children
+    and without content of their own go too. The root is never removed.
+    """
+    drop = frozenset(ParsingResultType(t) for t in drop_types)
+    removed = 0
+
+    def keep_list(node: ParsingResult) -> list[ParsingResult]:
+        """Post-order: the nodes that replace ``node`` in its parent's child list."""
+        nonlocal removed
+        had_children = bool(node.children)
+        new_children: list[ParsingResult] = []
+        for child in node.children:
+            new_children.extend(keep_list(child))
+        node.children = new_children
+        for child in new_children:
+            child.parent = node
+        if node.type == T.ROOT:
+            return [node]
+        if node.type in drop:
+            removed += 1
+            return new_children
+        blank = not node.content.strip()
+        if node.type in TEXT_TYPES and blank and not new_children and node.type not in _KEEP_EMPTY:
+            removed += 1
+            return []
+        if node.type in CONTAINER_TYPES and had_children and not new_children and blank:
+            removed += 1
+            return []
+        return [node]
+
+    # iterative-safe enough: trees are shallow (root -> sections -> blocks -> rows -> cells)
+    keep_list(root)
+    return removed
+
+
+# ---------------------------------------------------------------------------------------------
+# 2. hierarchy
+# ---------------------------------------------------------------------------------------------
+
+_NUMBERING = re.compile(r"^\s*(?:(?:chapter|section|part)\s+)?(\d{1,3}(?:\.\d{1,3})*)(?:\.|\)|\s|$)", re.IGNORECASE)
+_ROMAN = re.compile(r"^\s*(?=[IVXLC]+\.\s)[IVXLC]+\.\s")
+
+
+def numbering_level(text: str) -> int | None:
+    """Depth of a heading's section number: '2' -> 1, '2.1' -> 2, 'IV.' -> 1; None if unnumbered.
+
+    Numbers that look like years or quantities ('2014 results', '3 mg') are not numbering:
+    the number must be followed by a dot, a parenthesis, or a space and a capitalized word.
+    """
+    m = _NUMBERING.match(text)
+    if m:
+        number = m.group(1)
+        rest = text[m.end() :].lstrip()
+        parts = number.split(".")
+        bare = len(parts) == 1 and text[m.end(1) : m.end(1) + 1] not in (".", ")")
+        # bare "2 Methods": accept only small numbers followed by a capitalized word
+        if bare and (int(parts[0]) > 50 or not rest[:1].isupper()):
+            return None
+        return len(parts)
+    if _ROMAN.match(text):
+        return 1
+    return None
+
+
+def _header_level_map(headers: list[ParsingResult]) -> dict[int, tuple[int, str]]:
+    """Level + source for every header that lacks a usable ``metadata['level']``."""
+    sizes = sorted(
+        {round(float(h.metadata["font_size"]), 1) for h in headers if _is_number(h.metadata.get("font_size"))},
+        reverse=True,
+    )
+    out: dict[int, tuple[int, str]] = {}
+    for h in headers:
+        if _valid_level(h.metadata.get("level")):
+            continue
+        num = numbering_level(h.content)
+        if num is not None:
+            out[id(h)] = (num, "numbering")
+        elif _is_number(h.metadata.get("font_size")) and sizes:
+            out[id(h)] = (sizes.index(round(float(h.metadata["font_size"]), 1)) + 1, "font_size")
+        else:
+            out[id(h)] = (1, "default")
+    return out
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _valid_level(value: object) -> bool:
+    return _is_number(value) and int(value) >= 1  # type: ignore[call-overload]
+
+
+def infer_hierarchy(root: ParsingResult) -> None:
+    """Make section headers parents of the content that follows them, nested by level.
+
+    See the module docstring for the rules (TITLE stays a top-level leaf).
+    """
+    flat = list(root.children)
+    headers = [n for n in flat if n.type in _HEADER_TYPES]
+    if not headers:
+        return
+    inferred = _header_level_map([h for h in headers if h.type == T.SECTION_HEADER])
+    for h in headers:
+        if id(h) in inferred:
+            h.metadata["level"], h.metadata["level_source"] = inferred[id(h)]
+    root.children = []
+    stack: list[tuple[int, ParsingResult]] = []  # (level, header)
+    for node in flat:
+        if node.type == T.TITLE:
+            stack.clear()
+            root.add_child(node)
+            continue
+        if node.type == T.SECTION_HEADER:
+            level = int(node.metadata["level"])
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            (stack[-1][1] if stack else root).add_child(node)
+            stack.append((level, node))
+            continue
+        (stack[-1][1] if stack else root).add_child(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. line spans + character alignment
+# ---------------------------------------------------------------------------------------------
+
+
+def _has_char_spans(node: ParsingResult) -> bool:
+    return any(s.char_start is not None for b in node.geom for s in b.spans)
+
+
+def attach_line_spans(root: ParsingResult, pdf_path: str | Path, merge_overlap: float = 0.5) -> None:
+    """Give every text element with boxes but no character-aware spans its PDF text lines.
+
+    Lines come from the characters whose centre lies in the element's boxes; their text is
+    aligned to the element's ``content`` so each line span knows its character range and every
+    character's horizontal extent. ``metadata['char_alignment']`` records the share of content
+    characters matched; below :data:`MIN_CHAR_ALIGNMENT` spans are kept without char info.
+    """
+    targets = [n for n in root.walk() if n.type in TEXT_TYPES and n.geom and n.content.strip() and not _has_char_spans(n)]
+    if not targets:
+        return
+    with TextLayer(pdf_path) as layer:
+        count = layer.page_count
+        missing: set[int] = set()
+        for node in targets:
+            boxes: list[ParsingBoundingBox] = []
+            pages: list[PageChars] = []
+            selections = []
+            for box in node.geom:
+                if box.page > count:
+                    missing.add(box.page)
+                    continue
+                pc = layer.page(box.page)
+                boxes.append(box)
+                pages.append(pc)
+                selections.append(pc.select_box(box))
+            if boxes:
+                _attach(node, boxes, pages, selections, merge_overlap)
+        if missing:
+            warnings.warn(
+                f"{pdf_path}: element boxes refer to page(s) {sorted(missing)} beyond the document's {count} pages",
+                stacklevel=2,
+            )
+
+
+def _attach(
+    node: ParsingResult,
+    boxes: list[ParsingBoundingBox],
+    pages: list[PageChars],
+    selections: list,
+    merge_overlap: float,
+) -> None:
+    built = build_lines(pages, selections, merge_overlap, keep_hyphens=True)
+    if not built.lines:
+        node.metadata["char_alignment"] = 0.0
+        for box in boxes:
+            box.spans = []
+        return
+    mapping, ratio = align_text(node.content, built)
+    node.metadata["char_alignment"] = round(ratio, 4)
+    with_chars = ratio >= MIN_CHAR_ALIGNMENT
+    spans_by_box = _spans_from_alignment(node.content, built, mapping, pages, with_chars)
+    for i, box in enumerate(boxes):
+        box.spans = spans_by_box.get(i, [])
+
+
+def _norm_char(c: str) -> str:
+    n = unicodedata.normalize("NFKC", c).casefold()
+    return n[:1] if n else c
+
+
+def align_text(content: str, built: BuiltText) -> tuple[list[int], float]:
+    """Map each ``content`` char to a char of the text-layer text (-1 = none); return the map and
+    the share of non-space content chars matched.
+
+    Fast path: equal modulo whitespace and line-break hyphens. Otherwise an edit-distance
+    alignment (rapidfuzz when installed, difflib otherwise) over the non-space characters.
+    """
+    mapping = [-1] * len(content)
+    c_idx = [i for i, c in enumerate(content) if not c.isspace()]
+    t_text = built.text
+    t_idx = [j for j, c in enumerate(t_text) if not c.isspace()]
+    if not c_idx:
+        return mapping, 0.0
+    # fast path: walk both, skipping droppable hyphens of the text layer
+    ok, a, b = True, 0, 0
+    pairs: list[tuple[int, int]] = []
+    while a < len(c_idx):
+        if b >= len(t_idx):
+            ok = False
+            break
+        ci, tj = c_idx[a], t_idx[b]
+        if content[ci] == t_text[tj]:
+            pairs.append((ci, tj))
+            a += 1
+            b += 1
+        elif tj in built.droppable:
+            b += 1
+        else:
+            ok = False
+            break
+    if ok and all(t_idx[k] in built.droppable for k in range(b, len(t_idx))):
+        for ci, tj in pairs:
+            mapping[ci] = tj
+        return mapping, 1.0
+    # fallback: edit-distance alignment on normalized non-space characters
+    a_str = "".join(_norm_char(content[i]) for i in c_idx)
+    b_str = "".join(_norm_char(t_text[j]) for j in t_idx)
+    matched = 0
+    for tag, i1, i2, j1, j2 in _opcodes(a_str, b_str):
+        if tag == "equal":
+            for k in range(i2 - i1):
+                mapping[c_idx[i1 + k]] = t_idx[j1 + k]
+            matched += i2 - i1
+        elif tag == "replace" and i2 - i1 == j2 - j1:
+            # same-length substitutions (OCR confusions): positions are still right
+            for k in range(i2 - i1):
+                mapping[c_idx[i1 + k]] = t_idx[j1 + k]
+    return mapping, matched / len(c_idx)
+
+
+def _opcodes(a: str, b: str) -> list[tuple[str, int, int, int, int]]:
+    try:
+        from rapidfuzz.distance import Indel
+    except ImportError:  # pragma: no cover - rapidfuzz is installed with the default extras
+        import difflib
+
+        return [tuple(op) for op in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]  # type: ignore[misc]
+    return [(op.tag, op.src_start, op.src_end, op.dest_start, op.dest_end) for op in Indel.opcodes(a, b)]
+
+
+def _spans_from_alignment(
+    content: str,
+    built: BuiltText,
+    mapping: list[int],
+    pages: list[PageChars],
+    with_chars: bool,
+) -> dict[int, list[ParsingBoundingBox]]:
+    lines = built.lines
+    n = len(content)
+    # line of each content char: the line of its matched text char; others inherit
+    line_of = [built.line_of[t] if t >= 0 else -1 for t in mapping]
+    last = -1
+    for i in range(n):
+        if line_of[i] >= 0:
+            last = max(last, line_of[i])  # keep ranges ordered (monotone)
+            line_of[i] = last
+        else:
+            line_of[i] = last
+    nxt = -1
+    for i in range(n - 1, -1, -1):  # leading unmatched chars belong to the first matched line
+        if line_of[i] >= 0:
+            nxt = line_of[i]
+        elif nxt >= 0:
+            line_of[i] = nxt
+    ranges: dict[int, list[int]] = {}
+    for i, ln in enumerate(line_of):
+        if ln >= 0 and not content[i].isspace():
+            r = ranges.setdefault(ln, [i, i + 1])
+            r[1] = i + 1
+    out: dict[int, list[ParsingBoundingBox]] = {}
+    for k, line in enumerate(lines):
+        pc = pages[line.box_index]
+        w, h = pc.width, pc.height
+        kwargs: dict = {}
+        if with_chars and k in ranges:
+            start, end = ranges[k]
+            kwargs = {"char_start": start, "char_end": end}
+            if line.char_x is not None:
+                xs: list[tuple[float, float]] = []
+                for i in range(start, end):
+                    t = mapping[i]
+                    if t >= 0 and line.start <= t < line.end:
+                        off = 2 * (t - line.start)
+                        xs.append((line.char_x[off], line.char_x[off + 1]))
+                    else:
+                        xs.append((math.nan, math.nan))
+                kwargs["char_x"] = tuple(v / w for v in _fill_gaps(xs))
+        out.setdefault(line.box_index, []).append(
+            ParsingBoundingBox(line.page, line.x0 / w, line.y0 / h, line.x1 / w, line.y1 / h, **kwargs)
+        )
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. ids
+# ---------------------------------------------------------------------------------------------
+
+_OWN_ID = re.compile(r"root|e\d+")
+
+
+def assign_ids(root: ParsingResult) -> None:
+    """Ids in depth-first (reading) order: ``root``, ``e1``, ``e2``, ...; same tree -> same ids.
+
+    A backend's own id (anything not of this form) is kept in ``metadata['native_id']``.
+    """
+    for n, node in enumerate(root.walk()):
+        if node.id and not _OWN_ID.fullmatch(node.id) and "native_id" not in node.metadata:
+            node.metadata["native_id"] = node.id
+        node.id = "root" if n == 0 else f"e{n}"
+

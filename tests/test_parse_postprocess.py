@@ -1,0 +1,298 @@
+"""Shared post-processing: filtering, hierarchy inference, line spans + char alignment, ids."""
+
+from __future__ import annotations
+
+import pymupdf
+import pytest
+from grounded.model import ParsingBoundingBox, ParsingResult
+from grounded.model import ParsingResultType as T
+from grounded.parsers import postprocess as pp
+from grounded.parsers.base import DEFAULT_DROP_TYPES
+from grounded.parsers.textlayer import TextLayer, build_lines
+
+from .conftest import shared
+
+
+def node(type_: T, content: str = "", level: int | None = None, **meta) -> ParsingResult:
+    md = dict(meta)
+    if level is not None:
+        md["level"] = level
+    return ParsingResult("", type_, content=content, metadata=md)
+
+
+def tree(*children: ParsingResult) -> ParsingResult:
+    root = ParsingResult("", T.ROOT)
+    for c in children:
+        root.add_child(c)
+    return root
+
+
+def shape(n: ParsingResult) -> list:
+    return [(c.type.value, c.content, shape(c)) for c in n.children]
+
+
+# -- filtering ----------------------------------------------------------------------------------
+
+
+def test_filter_drops_types_and_empty_text_and_lifts_children():
+    form = node(T.FORM_AREA)
+    form.add_child(node(T.KEY_VALUE, "Name: X"))
+    refs = node(T.REFERENCE_LIST)
+    refs.add_child(node(T.REFERENCE_ITEM, "[1] A. Author"))
+    table = node(T.TABLE, "| a |")
+    row = table.add_child(node(T.TABLE_ROW))
+    row.add_child(node(T.TABLE_CELL, "a"))
+    row.add_child(node(T.TABLE_CELL, ""))  # empty cell: grid placeholder, kept
+    empty_list = node(T.LIST)
+    empty_list.add_child(node(T.LIST_ITEM, "   "))
+    root = tree(
+        node(T.PAGE_HEADER, "Journal 2014"),
+        node(T.PARAGRAPH, "Body"),
+        node(T.PARAGRAPH, "  \n "),
+        form,
+        refs,
+        table,
+        empty_list,
+        node(T.FIGURE, ""),
+        node(T.PAGE_FOOTER, "12"),
+    )
+    removed = pp.filter_elements(root, DEFAULT_DROP_TYPES)
+    assert shape(root) == [
+        ("PARAGRAPH", "Body", []),
+        ("KEY_VALUE", "Name: X", []),
+        ("TABLE", "| a |", [("TABLE_ROW", "", [("TABLE_CELL", "a", []), ("TABLE_CELL", "", [])])]),
+        ("FIGURE", "", []),
+    ]
+    # page header, blank paragraph, form area, reference item + list, blank item + its list, footer
+    assert removed == 8
+    assert all(c.parent is root for c in root.children)
+
+
+def test_filter_with_empty_drop_set_keeps_typed_elements():
+    root = tree(node(T.PAGE_HEADER, "Header"), node(T.PARAGRAPH, ""))
+    assert pp.filter_elements(root, ()) == 1
+    assert shape(root) == [("PAGE_HEADER", "Header", [])]
+
+
+# -- hierarchy ----------------------------------------------------------------------------------
+
+
+def test_hierarchy_nests_by_level_and_keeps_title_a_leaf():
+    lst = node(T.LIST)
+    lst.add_child(node(T.LIST_ITEM, "item"))
+    root = tree(
+        node(T.TITLE, "Paper"),
+        node(T.PARAGRAPH, "authors"),
+        node(T.SECTION_HEADER, "Intro", level=1),
+        node(T.PARAGRAPH, "p1"),
+        node(T.SECTION_HEADER, "Sub", level=2),
+        lst,
+        node(T.SECTION_HEADER, "Subsub", level=3),
+        node(T.PARAGRAPH, "p2"),
+        node(T.SECTION_HEADER, "Sub2", level=2),
+        node(T.PARAGRAPH, "p3"),
+        node(T.SECTION_HEADER, "Methods", level=1),
+        node(T.PARAGRAPH, "p4"),
+    )
+    pp.infer_hierarchy(root)
+    assert shape(root) == [
+        ("TITLE", "Paper", []),
+        ("PARAGRAPH", "authors", []),
+        (
+            "SECTION_HEADER",
+            "Intro",
+            [
+                ("PARAGRAPH", "p1", []),
+                (
+                    "SECTION_HEADER",
+                    "Sub",
+                    [("LIST", "", [("LIST_ITEM", "item", [])]), ("SECTION_HEADER", "Subsub", [("PARAGRAPH", "p2", [])])],
+                ),
+                ("SECTION_HEADER", "Sub2", [("PARAGRAPH", "p3", [])]),
+            ],
+        ),
+        ("SECTION_HEADER", "Methods", [("PARAGRAPH", "p4", [])]),
+    ]
+    # reading order (DFS) is unchanged by the nesting
+    assert [n.content for n in root.walk()][1:] == [
+        "Paper", "authors", "Intro", "p1", "Sub", "", "item", "Subsub", "p2", "Sub2", "p3", "Methods", "p4",
+    ]
+    for n in root.walk():
+        for c in n.children:
+            assert c.parent is n
+
+
+def test_hierarchy_infers_missing_levels_from_numbering_then_font_size():
+    root = tree(
+        node(T.SECTION_HEADER, "1 Introduction"),
+        node(T.PARAGRAPH, "a"),
+        node(T.SECTION_HEADER, "1.1 Background"),
+        node(T.PARAGRAPH, "b"),
+        node(T.SECTION_HEADER, "Big header", font_size=14.0),
+        node(T.SECTION_HEADER, "Small header", font_size=10.0),
+        node(T.PARAGRAPH, "c"),
+        node(T.SECTION_HEADER, "No clue"),
+    )
+    pp.infer_hierarchy(root)
+    levels = {n.content: (n.metadata["level"], n.metadata["level_source"]) for n in root.walk() if n.type == T.SECTION_HEADER}
+    assert levels == {
+        "1 Introduction": (1, "numbering"),
+        "1.1 Background": (2, "numbering"),
+        "Big header": (1, "font_size"),
+        "Small header": (2, "font_size"),
+        "No clue": (1, "default"),
+    }
+    intro = root.children[0]
+    assert [c.content for c in intro.children] == ["a", "1.1 Background"]
+    big = root.children[1]
+    assert big.content == "Big header" and big.children[0].content == "Small header"
+
+
+@pytest.mark.parametrize(
+    ("text", "level"),
+    [("2 Methods", 1), ("2.1 Patients", 2), ("3.2.1. Dosing", 3), ("IV. Results", 1), ("2014 results", None),
+     ("3 mg daily", None), ("Methods", None), ("1) Scope", 1)],
+)
+def test_numbering_level(text, level):
+    assert pp.numbering_level(text) == level
+
+
+# -- ids ----------------------------------------------------------------------------------------
+
+
+def test_assign_ids_dfs_order_stable_and_native_kept():
+    def build():
+        sec = node(T.SECTION_HEADER, "S", level=1)
+        sec.id = "#/texts/3"
+        sec.add_child(node(T.PARAGRAPH, "x"))
+        return tree(node(T.TITLE, "t"), sec, node(T.PARAGRAPH, "y"))
+
+    a, b = build(), build()
+    pp.assign_ids(a)
+    pp.assign_ids(b)
+    assert [n.id for n in a.walk()] == ["root", "e1", "e2", "e3", "e4"]
+    assert a == b
+    assert a.children[1].metadata["native_id"] == "#/texts/3"
+    pp.assign_ids(a)  # idempotent: own ids are not mistaken for native ones
+    assert [n.id for n in a.walk()] == ["root", "e1", "e2", "e3", "e4"]
+    assert "native_id" not in a.children[0].metadata
+
+
+# -- line spans ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fragmented_pdf(tmp_path):
+    """One visual line written as two text runs with baselines 3 pt apart, then a second line."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.insert_text((50, 100), "Hello", fontsize=12)
+    page.insert_text((90, 103), "world again", fontsize=12)
+    page.insert_text((50, 130), "second line", fontsize=12)
+    path = tmp_path / "fragments.pdf"
+    doc.save(path)
+    return path
+
+
+def _element(path, content):
+    box = ParsingBoundingBox.from_points(1, 40, 80, 200, 140, 400, 300)
+    root = tree(ParsingResult("", T.PARAGRAPH, content=content, geom=[box]))
+    return root, root.children[0]
+
+
+def test_fragments_of_one_line_merge_by_vertical_overlap(fragmented_pdf):
+    root, el = _element(fragmented_pdf, "Hello world again second line")
+    pp.attach_line_spans(root, fragmented_pdf, merge_overlap=0.5)
+    spans = el.geom[0].spans
+    assert [el.content[s.char_start : s.char_end] for s in spans] == ["Hello world again", "second line"]
+    assert el.metadata["char_alignment"] == 1.0
+    # the merged line box covers both fragments
+    assert spans[0].left == pytest.approx(50 / 400, abs=1e-3)
+    assert spans[0].right == pytest.approx(151.4 / 400, abs=2e-3)
+    # a stricter threshold keeps the fragments apart (overlap 13.5/16.5 pt ~ 0.82)
+    root2, el2 = _element(fragmented_pdf, "Hello world again second line")
+    pp.attach_line_spans(root2, fragmented_pdf, merge_overlap=0.9)
+    assert [el2.content[s.char_start : s.char_end] for s in el2.geom[0].spans] == ["Hello", "world again", "second line"]
+
+
+def test_char_x_reproduces_word_positions(fragmented_pdf):
+    root, el = _element(fragmented_pdf, "Hello world again second line")
+    pp.attach_line_spans(root, fragmented_pdf)
+    first = el.geom[0].spans[0]
+    words = {w[4]: w for w in pymupdf.open(fragmented_pdf)[0].get_text("words")}
+    for word in ("Hello", "world", "again"):
+        start = el.content.index(word)
+        box = first.char_box(start, start + len(word))
+        assert box.left * 400 == pytest.approx(words[word][0], abs=0.05)
+        assert box.right * 400 == pytest.approx(words[word][2], abs=0.05)
+
+
+def test_foreign_content_is_aligned_with_fallback(fragmented_pdf):
+    # an OCR/VLM backend's text: different case, a typo, a missing word
+    root, el = _element(fragmented_pdf, "HELLO w0rld second line")
+    pp.attach_line_spans(root, fragmented_pdf)
+    assert 0.8 <= el.metadata["char_alignment"] < 1.0
+    spans = el.geom[0].spans
+    assert [el.content[s.char_start : s.char_end] for s in spans] == ["HELLO w0rld", "second line"]
+    # garbage content: lines kept, but no char info
+    root, el = _element(fragmented_pdf, "completely unrelated text from elsewhere")
+    pp.attach_line_spans(root, fragmented_pdf)
+    assert el.metadata["char_alignment"] < pp.MIN_CHAR_ALIGNMENT
+    assert len(el.geom[0].spans) == 2
+    assert all(s.char_start is None and s.char_x is None for s in el.geom[0].spans)
+
+
+def test_existing_char_spans_are_left_alone(fragmented_pdf):
+    root, el = _element(fragmented_pdf, "Hello")
+    own = ParsingBoundingBox(1, 0.1, 0.1, 0.2, 0.2, char_start=0, char_end=5, char_x=(0.1, 0.12) * 5)
+    el.geom[0].spans = [own]
+    pp.attach_line_spans(root, fragmented_pdf)
+    assert el.geom[0].spans == [own]
+
+
+def test_line_spans_on_real_two_column_page_match_pymupdf_text(clinsci_pdf):
+    """Paragraph blocks of a real page, content taken from PyMuPDF's own block text."""
+    doc = pymupdf.open(clinsci_pdf)
+    page = doc[1]
+    w, h = page.rect.width, page.rect.height
+    root = tree()
+    for b in page.get_text("blocks"):
+        if b[6] == 0 and len(b[4]) > 200 and b[3] < 0.9 * h:  # body text, not the footer
+            root.add_child(ParsingResult("", T.PARAGRAPH, content=b[4], geom=[ParsingBoundingBox.from_points(2, *b[:4], w, h)]))
+    assert len(root.children) >= 4
+    pp.attach_line_spans(root, clinsci_pdf)
+    words = page.get_text("words")
+    for el in root.children:
+        assert el.metadata["char_alignment"] == 1.0
+        spans = el.geom[0].spans
+        assert len(spans) == len([ln for ln in el.content.splitlines() if ln.strip()])
+        for s in spans:
+            assert el.geom[0].left - 0.01 <= s.left <= s.right <= el.geom[0].right + 0.01
+            assert len(s.char_x) == 2 * (s.char_end - s.char_start)
+            # the span's text is exactly the PyMuPDF words whose centre lies in the span's box
+            x0, y0, x1, y1 = s.to_points(w, h)
+            found = [
+                wd[4] for wd in words
+                if x0 <= (wd[0] + wd[2]) / 2 <= x1 and y0 <= (wd[1] + wd[3]) / 2 <= y1
+            ]
+            assert el.content[s.char_start : s.char_end].split() == found
+
+
+def test_text_layer_rotated_page_uses_displayed_coordinates(tmp_path):
+    src = pymupdf.open(shared("long", "cermine_web_example3_clinsci.pdf"))
+    doc = pymupdf.open()
+    doc.insert_pdf(src, from_page=0, to_page=0)
+    doc[0].set_rotation(90)
+    path = tmp_path / "rotated.pdf"
+    doc.save(path)
+    with TextLayer(path) as layer:
+        pc = layer.page(1)
+    assert (pc.width, pc.height) == pytest.approx((788.03, 595.28), abs=0.01)
+    # compare with the same page after PyMuPDF removed the rotation (content rewritten as displayed)
+    ref = pymupdf.open(path)
+    ref[0].remove_rotation()
+    words = ref[0].get_text("words")
+    first = words[0]
+    sel = pc.select(*first[:4])
+    built = build_lines([pc], [sel])
+    assert first[4] in built.text
