@@ -181,6 +181,28 @@ class ParsingBoundingBox:
 
     # -- construction / conversion -------------------------------------------------------------
     @classmethod
+    def trusted(
+        cls,
+        page: int,
+        left: float,
+        top: float,
+        right: float,
+        bottom: float,
+        spans: list[ParsingBoundingBox] | None = None,
+        *,
+        mode: str | None = None,
+        element_id: str | None = None,
+        is_heading: bool = False,
+    ) -> ParsingBoundingBox:
+        """Build from coordinates taken from already validated boxes, skipping validation (hot path)."""
+        box = object.__new__(cls)
+        box.__dict__.update(
+            page=page, left=left, top=top, right=right, bottom=bottom, spans=spans if spans is not None else [],
+            char_start=None, char_end=None, char_x=None, mode=mode, element_id=element_id, is_heading=is_heading,
+        )
+        return box
+
+    @classmethod
     def from_points(
         cls, page: int, x0: float, y0: float, x1: float, y1: float, width: float, height: float, **kwargs: Any
     ) -> ParsingBoundingBox:
@@ -253,7 +275,7 @@ class ParsingBoundingBox:
             return None
         i, j = lo - self.char_start, hi - 1 - self.char_start
         xs = self.char_x[2 * i : 2 * j + 2]
-        return ParsingBoundingBox(self.page, min(xs), self.top, max(xs), self.bottom)
+        return ParsingBoundingBox.trusted(self.page, min(xs), self.top, max(xs), self.bottom)
 
     # -- serialization --------------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:

@@ -41,10 +41,8 @@ def _has_char_info(lines: Sequence[ParsingBoundingBox]) -> bool:
     return bool(lines) and all(ln.char_x is not None for ln in lines)
 
 
-def _line(box: ParsingBoundingBox, left: float | None = None, right: float | None = None) -> ParsingBoundingBox:
-    return ParsingBoundingBox(
-        box.page, box.left if left is None else left, box.top, box.right if right is None else right, box.bottom
-    )
+def _line(box: ParsingBoundingBox) -> ParsingBoundingBox:
+    return ParsingBoundingBox.trusted(box.page, box.left, box.top, box.right, box.bottom)
 
 
 def _group_by_page(
@@ -59,7 +57,17 @@ def _group_by_page(
             continue
         if run:
             out.append(
-                ParsingBoundingBox.enclosing(run, spans=run, mode=mode.value, element_id=element_id, is_heading=is_heading)
+                ParsingBoundingBox.trusted(
+                    run[0].page,
+                    min(b.left for b in run),
+                    min(b.top for b in run),
+                    max(b.right for b in run),
+                    max(b.bottom for b in run),
+                    run,
+                    mode=mode.value,
+                    element_id=element_id,
+                    is_heading=is_heading,
+                )
             )
         run = [ln] if ln is not None else []
     return out
@@ -125,24 +133,21 @@ class ChunkAssembler:
         if not len(valid):
             return []
         out = []
-        for k in range(int(valid[0]), int(valid[-1]) + 1):
+        k_first, k_last = int(valid[0]), int(valid[-1])
+        for k in range(k_first, k_last + 1):
             first, last = int(st.node_first[k]), int(st.node_last[k])
             if first < 0:
                 continue
             lo, hi = max(start, first), min(end, last)
             if hi <= lo:
                 continue
-            base = st.doc.starts[k]
-            out.append(
-                _Extent(
-                    node=st.doc.nodes[k],
-                    char_lo=int(st.starts[lo]) - base,
-                    char_hi=int(st.ends[hi - 1]) - base,
-                    tok_lo=lo - first,
-                    tok_hi=hi - first,
-                    n_tokens=last - first,
-                )
-            )
+            node = st.doc.nodes[k]
+            if k_first < k < k_last:  # inner elements lie wholly inside the body
+                char_lo, char_hi = 0, len(node.content)
+            else:
+                base = st.doc.starts[k]
+                char_lo, char_hi = st.token_start(lo) - base, st.token_end(hi - 1) - base
+            out.append(_Extent(node, char_lo, char_hi, lo - first, hi - first, last - first))
         return out
 
     def boxes_for(self, ext: _Extent, k: int, is_heading: bool = False) -> list[ParsingBoundingBox]:
@@ -173,7 +178,7 @@ class ChunkAssembler:
                 a, b = max(0, a), min(n_lines - 1, b)
             return _group_by_page([_line(ln) for ln in lines[a : b + 1]], BoxMode.LINE, node.id, is_heading)
         return [
-            ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=BoxMode.ELEMENT.value, element_id=node.id, is_heading=is_heading)
+            ParsingBoundingBox.trusted(b.page, b.left, b.top, b.right, b.bottom, mode=BoxMode.ELEMENT.value, element_id=node.id, is_heading=is_heading)
             for b in node.geom
         ]
 

@@ -55,7 +55,7 @@ def _pieces(stream: TokenStream, lo: int, hi: int, delimiter: str) -> list[Range
     if not cut_chars:
         return [(lo, hi)]
     # token index of the first token starting at/after each cut
-    cut_tokens = np.searchsorted(stream.starts[lo:hi], np.asarray(cut_chars, dtype=np.int64) + s, side="left") + lo
+    cut_tokens = stream.token_at_char(np.asarray(cut_chars, dtype=np.int64) + s)
     cuts = [lo]
     for k in cut_tokens.tolist():
         if lo < k < hi and k != cuts[-1]:

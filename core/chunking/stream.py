@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -84,44 +85,52 @@ def document_text(root: ParsingResult) -> DocumentText:
 
 
 class TokenStream:
-    """Parallel arrays over all tokens of a document (separator tokens have ``node == -1``).
+    """All tokens of a document, as segments (one per text node, one per delimiter).
 
-    ``starts``/``ends`` are offsets into ``doc.text``; ``node_first[k]``/``node_last[k]`` give the
-    token index range ``[first, last)`` of text node ``k``.
+    Counts and owners are known for every token (``node[k]`` is the text-node index, -1 for
+    delimiter tokens); ids and character offsets are converted from the tokenizer's encodings only
+    for the segments a strategy or the assembly actually looks into (chunk boundaries, oversized
+    elements), which keeps chunking close to the cost of tokenization itself. ``starts``/``ends``/
+    ``ids`` materialize everything on first access.
     """
 
     def __init__(
         self,
         doc: DocumentText,
-        ids: np.ndarray,
-        starts: np.ndarray,
-        ends: np.ndarray,
-        node: np.ndarray,
+        encodings: list[Any],
+        seg_node: np.ndarray,
+        seg_base: np.ndarray,
+        seg_end: np.ndarray,
         tokenizer: Tokenizer | None = None,
     ):
         self.doc = doc
         self.tokenizer = tokenizer
-        self.ids = ids
-        self.starts = starts
-        self.ends = ends
-        self.node = node
+        self._enc = encodings
+        counts = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
+        self.seg_first = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts)])
+        self.seg_node = seg_node
+        self.seg_base = seg_base
+        self.seg_end = seg_end
+        self.node = np.repeat(seg_node, counts)
+        self._offsets: list[np.ndarray | None] = [None] * len(encodings)
         n_nodes = len(doc.nodes)
-        has = node >= 0
-        idx = np.nonzero(has)[0]
-        self.node_first = np.full(n_nodes, -1, dtype=np.int64)
-        self.node_last = np.full(n_nodes, -1, dtype=np.int64)
-        if len(idx):
-            owners = node[idx]
-            # first occurrence / last occurrence of each node index
-            first_pos = np.unique(owners, return_index=True)
-            self.node_first[first_pos[0]] = idx[first_pos[1]]
-            rev_owner = owners[::-1]
-            last_pos = np.unique(rev_owner, return_index=True)
-            self.node_last[last_pos[0]] = idx[len(idx) - 1 - last_pos[1]] + 1
+        is_elem = seg_node >= 0
+        elem_segs = np.nonzero(is_elem)[0]
+        # token range [node_lo, node_hi) of every text node (empty range if it has no tokens)
+        self.node_lo = np.zeros(n_nodes, dtype=np.int64)
+        self.node_hi = np.zeros(n_nodes, dtype=np.int64)
+        self.node_lo[seg_node[elem_segs]] = self.seg_first[elem_segs]
+        self.node_hi[seg_node[elem_segs]] = self.seg_first[elem_segs + 1]
+        self._node_seg = np.zeros(n_nodes, dtype=np.int64)
+        self._node_seg[seg_node[elem_segs]] = elem_segs
+        has = self.node_hi > self.node_lo
+        self.node_first = np.where(has, self.node_lo, -1)
+        self.node_last = np.where(has, self.node_hi, -1)
         self._node_index = {n.id: k for k, n in enumerate(doc.nodes)}
+        self._all: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return int(self.seg_first[-1])
 
     @property
     def text(self) -> str:
@@ -130,9 +139,73 @@ class TokenStream:
     def node_index(self, element_id: str) -> int | None:
         return self._node_index.get(element_id)
 
+    # -- lazy offsets ---------------------------------------------------------------------------
+    def _seg_offsets(self, seg: int) -> np.ndarray:
+        off = self._offsets[seg]
+        if off is None:
+            raw = self._enc[seg].offsets
+            off = np.asarray(raw, dtype=np.int64).reshape(-1, 2) + int(self.seg_base[seg])
+            self._offsets[seg] = off
+        return off
+
+    def _seg_of(self, k: int) -> int:
+        return int(np.searchsorted(self.seg_first, k, side="right")) - 1
+
+    def token_start(self, k: int) -> int:
+        seg = self._seg_of(k)
+        return int(self._seg_offsets(seg)[k - int(self.seg_first[seg]), 0])
+
+    def token_end(self, k: int) -> int:
+        seg = self._seg_of(k)
+        return int(self._seg_offsets(seg)[k - int(self.seg_first[seg]), 1])
+
+    def node_starts(self, k: int) -> np.ndarray:
+        """Document-text start offsets of the tokens of text node ``k``."""
+        return self._seg_offsets(int(self._node_seg[k]))[:, 0]
+
+    def token_at_char(self, chars: np.ndarray) -> np.ndarray:
+        """For each document offset: index of the first token starting at or after it."""
+        chars = np.asarray(chars, dtype=np.int64)
+        segs = np.searchsorted(self.seg_base, chars, side="right") - 1
+        out = np.empty(len(chars), dtype=np.int64)
+        for i, (c, seg) in enumerate(zip(chars.tolist(), segs.tolist())):
+            if seg < 0:
+                out[i] = 0
+            elif c >= self.seg_end[seg] or self.seg_first[seg] == self.seg_first[seg + 1]:
+                out[i] = self.seg_first[seg + 1]
+            else:
+                local = self._seg_offsets(seg)[:, 0]
+                out[i] = self.seg_first[seg] + int(np.searchsorted(local, c, side="left"))
+        return out
+
+    def _materialize(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._all is None:
+            offs = [self._seg_offsets(s) for s in range(len(self._enc))]
+            ids = [np.asarray(e.ids, dtype=np.int64) for e in self._enc]
+            both = np.concatenate(offs) if offs else np.zeros((0, 2), dtype=np.int64)
+            self._all = (
+                np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64),
+                both[:, 0].copy(),
+                both[:, 1].copy(),
+            )
+        return self._all
+
+    @property
+    def ids(self) -> np.ndarray:
+        return self._materialize()[0]
+
+    @property
+    def starts(self) -> np.ndarray:
+        return self._materialize()[1]
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self._materialize()[2]
+
+    # -- queries used by strategies and assembly -------------------------------------------------
     def char_span(self, i: int, j: int) -> tuple[int, int]:
         """Document-text span covered by tokens ``[i, j)``."""
-        return int(self.starts[i]), int(self.ends[j - 1])
+        return self.token_start(i), self.token_end(j - 1)
 
     def content(self, i: int, j: int) -> str:
         s, e = self.char_span(i, j)
@@ -140,13 +213,15 @@ class TokenStream:
 
     def is_boundary(self, k: int) -> bool:
         """True if a chunk may start at token ``k`` without cutting a word in two."""
-        if k <= 0 or k >= len(self.ids):
+        if k <= 0 or k >= len(self):
             return True
-        if self.node[k] != self.node[k - 1] or self.starts[k] != self.ends[k - 1]:
+        if self.node[k] != self.node[k - 1]:
+            return True
+        start, prev_end = self.token_start(k), self.token_end(k - 1)
+        if start != prev_end:
             return True
         text = self.doc.text
-        a, b = text[self.ends[k - 1] - 1], text[self.starts[k]]
-        return not (a.isalnum() and b.isalnum())
+        return not (text[prev_end - 1].isalnum() and text[start].isalnum())
 
     def snap_back(self, k: int, lo: int) -> int:
         """Largest boundary ``b`` with ``lo < b <= k`` (``k`` itself if none: a word longer than the window)."""
@@ -161,51 +236,51 @@ class TokenStream:
         """Lazily materialize tokens ``[i, j)`` as RichTokens (char spans relative to their element)."""
         doc, text = self.doc, self.doc.text
         for k in range(i, j):
-            owner = int(self.node[k])
-            s, e = int(self.starts[k]), int(self.ends[k])
+            seg = self._seg_of(k)
+            local = k - int(self.seg_first[seg])
+            s, e = (int(v) for v in self._seg_offsets(seg)[local])
+            token_id = int(self._enc[seg].ids[local])
+            owner = int(self.seg_node[seg])
             if owner < 0:
-                yield RichToken(None, k, int(self.ids[k]), text[s:e], s, e)
+                yield RichToken(None, k, token_id, text[s:e], s, e)
             else:
                 base = doc.starts[owner]
-                yield RichToken(doc.nodes[owner].id, k - int(self.node_first[owner]), int(self.ids[k]), text[s:e], s - base, e - base)
+                yield RichToken(doc.nodes[owner].id, local, token_id, text[s:e], s - base, e - base)
 
 
 def build_stream(root: ParsingResult, tokenizer: Tokenizer, doc: DocumentText | None = None) -> TokenStream:
     """Tokenize every text node (one batch) and every delimiter into one stream."""
     doc = doc or document_text(root)
     contents = [n.content for n in doc.nodes]
-    encoded = tokenizer.encode_batch(contents) if contents else []
-    sep_cache: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
-    ids_parts: list[np.ndarray] = []
-    off_parts: list[np.ndarray] = []
-    node_parts: list[np.ndarray] = []
+    encoded = tokenizer.encode_lazy_batch(contents) if contents else []
+    sep_cache: dict[str, Any] = {}
+    encodings: list[Any] = []
+    seg_node: list[int] = []
+    seg_base: list[int] = []
+    seg_end: list[int] = []
     prev_end = 0
-    for k, (node_ids, node_offsets) in enumerate(encoded):
+    for k, enc in enumerate(encoded):
         start = doc.starts[k]
         if k > 0 and start > prev_end:
             sep = doc.text[prev_end:start]
-            if sep not in sep_cache:
-                sep_cache[sep] = tokenizer.encode(sep)
-            s_ids, s_off = sep_cache[sep]
-            if s_ids:
-                ids_parts.append(np.asarray(s_ids, dtype=np.int64))
-                off_parts.append(np.asarray(s_off, dtype=np.int64).reshape(-1, 2) + prev_end)
-                node_parts.append(np.full(len(s_ids), -1, dtype=np.int64))
-        if node_ids:
-            ids_parts.append(np.asarray(node_ids, dtype=np.int64))
-            off_parts.append(np.asarray(node_offsets, dtype=np.int64).reshape(-1, 2) + start)
-            node_parts.append(np.full(len(node_ids), k, dtype=np.int64))
+            sep_enc = sep_cache.get(sep)
+            if sep_enc is None:
+                sep_enc = sep_cache[sep] = tokenizer.encode_lazy_batch([sep])[0]
+            if len(sep_enc):
+                encodings.append(sep_enc)
+                seg_node.append(-1)
+                seg_base.append(prev_end)
+                seg_end.append(start)
+        encodings.append(enc)
+        seg_node.append(k)
+        seg_base.append(start)
         prev_end = start + len(contents[k])
-    if ids_parts:
-        ids = np.concatenate(ids_parts)
-        offs = np.concatenate(off_parts)
-        owner = np.concatenate(node_parts)
-    else:
-        ids = np.zeros(0, dtype=np.int64)
-        offs = np.zeros((0, 2), dtype=np.int64)
-        owner = np.zeros(0, dtype=np.int64)
-    # drop zero-width tokens (e.g. special markers some tokenizers emit): they cover no text
-    keep = offs[:, 1] > offs[:, 0]
-    if not bool(keep.all()):
-        ids, offs, owner = ids[keep], offs[keep], owner[keep]
-    return TokenStream(doc, ids, offs[:, 0].copy(), offs[:, 1].copy(), owner, tokenizer)
+        seg_end.append(prev_end)
+    return TokenStream(
+        doc,
+        encodings,
+        np.asarray(seg_node, dtype=np.int64),
+        np.asarray(seg_base, dtype=np.int64),
+        np.asarray(seg_end, dtype=np.int64),
+        tokenizer,
+    )

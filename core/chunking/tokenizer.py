@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import BackendUnavailableError, ChunkingError
 
 __all__ = [
+    "Encoded",
     "Tokenizer",
     "HFTokenizer",
     "TiktokenTokenizer",
@@ -32,10 +33,30 @@ DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
 Offsets = list[tuple[int, int]]
 
 
+class Encoded:
+    """One encoded text: ``len()``, ``ids`` and ``offsets`` (what ``tokenizers.Encoding`` offers).
+
+    Hugging Face tokenizers return their Rust ``Encoding`` objects instead, so ids and offsets are
+    only converted to Python objects for the texts where a chunker needs them."""
+
+    __slots__ = ("ids", "offsets")
+
+    def __init__(self, ids: list[int], offsets: Offsets):
+        self.ids = ids
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 class Tokenizer(ABC):
     """Token ids + per-token ``(start, end)`` character offsets into the input text."""
 
     name: str = "tokenizer"
+
+    def encode_lazy_batch(self, texts: Sequence[str]) -> list[Any]:
+        """Like :meth:`encode_batch` but returns objects with ``len()``, ``.ids``, ``.offsets``."""
+        return [Encoded(ids, offsets) for ids, offsets in self.encode_batch(texts)]
 
     @abstractmethod
     def encode_batch(self, texts: Sequence[str]) -> list[tuple[list[int], Offsets]]:
@@ -78,7 +99,10 @@ class HFTokenizer(Tokenizer):
         return [(e.ids, e.offsets) for e in encs]
 
     def count_batch(self, texts: Sequence[str]) -> list[int]:
-        return [len(e.ids) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+        return [len(e) for e in self._tok.encode_batch(list(texts), add_special_tokens=False)]
+
+    def encode_lazy_batch(self, texts: Sequence[str]) -> list[Any]:
+        return self._tok.encode_batch(list(texts), add_special_tokens=False)
 
     def id_to_token(self, token_id: int) -> str | None:
         return self._tok.id_to_token(token_id)

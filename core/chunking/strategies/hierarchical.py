@@ -13,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from ...errors import ChunkingError
 from ...model import ParsingResult
 from ...model import ParsingResultType as T
@@ -65,10 +63,8 @@ class _Run:
         self.stream = stream
         doc = stream.doc
         self.text_index = {id(n): k for k, n in enumerate(doc.nodes)}
-        char_starts = np.asarray(doc.starts, dtype=np.int64)
-        char_ends = char_starts + np.asarray([len(n.content) for n in doc.nodes], dtype=np.int64)
-        self.tok_lo = np.searchsorted(stream.starts, char_starts, side="left").tolist()
-        self.tok_hi = np.searchsorted(stream.starts, char_ends, side="left").tolist()
+        self.tok_lo = stream.node_lo.tolist()
+        self.tok_hi = stream.node_hi.tolist()
         tok = stream.tokenizer
         self.sep_line = tok.count("\n") if tok is not None else 0
         self.sep_body = tok.count("\n\n") if tok is not None else 0

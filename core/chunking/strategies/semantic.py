@@ -109,12 +109,11 @@ class SemanticStrategy(ChunkingStrategy):
             if first < 0:
                 continue
             base = doc.starts[k]
-            last = int(stream.node_last[k])
             spans = list(self._sentences.span_tokenize(node.content))
             if not spans:
                 continue
             local_starts = np.asarray([s for s, _ in spans], dtype=np.int64) + base
-            toks = np.searchsorted(stream.starts[first:last], local_starts, side="left") + first
+            toks = np.searchsorted(stream.node_starts(k), local_starts, side="left") + first
             for t in [first, *toks[1:].tolist()]:
                 if t > cuts[-1] and t < len(stream):
                     cuts.append(int(t))
