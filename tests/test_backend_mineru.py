@@ -1,0 +1,497 @@
+"""``mineru_pipeline`` / ``mineru_vlm`` backends: middle.json -> tree.
+
+* pipeline 2.7.6 (real output, no PDF): texts equal MinerU's own content_list, boxes equal its
+  0-1000 boxes, cross-page / cross-column paragraphs get one box per part.
+* legacy 0.7.0b1 (real output WITH its PDF): the text inside each box matches the element.
+* VLM (no real output exists): a middle.json is built to the documented VLM schema from the PDF
+  text layer of a real shared PDF, transformed back and compared; then run end to end.
+
+MinerU itself is not installed here; the CLI runner is replaced by one that writes recorded or
+re-encoded outputs where MinerU would.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import statistics
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+import pytest
+from grounded.errors import BackendUnavailableError, ParserError, SchemaError
+from grounded.model import TEXT_TYPES, ParsingResult, ParsingResultType
+from grounded.parsers import get_parser
+from grounded.parsers._mineru_tree import block_text, html_table_rows, mineru_markdown, mineru_to_tree
+from grounded.parsers.mineru_parser import MinerUOutput, MinerUPipelineParser, MinerUVLMParser
+from rapidfuzz.distance import Levenshtein
+
+from .conftest import shared
+
+T = ParsingResultType
+PIPELINE = ("native", "mineru", "pipeline_2.7.6")
+LEGACY = ("native", "mineru", "legacy_magic-pdf_0.7.0b1")
+
+
+def norm(text: str) -> str:
+    return " ".join(text.split())
+
+
+def copying_runner(files: dict[str, Path | dict[str, Any]], method_dir: str = "auto"):
+    """A MinerU stand-in: writes the given outputs where ``mineru -o OUT`` puts them."""
+
+    def run(pdf: Path, out_dir: Path, backend: str) -> None:
+        target = out_dir / pdf.stem / method_dir
+        target.mkdir(parents=True)
+        for suffix, source in files.items():
+            dest = target / f"{pdf.stem}{suffix}"
+            if isinstance(source, dict):
+                dest.write_text(json.dumps(source), encoding="utf-8")
+            else:
+                shutil.copy(source, dest)
+
+    return run
+
+
+def pipeline_output() -> MinerUOutput:
+    base = shared(*PIPELINE)
+    return MinerUPipelineParser.load_native(
+        base / "aaai26_22735_middle.json", base / "aaai26_22735.md", base / "aaai26_22735_content_list.json"
+    )
+
+
+def pipeline_parser(**kwargs: Any) -> MinerUPipelineParser:
+    return MinerUPipelineParser(runner=copying_runner({}), **kwargs)
+
+
+# -- construction ----------------------------------------------------------------------------------
+@pytest.mark.skipif(
+    shutil.which("mineru") or importlib.util.find_spec("mineru"), reason="MinerU is installed"
+)
+@pytest.mark.parametrize("name", ["mineru_pipeline", "mineru_vlm"])
+def test_missing_extra_names_the_pip_install(name: str):
+    with pytest.raises(BackendUnavailableError) as err:
+        get_parser(name)
+    assert "pip install 'grounded[mineru]'" in str(err.value)
+
+
+def test_cli_arguments():
+    args = MinerUPipelineParser(runner=copying_runner({}), method="txt", lang="en")._cli_args(
+        Path("/x/a.pdf"), Path("/out")
+    )
+    assert args[-8:] == ["-l", "en", "-f", "true", "-t", "true", "-m", "txt"]
+    assert args[args.index("-b") : args.index("-b") + 2] == ["-b", "pipeline"]
+    vlm = MinerUVLMParser(
+        runner=copying_runner({}), backend="vlm-http-client", server_url="http://127.0.0.1:30000"
+    )
+    args = vlm._cli_args(Path("/x/a.pdf"), Path("/out"))
+    assert "vlm-http-client" in args and args[-2:] == ["-u", "http://127.0.0.1:30000"]
+    assert MinerUVLMParser(runner=copying_runner({})).backend in ("vlm-transformers", "vlm-mlx-engine")
+    with pytest.raises(ValueError):
+        MinerUVLMParser(runner=copying_runner({}), backend="pipeline")
+    with pytest.raises(ValueError):
+        MinerUPipelineParser(runner=copying_runner({}), method="fast")
+
+
+# -- pipeline 2.7.6: real output without its PDF -------------------------------------------------------
+def test_pipeline_texts_equal_minerus_own_content_list():
+    native = pipeline_output()
+    root = pipeline_parser()._transform(native)
+    assert root.metadata["native_format"] == {"backend": "pipeline", "version": "2.7.6"}
+    mine: Counter[str] = Counter()
+    for node in root.walk():
+        if node.type in (T.PARAGRAPH, T.SECTION_HEADER, T.CAPTION, T.FORMULA):
+            mine[norm(node.content)] += 1
+        elif node.type == T.LIST:  # content_list flattens a list into one text
+            mine[norm(" ".join(c.content for c in node.children))] += 1
+    theirs: Counter[str] = Counter()
+    for item in native.content_list or []:
+        if item["type"] == "text" and item["text"].strip():
+            theirs[norm(item["text"])] += 1
+        elif item["type"] == "equation":
+            theirs[norm(item["text"].replace("$$", ""))] += 1
+        for caption in item.get("image_caption", []) + item.get("table_caption", []):
+            theirs[norm(caption)] += 1
+    assert sum(theirs.values()) == 106
+    assert mine == theirs
+
+
+def test_pipeline_boxes_equal_the_content_list_boxes():
+    """content_list boxes are the same elements on a 0-1000 grid: checks points -> fractions."""
+    native = pipeline_output()
+    root = pipeline_parser()._transform(native)
+    boxes_by_text: dict[str, list] = {}
+    for node in root.walk():
+        if node.type in (T.PARAGRAPH, T.SECTION_HEADER) and node.geom:
+            boxes_by_text.setdefault(norm(node.content), []).append(node.geom[0])
+    checked = 0
+    for item in native.content_list or []:
+        if item["type"] != "text" or not item["text"].strip():
+            continue
+        candidates = boxes_by_text.get(norm(item["text"]))
+        if not candidates:
+            continue  # lists are one content_list text but a LIST node here
+        page = item["page_idx"] + 1
+        expected = [v / 1000 for v in item["bbox"]]
+        assert any(
+            b.page == page
+            and all(abs(a - e) <= 0.0021 for a, e in zip((b.left, b.top, b.right, b.bottom), expected))
+            for b in candidates
+        ), (item["text"][:40], expected)
+        checked += 1
+    assert checked >= 85
+
+
+def test_pipeline_structure_titles_tables_figures_lists():
+    root = pipeline_parser()._transform(pipeline_output())
+    counts = Counter(n.type for n in root.walk())
+    assert counts[T.SECTION_HEADER] == 18
+    assert counts[T.TABLE] == 3 and counts[T.FIGURE] == 4 and counts[T.FORMULA] == 12
+    assert counts[T.CAPTION] == 8  # 5 image captions + 3 table captions
+    assert counts[T.LIST] == 1  # the second list block was merged into the first across the page break
+    references = next(n for n in root.walk() if n.type == T.LIST)
+    assert len(references.children) >= 15
+    assert all(c.type == T.LIST_ITEM for c in references.children)
+    assert references.children[0].content.startswith("Liang, S.; Li, X.;")
+    assert {b.page for b in references.geom} == {8, 9}  # pages 1-based; MinerU page_idx 7 and 8
+    table = next(n for n in root.walk() if n.type == T.TABLE)
+    assert table.content.startswith("<table>") and table.image and table.image.startswith("images/")
+    assert [c.content for c in table.children[0].children] == [
+        "Attribute",
+        "MIMIC-III MIMIC-IV MED",
+        "GU",
+        "MIMIC-IV OMED",
+    ]
+    second = [n for n in root.walk() if n.type == T.TABLE][1]
+    first_row = second.children[0].children
+    assert [(c.content, c.metadata["row_span"], c.metadata["col_span"]) for c in first_row[:3]] == [
+        ("EK", 2, 1),
+        ("Methods", 2, 1),
+        ("MIMIC-III-MED", 1, 4),
+    ]
+    assert second.children[1].children[0].metadata["col"] == 2  # shifted right by the two row-spanning cells
+    figure = next(n for n in root.walk() if n.type == T.FIGURE)
+    assert figure.image and figure.image.endswith(".jpg")
+    headers = [n for n in root.walk() if n.type == T.SECTION_HEADER]
+    assert "level" not in headers[0].metadata  # MinerU 2.7 pipeline gives no title levels
+
+
+def test_pipeline_paragraphs_merged_across_pages_and_columns_get_a_box_per_part():
+    root = pipeline_parser()._transform(pipeline_output())
+    multi = [n for n in root.walk() if n.type == T.PARAGRAPH and len(n.geom) > 1]
+    across_pages = [n for n in multi if len({b.page for b in n.geom}) == 2]
+    across_columns = [n for n in multi if len({b.page for b in n.geom}) == 1]
+    assert len(across_pages) == 2 and len(across_columns) == 3
+    for node in across_pages:
+        first, second = node.geom
+        assert second.page == first.page + 1 and second.top < 0.1  # continues at the top of the next page
+    for node in across_columns:
+        left, right = node.geom
+        assert left.right < 0.5 < right.left  # first column, then second column
+
+
+def test_pipeline_every_box_is_on_its_page():
+    root = pipeline_parser()._transform(pipeline_output())
+    pages = {p["page"]: p for p in root.metadata["pages"]}
+    assert sorted(pages) == list(range(1, 10)) and pages[1]["width"] == 612
+    boxed = [n for n in root.walk() if n.geom]
+    assert len(boxed) > 100
+    assert all(b.page in pages and b.area > 0 for n in boxed for b in n.geom)
+
+
+def test_discarded_blocks_are_optional():
+    native = pipeline_output()
+    default = pipeline_parser()._transform(native)
+    with_discarded = pipeline_parser(discarded=True)._transform(native)
+    extra = [n for n in with_discarded.walk() if n.type == T.MISSING]
+    assert not [n for n in default.walk() if n.type == T.MISSING]
+    assert len(extra) == 1 and extra[0].metadata["native_label"] == "discarded"
+    assert extra[0].content.startswith("*Corresponding author")
+
+
+def test_markdown_is_minerus_own_or_generated():
+    native = pipeline_output()
+    md = pipeline_parser()._get_md(native)
+    assert md == shared(*PIPELINE, "aaai26_22735.md").read_text(encoding="utf-8")
+    generated = mineru_markdown(native.middle)
+    assert generated.startswith("# Knowledge-Enhanced Explainable Hypergraph Convolution Network")
+    assert "<table>" in generated and "$$" in generated
+    assert Levenshtein.normalized_similarity(norm(generated), norm(md)) > 0.8
+
+
+# -- span joining and HTML tables -------------------------------------------------------------------
+def test_block_text_joins_like_mineru():
+    def line(*spans: tuple[str, str]) -> dict[str, Any]:
+        return {"spans": [{"type": t, "content": c} for t, c in spans]}
+
+    lines = [
+        line(("text", "integration process in both intra-")),
+        line(("text", "metapath level and MIMIC-")),
+    ]
+    lines.append(
+        line(("text", "IV data with"), ("inline_equation", "\\lambda _ { 1 }"), ("text", "weights."))
+    )
+    assert block_text(lines) == (
+        "integration process in both intrametapath level and MIMIC-IV data with $\\lambda _ { 1 }$ weights."
+    )
+    assert block_text([line(("text", "中文文本")), line(("text", "第二行"))]) == "中文文本第二行"
+
+
+def test_html_table_rows_place_spanning_cells():
+    rows = html_table_rows(
+        "<table><tr><td rowspan='2'>a</td><td colspan=2>b</td></tr><tr><td>c</td><td>d &amp; e</td></tr></table>"
+    )
+    assert [[(c["text"], c["row"], c["col"]) for c in r] for r in rows] == [
+        [("a", 0, 0), ("b", 0, 1)],
+        [("c", 1, 1), ("d & e", 1, 2)],
+    ]
+
+
+def test_not_a_middle_json_is_a_typed_error(tmp_path: Path):
+    bad = tmp_path / "x_middle.json"
+    bad.write_text(json.dumps({"pages": []}), encoding="utf-8")
+    with pytest.raises(ParserError) as err:
+        MinerUOutput.from_files(bad)
+    assert "x_middle.json" in str(err.value) and "pdf_info" in str(err.value)
+    with pytest.raises(SchemaError):
+        mineru_to_tree({"pages": []})
+
+
+# -- legacy 0.7.0b1: real output with its PDF --------------------------------------------------------
+def test_legacy_output_boxes_hold_their_text():
+    """OCR'd text without most spaces: compared with whitespace removed."""
+    base = shared(*LEGACY)
+    root = pipeline_parser()._transform(MinerUOutput.from_files(base / "middle.json"))
+    assert root.metadata["native_format"] == {"backend": "pipeline", "version": "0.7.0b1"}
+    counts = Counter(n.type for n in root.walk())
+    assert counts[T.FIGURE] == 3 and counts[T.CAPTION] == 3 and counts[T.PARAGRAPH] == 4
+    dist = []
+    with pymupdf.open(base / "one_page_with_table_image.pdf") as pdf:
+        page = pdf[0]
+        w, h = page.rect.width, page.rect.height
+        for node in root.walk():
+            if node.type in TEXT_TYPES and node.geom:
+                (box,) = node.geom
+                found = page.get_text(
+                    "text", clip=pymupdf.Rect(box.left * w, box.top * h, box.right * w, box.bottom * h)
+                )
+                dist.append(
+                    Levenshtein.normalized_distance("".join(found.split()), "".join(node.content.split()))
+                )
+    assert len(dist) == 7
+    assert max(dist) < 0.1, dist
+
+
+def test_legacy_run_end_to_end_with_its_pdf():
+    from grounded.chunking import chunk, document_text
+
+    base = shared(*LEGACY)
+    pdf = base / "one_page_with_table_image.pdf"
+    out = MinerUPipelineParser(runner=copying_runner({"_middle.json": base / "middle.json"})).run(pdf)
+    assert out.root.metadata["parser"] == "mineru_pipeline"
+    assert out.markdown.strip()  # generated: the legacy pair has no .md
+    result = chunk(out.root, strategy="fixed", max_tokens=64, overlap=8)
+    doc = document_text(out.root)
+    assert len(result.chunks) >= 4
+    for c in result.chunks:
+        assert c.geom and all(b.page == 1 for b in c.geom)
+        assert doc.text[c.metadata["start_char"] : c.metadata["end_char"]] == c.body
+
+
+def test_runner_without_output_is_a_parser_error():
+    pdf = shared(*LEGACY, "one_page_with_table_image.pdf")
+    with pytest.raises(ParserError) as err:
+        MinerUPipelineParser(runner=copying_runner({})).run(pdf)
+    assert "one_page_with_table_image.pdf" in str(err.value) and "no usable output" in str(err.value)
+
+
+# -- VLM: a middle.json built to the documented schema from a real PDF ---------------------------------
+_REF_START = re.compile(r"^\d{1,3} [A-Z]")
+
+
+def _block_text(block: dict[str, Any]) -> str:
+    return norm(" ".join("".join(s["text"] for s in line["spans"]) for line in block["lines"]))
+
+
+def _int_box(bbox: tuple[float, ...]) -> list[int]:
+    return [round(v) for v in bbox]
+
+
+def _vlm_block(kind: str, bbox: list[int], text: str, index: int, **extra: Any) -> dict[str, Any]:
+    span = {"bbox": bbox, "type": "text", "content": text}
+    return {"type": kind, "bbox": bbox, "angle": extra.pop("angle", 0), "index": index,
+            "lines": [{"bbox": bbox, "spans": [span]}], **extra}  # fmt: skip
+
+
+def vlm_middle_from_pdf(pdf_path: Path) -> tuple[dict[str, Any], list[tuple[str, str, int, list[int]]]]:
+    """Re-encode the PDF text layer as a MinerU 2.5 VLM middle.json (output_files.md schema:
+    list/code level-1 blocks with level-2 ``blocks``, ``angle`` on every block, header/footer/
+    aside_text in ``discarded_blocks``, boxes in points) and return the expected elements
+    ``(type, text, page, int box)`` in reading order."""
+    pdf_info, expected = [], []
+    index = 0
+    in_references = False
+    with pymupdf.open(pdf_path) as doc:
+        for page in doc:
+            w, h = page.rect.width, page.rect.height
+            para, discarded = [], []
+            last_image = None
+            for block in page.get_text("dict")["blocks"]:
+                bbox = _int_box(block["bbox"])
+                index += 1
+                if block["type"] == 1:
+                    if (bbox[2] - bbox[0]) * (bbox[3] - bbox[1]) < 2000 or bbox[3] > h - 40:
+                        continue  # logos and the licence banner
+                    body = {"type": "image_body", "bbox": bbox, "angle": 0, "index": index,
+                            "lines": [{"bbox": bbox, "spans": [{"bbox": bbox, "type": "image", "image_path": f"p{page.number}_{index}.jpg"}]}]}  # fmt: skip
+                    last_image = {"type": "image", "bbox": bbox, "angle": 0, "index": index, "blocks": [body]}
+                    para.append(last_image)
+                    expected.append(("FIGURE", "", page.number + 1, bbox))
+                    continue
+                text = _block_text(block)
+                if not text:
+                    continue
+                line_dir = block["lines"][0]["dir"]
+                if abs(line_dir[0]) < 0.5:  # vertical margin text
+                    discarded.append(_vlm_block("aside_text", bbox, text, index, angle=90))
+                    continue
+                if bbox[1] < 45 or bbox[3] > h - 30:
+                    discarded.append(_vlm_block("header" if bbox[1] < 45 else "footer", bbox, text, index))
+                    continue
+                size = max(s["size"] for line in block["lines"] for s in line["spans"])
+                if text.startswith(("Figure ", "Scheme ")) and last_image is not None:
+                    last_image["blocks"].append(_vlm_block("image_caption", bbox, text, index))
+                    expected.append(("CAPTION", text, page.number + 1, bbox))
+                    continue
+                last_image = None
+                if size >= 9.5 and len(text) < 120 and len(block["lines"]) <= 3:
+                    level = 1 if size >= 20 else 2
+                    para.append(_vlm_block("title", bbox, text, index, level=level))
+                    expected.append(("SECTION_HEADER", text, page.number + 1, bbox))
+                    in_references = text.upper() == "REFERENCES"
+                    continue
+                if in_references:  # bibliography: a ref_text list, one level-2 block per entry
+                    items: list[list[dict[str, Any]]] = []
+                    for line in block["lines"]:
+                        line_text = norm("".join(s["text"] for s in line["spans"]))
+                        if not items or _REF_START.match(line_text):
+                            items.append([])
+                        items[-1].append(line)
+                    blocks = []
+                    for lines in items:
+                        ibox = _int_box((min(ln["bbox"][0] for ln in lines), min(ln["bbox"][1] for ln in lines),
+                                         max(ln["bbox"][2] for ln in lines), max(ln["bbox"][3] for ln in lines)))  # fmt: skip
+                        itext = _block_text({"lines": lines})
+                        blocks.append(_vlm_block("text", ibox, itext, index))
+                        expected.append(("REFERENCE_ITEM", itext, page.number + 1, ibox))
+                    para.append(
+                        {
+                            "type": "list",
+                            "sub_type": "ref_text",
+                            "bbox": bbox,
+                            "angle": 0,
+                            "index": index,
+                            "blocks": blocks,
+                        }
+                    )
+                    expected.insert(
+                        len(expected) - len(blocks), ("REFERENCE_LIST", "", page.number + 1, bbox)
+                    )
+                    continue
+                para.append(_vlm_block("text", bbox, text, index))
+                expected.append(("PARAGRAPH", text, page.number + 1, bbox))
+            pdf_info.append(
+                {
+                    "page_idx": page.number,
+                    "page_size": [w, h],
+                    "para_blocks": para,
+                    "discarded_blocks": discarded,
+                }
+            )
+    return {"pdf_info": pdf_info, "_backend": "vlm", "_version_name": "2.5.4"}, expected
+
+
+@pytest.fixture(scope="module")
+def clinsci_vlm(clinsci_pdf: Path) -> tuple[dict[str, Any], list[tuple[str, str, int, list[int]]]]:
+    return vlm_middle_from_pdf(clinsci_pdf)
+
+
+def vlm_parser(middle: dict[str, Any] | None = None, **kwargs: Any) -> MinerUVLMParser:
+    return MinerUVLMParser(runner=copying_runner({"_middle.json": middle or {}}, "vlm"), **kwargs)
+
+
+def test_vlm_fixture_round_trip(clinsci_vlm, tmp_path: Path):
+    middle, expected = clinsci_vlm
+    path = tmp_path / "clinsci_middle.json"
+    path.write_text(json.dumps(middle), encoding="utf-8")
+    root = vlm_parser()._transform(MinerUOutput.from_files(path))
+    assert root.metadata["native_format"] == {"backend": "vlm", "version": "2.5.4"}
+    nodes = list(root.walk())[1:]
+    assert [(n.type.value, n.content) for n in nodes] == [(t, text) for t, text, _, _ in expected]
+    assert len(nodes) > 80
+    sizes = {p["page"]: (p["width"], p["height"]) for p in root.metadata["pages"]}
+    for node, (_, _, page, bbox) in zip(nodes, expected):
+        (box,) = node.geom
+        w, h = sizes[page]
+        assert box.page == page
+        assert box.to_points(w, h) == pytest.approx(tuple(bbox), abs=1e-6)
+    kinds = Counter(n.type for n in nodes)
+    assert kinds[T.SECTION_HEADER] >= 5 and kinds[T.FIGURE] >= 3 and kinds[T.REFERENCE_ITEM] >= 5
+    title = next(n for n in nodes if n.type == T.SECTION_HEADER)
+    assert title.metadata["level"] == 1 and title.content.startswith("Fragment-based design")
+    refs = next(n for n in nodes if n.type == T.REFERENCE_LIST)
+    assert refs.metadata["sub_type"] == "ref_text" and all(c.type == T.REFERENCE_ITEM for c in refs.children)
+
+
+def test_vlm_discarded_blocks_map_to_page_furniture(clinsci_vlm):
+    middle, _ = clinsci_vlm
+    root = vlm_parser(discarded=True)._transform(MinerUOutput(middle))
+    kinds = Counter(n.type for n in root.walk())
+    assert kinds[T.PAGE_HEADER] >= 10 and kinds[T.PAGE_FOOTER] >= 1
+    aside = [n for n in root.walk() if n.metadata.get("native_label") == "aside_text"]
+    assert aside and all(n.type == T.UNKNOWN and n.metadata["angle"] == 90 for n in aside)
+
+
+def test_vlm_fixture_boxes_hold_their_text(clinsci_vlm, clinsci_pdf: Path):
+    root = vlm_parser()._transform(MinerUOutput(clinsci_vlm[0]))
+    dist = []
+    with pymupdf.open(clinsci_pdf) as pdf:
+        for node in root.walk():
+            if node.type in TEXT_TYPES and node.geom and len(node.content) >= 20:
+                (box,) = node.geom
+                page = pdf[box.page - 1]
+                w, h = page.rect.width, page.rect.height
+                clip = pymupdf.Rect(box.left * w - 1, box.top * h - 1, box.right * w + 1, box.bottom * h + 1)
+                dist.append(
+                    Levenshtein.normalized_distance(
+                        norm(page.get_text("text", clip=clip)), norm(node.content)
+                    )
+                )
+    assert statistics.median(dist) < 0.02
+    assert sum(d < 0.1 for d in dist) / len(dist) > 0.9
+
+
+def test_vlm_fixture_to_chunks_with_boxes(clinsci_vlm, clinsci_pdf: Path):
+    from grounded.chunking import chunk, document_text
+
+    out = vlm_parser(clinsci_vlm[0]).run(clinsci_pdf)
+    root: ParsingResult = out.root
+    assert root.metadata["parser"] == "mineru_vlm" and root.metadata["page_count"] == 13
+    assert not any(n.type in (T.REFERENCE_LIST, T.REFERENCE_ITEM) for n in root.walk())  # filtered
+    headers = [n for n in root.walk() if n.type == T.SECTION_HEADER]
+    assert any(h.children for h in headers)  # hierarchy inferred from the title levels
+    lined = [n for n in root.walk() if n.type in TEXT_TYPES and n.geom and n.content]
+    assert sum(bool(b.spans) for n in lined for b in n.geom) / len(lined) > 0.95
+    result = chunk(root, strategy="hierarchical", max_tokens=256)
+    doc = document_text(root)
+    assert len(result.chunks) >= 10
+    pages = set()
+    for c in result.chunks:
+        assert c.geom and all(1 <= b.page <= 13 for b in c.geom)
+        assert doc.text[c.metadata["start_char"] : c.metadata["end_char"]] == c.body
+        pages.update(c.pages)
+    assert len(pages) >= 10
