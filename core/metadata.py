@@ -1,0 +1,249 @@
+"""Chunk boxes and parse trees as vector-store metadata (used by both framework adapters).
+
+Two forms of the same payload:
+
+* **nested** (default): ``boxes`` is a list of small dicts, lists stay lists - fine for in-memory
+  stores and JSON document stores;
+* **flat**: every list becomes a compact JSON string, so stores that accept only
+  ``str | int | float | bool`` values (Chroma, many SQL-backed stores) keep it.
+
+A box dict uses short keys: ``p`` page (1-based), ``b`` ``[left, top, right, bottom]`` fractions of
+the page (origin top-left, rounded to 5 decimals ~ 0.01 pt), ``s`` its line boxes (omitted when the
+box is a single line), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
+:func:`boxes_from_metadata` reads either form (and full ``ParsingBoundingBox.to_dict`` dicts) back.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .errors import SchemaError
+from .model import Chunk, ParsingBoundingBox, ParsingResult, ParsingResultType
+from .serialization import dumps_parsing_result, loads_parsing_result
+
+__all__ = [
+    "BOXES_KEY",
+    "LIST_KEYS",
+    "PAYLOAD_KEYS",
+    "TREE_KEY",
+    "boxes_to_metadata",
+    "boxes_from_metadata",
+    "chunk_metadata",
+    "flatten_metadata",
+    "unflatten_metadata",
+    "encode_tree",
+    "decode_tree",
+    "text_tree",
+    "source_info",
+    "chunk_from_metadata",
+]
+
+BOXES_KEY = "boxes"
+#: a compressed parse tree kept on a source document so a splitter can chunk it with boxes
+TREE_KEY = "grounded_tree"
+#: list-valued keys of :func:`chunk_metadata` (JSON strings in flat mode)
+LIST_KEYS = ("pages", "heading_path", "element_ids", "heading_ids", BOXES_KEY)
+#: machine payload of :func:`chunk_metadata`: never useful to an embedder or an LLM
+PAYLOAD_KEYS = (
+    BOXES_KEY,
+    "chunk_id",
+    "strategy",
+    "token_count",
+    "start_char",
+    "end_char",
+    "body_start",
+    "page_start",
+    "page_end",
+    "heading_path",
+    "element_ids",
+    "heading_ids",
+    TREE_KEY,
+)
+_DECIMALS = 5
+_TREE_PREFIX = "z1:"
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _ltrb(box: ParsingBoundingBox) -> list[float]:
+    return [round(box.left, _DECIMALS), round(box.top, _DECIMALS), round(box.right, _DECIMALS), round(box.bottom, _DECIMALS)]
+
+
+def _box_dict(box: ParsingBoundingBox, line_spans: bool) -> dict[str, Any]:
+    d: dict[str, Any] = {"p": box.page, "b": _ltrb(box)}
+    if line_spans and box.spans:
+        lines = [_ltrb(s) for s in box.spans]
+        if len(lines) > 1 or lines[0] != d["b"]:
+            d["s"] = lines
+    if box.mode is not None:
+        d["m"] = box.mode
+    if box.element_id is not None:
+        d["e"] = box.element_id
+    if box.is_heading:
+        d["h"] = 1
+    return d
+
+
+def boxes_to_metadata(
+    geom: Iterable[ParsingBoundingBox], flat: bool = False, *, line_spans: bool = True
+) -> list[dict[str, Any]] | str:
+    """Chunk boxes -> compact dicts (nested) or one compact JSON string (``flat=True``).
+
+    Character extents (``char_x``) are dropped: highlighting needs lines, not characters.
+    ``line_spans=False`` keeps only one box per page run (smaller, coarser).
+    """
+    out = [_box_dict(b, line_spans) for b in geom]
+    return _compact(out) if flat else out
+
+
+def _box_from_compact(d: Mapping[str, Any]) -> ParsingBoundingBox:
+    page = int(d["p"])
+    spans = [ParsingBoundingBox(page, *map(float, s)) for s in d.get("s", ())]
+    return ParsingBoundingBox(
+        page, *map(float, d["b"]), spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0))
+    )
+
+
+def _box_from_any(d: Any) -> ParsingBoundingBox:
+    if isinstance(d, ParsingBoundingBox):
+        return d
+    if isinstance(d, Mapping):
+        if "p" in d and "b" in d:
+            return _box_from_compact(d)
+        if "page" in d:
+            return ParsingBoundingBox.from_dict(dict(d))
+    raise SchemaError(f"not a grounded box: {str(d)[:80]!r}")
+
+
+def boxes_from_metadata(meta_or_value: Any) -> list[ParsingBoundingBox]:
+    """Boxes from a metadata mapping (reads its ``boxes`` key) or from the value itself: a flat JSON
+    string, a list of compact dicts, a list of ``ParsingBoundingBox.to_dict`` dicts or of boxes.
+
+    A mapping without ``boxes`` gives ``[]``; anything unreadable raises :class:`SchemaError`.
+    """
+    value = meta_or_value
+    if isinstance(value, Mapping) and not ("p" in value and "b" in value):
+        value = value.get(BOXES_KEY)
+        if value is None:
+            return []
+    if isinstance(value, (str, bytes)):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"box metadata is not valid JSON ({exc})") from exc
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, Sequence):
+        raise SchemaError(f"box metadata must be a list or a JSON string, got {type(value).__name__}")
+    try:
+        return [_box_from_any(d) for d in value]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SchemaError(f"box metadata is malformed ({type(exc).__name__}: {exc})") from exc
+
+
+def chunk_metadata(chunk: Chunk, flat: bool = False, *, line_spans: bool = True) -> dict[str, Any]:
+    """The metadata an adapter attaches to a chunk's node/document.
+
+    Keys: ``chunk_id``, ``strategy``, ``token_count``, ``start_char``/``end_char`` (body offsets in
+    the document text), ``body_start`` (body offset inside the chunk content), ``pages``,
+    ``page_start``/``page_end``, ``section`` (heading path joined with " > "), ``heading_path``,
+    ``element_ids``, ``heading_ids`` (when headings were prepended) and ``boxes``.
+    """
+    md = chunk.metadata
+    pages = sorted({int(p) for p in md.get("pages") or chunk.pages})
+    heading_path = [str(h) for h in md.get("heading_path", ())]
+    out: dict[str, Any] = {
+        "chunk_id": chunk.id,
+        "strategy": md.get("strategy", ""),
+        "token_count": int(md.get("token_count", 0)),
+        "start_char": int(md["start_char"]),
+        "end_char": int(md["end_char"]),
+        "body_start": int(md.get("body_start", 0)),
+        "pages": pages,
+        "page_start": pages[0] if pages else 0,
+        "page_end": pages[-1] if pages else 0,
+        "section": " > ".join(heading_path),
+        "heading_path": heading_path,
+        "element_ids": [str(e) for e in md.get("element_ids", ())],
+        BOXES_KEY: boxes_to_metadata(chunk.geom, line_spans=line_spans),
+    }
+    if md.get("heading_ids"):
+        out["heading_ids"] = [str(h) for h in md["heading_ids"]]
+    return flatten_metadata(out) if flat else out
+
+
+def flatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy of ``meta`` whose list/dict values are compact JSON strings (flat-store safe)."""
+    return {k: _compact(v) if isinstance(v, (list, tuple, dict)) else v for k, v in meta.items()}
+
+
+def unflatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Inverse of :func:`flatten_metadata` for :data:`LIST_KEYS` (other keys are left alone)."""
+    out = dict(meta)
+    for key in LIST_KEYS:
+        value = out.get(key)
+        if isinstance(value, str):
+            try:
+                out[key] = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise SchemaError(f"metadata {key!r} is not valid JSON ({exc})") from exc
+    return out
+
+
+def encode_tree(root: ParsingResult) -> str:
+    """A parse tree as one ASCII string (zlib-compressed lossless JSON, ~5x smaller than the JSON)."""
+    raw = dumps_parsing_result(root).encode("utf-8")
+    return _TREE_PREFIX + base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def decode_tree(value: str, source: str = "<metadata>") -> ParsingResult:
+    """Inverse of :func:`encode_tree`; also accepts the plain JSON of ``dumps_parsing_result``."""
+    if not isinstance(value, str):
+        raise SchemaError(f"{source}: a stored parse tree must be a string, got {type(value).__name__}")
+    if value.startswith(_TREE_PREFIX):
+        try:
+            value = zlib.decompress(base64.b64decode(value[len(_TREE_PREFIX) :], validate=True)).decode("utf-8")
+        except (ValueError, zlib.error) as exc:
+            raise SchemaError(f"{source}: stored parse tree is corrupt ({exc})") from exc
+    return loads_parsing_result(value, source=source)
+
+
+def text_tree(text: str) -> ParsingResult:
+    """A parse tree for plain text without a PDF behind it: ROOT -> one PARAGRAPH holding ``text``
+    verbatim, so the chunker's offsets index ``text`` itself (chunks get no boxes)."""
+    root = ParsingResult("root", ParsingResultType.ROOT)
+    if text.strip():
+        root.add_child(ParsingResult("text-0", ParsingResultType.PARAGRAPH, text))
+    return root
+
+
+def source_info(root: ParsingResult) -> dict[str, Any]:
+    """What a parse tree's root says about its source: ``path``, ``name``, ``sha256``, ``parser``,
+    ``parser_version``, ``page_count`` (empty strings / 0 when unknown)."""
+    meta = root.metadata
+    source = meta.get("source") if isinstance(meta.get("source"), Mapping) else {}
+    path = str(source.get("path", ""))
+    return {
+        "path": path,
+        "name": str(source.get("name") or (path.replace("\\", "/").rsplit("/", 1)[-1] if path else "")),
+        "sha256": str(source.get("sha256", "")),
+        "parser": str(meta.get("parser", "")),
+        "parser_version": str(meta.get("parser_version", "")),
+        "page_count": int(meta.get("page_count", 0)),
+    }
+
+
+def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
+    """A :class:`~grounded.model.Chunk` back from a retrieved node/document (text + metadata in
+    nested or flat form), ready for ``grounded.attribution.render``/``highlight``."""
+    plain = unflatten_metadata(meta)
+    geom = boxes_from_metadata(plain)
+    keep = ("strategy", "token_count", "start_char", "end_char", "body_start", "pages", "heading_path", "element_ids", "heading_ids")
+    metadata = {k: plain[k] for k in keep if k in plain}
+    return Chunk(id=str(chunk_id or plain.get("chunk_id", "")), content=content, metadata=metadata, geom=geom)
