@@ -21,6 +21,7 @@ from .errors import GroundedError
 COMMAND_MODULES = [
     "grounded.parsers.cli",
     "grounded.chunking.cli",
+    "grounded.attribution.cli",
     "grounded.demo",
 ]
 

@@ -1,0 +1,96 @@
+"""``grounded highlight PDF CHUNKS -o OUT.pdf|OUT.png`` - show where chunks came from."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import InputNotFoundError
+from ..model import Chunk
+from .geometry import AttributionError, ChunkNotFoundError, parse_color
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "highlight",
+        help="highlight chunks in their PDF (annotated PDF) or render them as PNGs",
+        description=(
+            "Draw the source boxes of chunks (written by `grounded chunk`) onto their PDF. With -o OUT.pdf the "
+            "result is a copy of the PDF with a highlight annotation per chunk and page (title = chunk id); with "
+            "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn."
+        ),
+    )
+    p.add_argument("pdf", type=Path, help="the PDF the chunks were made from")
+    p.add_argument("chunks", type=Path, help="chunks file written by `grounded chunk -o` (.jsonl or .json)")
+    p.add_argument(
+        "-c", "--chunk", dest="chunk_ids", action="append", nargs="+", metavar="ID", default=None,
+        help="only these chunk ids (repeatable; default: all chunks in the file)",
+    )
+    p.add_argument(
+        "-o", "--out", type=Path, default=None,
+        help="OUT.pdf (annotated PDF) or OUT.png (one OUT-p<page>.png per page); default: <pdf stem>.highlighted.pdf",
+    )
+    p.add_argument("--dpi", type=_dpi, default=110, help="PNG resolution in dots per inch (default: 110)")
+    p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
+    p.add_argument("--no-label", action="store_true", help="PDF: do not add the [n] tags in the page margin")
+    p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
+    p.set_defaults(func=run)
+
+
+def _dpi(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 2400:
+        raise argparse.ArgumentTypeError(f"dpi must be in 1..2400, got {value}")
+    return value
+
+
+def _color(text: str) -> tuple[float, float, float]:
+    try:
+        return parse_color(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def select_chunks(chunks: list[Chunk], ids: list[str] | None, source: Path) -> list[Chunk]:
+    """The chunks named by ``ids`` in the order given (all chunks when ``ids`` is None)."""
+    if not ids:
+        return chunks
+    by_id = {c.id: c for c in chunks}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        known = ", ".join(list(by_id)[:3]) + (", ..." if len(by_id) > 3 else "")
+        raise ChunkNotFoundError(
+            source, f"no chunk with id {', '.join(map(repr, missing))} ({len(by_id)} chunks in the file: {known})"
+        )
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..serialization import load_chunking_result
+    from .highlight import DEFAULT_COLOR, highlight
+    from .render import render_to_files
+
+    for path in (args.pdf, args.chunks):
+        if not path.is_file():
+            raise InputNotFoundError(path, "no such file")
+    out: Path = args.out or Path(f"{args.pdf.stem}.highlighted.pdf")
+    kind = out.suffix.lower()
+    if kind not in (".pdf", ".png"):
+        raise AttributionError(out, "output must end in .pdf (annotated PDF) or .png (page images)")
+    ids = [i for group in args.chunk_ids for i in group] if args.chunk_ids else None
+    chunks = select_chunks(load_chunking_result(args.chunks).chunks, ids, args.chunks)
+    if not chunks:
+        raise AttributionError(args.chunks, "the file holds no chunks")
+    color = args.color or DEFAULT_COLOR
+    written: list[Path | bytes]
+    if kind == ".pdf":
+        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label)]
+    else:
+        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color)]
+    pages = sorted({b.page for c in chunks for b in c.geom})
+    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
+    return 0

@@ -1,0 +1,148 @@
+"""Shared plumbing of highlighting and rendering: open the PDF, check chunk boxes against it, turn
+box fractions into page points.
+
+Chunk boxes are fractions of the *displayed* page (rotation and crop box applied, origin top-left,
+1-based page). PyMuPDF draws and annotates in *unrotated* page coordinates, so a displayed rectangle
+goes through ``page.derotation_matrix`` before it touches the page; ``get_pixmap(clip=...)`` on the
+other hand takes displayed coordinates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CorruptPDFError, EncryptedPDFError, InputError, InputNotFoundError, NotAPDFError
+from ..model import Chunk, ChunkingResult, ParsingBoundingBox
+
+__all__ = ["AttributionError", "ChunkNotFoundError", "PageRegions", "open_pdf", "as_chunks", "page_regions",
+           "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color"]
+
+Color = tuple[float, float, float]
+
+
+class AttributionError(InputError):
+    """Chunks and PDF do not fit together (e.g. a box on a page the PDF does not have)."""
+
+
+class ChunkNotFoundError(AttributionError):
+    """A requested chunk id is not in the chunks file."""
+
+
+def open_pdf(pdf: str | Path | bytes) -> tuple[Any, str]:
+    """Open ``pdf`` (a path or PDF bytes) with PyMuPDF; typed errors name the file and the cause.
+
+    Returns ``(document, name)``; the caller closes the document.
+    """
+    import pymupdf
+
+    if isinstance(pdf, (bytes, bytearray, memoryview)):
+        name, data = "<pdf bytes>", bytes(pdf)
+    else:
+        path = Path(pdf)
+        name = str(path)
+        if not path.is_file():
+            raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
+        data = path.read_bytes()
+    if b"%PDF-" not in data[:1024]:
+        raise NotAPDFError(name, "not a PDF (no %PDF- header)")
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # MuPDF's own error types/messages vary by version
+        raise CorruptPDFError(name, f"damaged PDF that MuPDF cannot open ({exc})") from exc
+    if doc.needs_pass:
+        doc.close()
+        raise EncryptedPDFError(name, "encrypted PDF: a password is needed to open it")
+    if doc.page_count == 0:
+        doc.close()
+        raise CorruptPDFError(name, "the PDF has no readable pages")
+    return doc, name
+
+
+def as_chunks(chunks: Chunk | ChunkingResult | Iterable[Chunk]) -> list[Chunk]:
+    """Accept one chunk, a :class:`ChunkingResult` or any iterable of chunks."""
+    if isinstance(chunks, Chunk):
+        return [chunks]
+    if isinstance(chunks, ChunkingResult):
+        return list(chunks.chunks)
+    out = list(chunks)
+    bad = next((c for c in out if not isinstance(c, Chunk)), None)
+    if bad is not None:
+        raise TypeError(f"expected grounded.model.Chunk objects, got {type(bad).__name__}")
+    return out
+
+
+@dataclass
+class PageRegions:
+    """What of one chunk lies on one page: the chunk boxes there and their highlight regions."""
+
+    page: int  # 1-based
+    boxes: list[ParsingBoundingBox]
+
+    def regions(self, *, heading: bool) -> list[ParsingBoundingBox]:
+        """Line spans of the (heading or body) boxes; a box without spans stands for itself."""
+        out: list[ParsingBoundingBox] = []
+        for box in self.boxes:
+            if box.is_heading == heading:
+                out.extend(box.spans or [box])
+        return out
+
+
+def page_regions(chunk: Chunk, page_count: int, source: str) -> list[PageRegions]:
+    """Group ``chunk.geom`` by page in order of first appearance; refuse pages the PDF lacks."""
+    by_page: dict[int, PageRegions] = {}
+    for box in chunk.geom:
+        for b in (box, *box.spans):
+            if b.page > page_count:
+                raise AttributionError(
+                    source, f"chunk {chunk.id!r} has a box on page {b.page} but the PDF has {page_count} page(s) "
+                    "(were the chunks made from another PDF?)"
+                )
+        by_page.setdefault(box.page, PageRegions(box.page, [])).boxes.append(box)
+    return list(by_page.values())
+
+
+def displayed_rect(page: Any, box: ParsingBoundingBox, pad: float = 0.0) -> Any:
+    """``box`` in displayed-page points (``page.rect`` space), grown by ``pad`` points, kept on the page."""
+    import pymupdf
+
+    w, h = page.rect.width, page.rect.height
+    rect = pymupdf.Rect(box.left * w - pad, box.top * h - pad, box.right * w + pad, box.bottom * h + pad)
+    return rect & page.rect
+
+
+def to_page_rect(page: Any, displayed: Any) -> Any:
+    """Displayed-page rectangle -> unrotated page rectangle (what drawing and annotations use)."""
+    return displayed * page.derotation_matrix
+
+
+def to_page_quad(page: Any, displayed: Any) -> Any:
+    """Displayed-page rectangle -> quad in unrotated page space for a text-markup annotation.
+
+    A quad's corner order tells viewers the text direction (ul -> ur along the line). On a rotated
+    page the text may run along either axis, so the quad is oriented along the rectangle's longer
+    side (a line span is longer along its text than across it); ties keep the displayed direction.
+    """
+    unrotated = displayed * page.derotation_matrix
+    if displayed.width >= displayed.height or unrotated.width < unrotated.height:
+        return displayed.quad * page.derotation_matrix
+    return unrotated.quad
+
+
+def parse_color(value: str | Color) -> Color:
+    """``(r, g, b)`` in 0..1, or a ``#rrggbb`` string."""
+    if isinstance(value, str):
+        text = value.strip().lstrip("#")
+        if len(text) != 6:
+            raise ValueError(f"colour {value!r} is not #rrggbb")
+        try:
+            return tuple(int(text[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
+        except ValueError:
+            raise ValueError(f"colour {value!r} is not #rrggbb") from None
+    rgb = tuple(float(v) for v in value)
+    if len(rgb) != 3 or not all(0.0 <= v <= 1.0 for v in rgb):
+        raise ValueError(f"colour {value!r} must be three numbers in 0..1")
+    return rgb
+
