@@ -78,6 +78,8 @@ def reference_elements(pdf_path: Path, pages: list[int], tables: bool = True) ->
                     if (bbox[2] - bbox[0]) * (bbox[3] - bbox[1]) > 400:
                         out.append(RefElement(number, T.FIGURE, "", bbox, size))
                     continue
+                if any(abs(ln["dir"][1]) > 1e-3 for ln in block["lines"]):
+                    continue  # rotated margin text: not part of the reading order we re-encode
                 lines = ["".join(s["text"] for s in ln["spans"]) for ln in block["lines"]]
                 text = "\n".join(ln for ln in lines if ln.strip()).strip()
                 if not text:
