@@ -1,8 +1,8 @@
 """``DoclingDocument`` -> :class:`~grounded.model.ParsingResult` tree.
 
 Shared by the ``docling`` (standard pipeline) and ``granite_docling`` (DocTags) backends. Works on
-any object with the docling-core ``DoclingDocument`` API; docling-core itself is imported only by
-the callers that load documents, never here at module level.
+docling-core ``DoclingDocument`` objects; docling-core is imported when a conversion starts, never
+at module level.
 
 Conversion rules
 ----------------
@@ -106,6 +106,9 @@ class _TreeBuilder:
         picture_text: bool,
         id_prefix: str,
     ) -> None:
+        import docling_core.types.doc as kinds  # present whenever a DoclingDocument exists
+
+        self.kinds = kinds
         self.doc = doc
         self.label_map = label_map
         self.content_layers = None if content_layers is None else {str(c) for c in content_layers}
@@ -168,21 +171,18 @@ class _TreeBuilder:
             self._item(self._resolve(ref), parent)
 
     def _item(self, item: Any, parent: ParsingResult) -> None:
-        ref = getattr(item, "self_ref", None)
+        ref = str(getattr(item, "self_ref", ""))
         if ref in self.seen or not self._wanted(item):
             return
         self.seen.add(ref)
         label = _value(item.label)
-        kind = type(item).__name__
-        if kind in ("GroupItem", "ListGroup", "InlineGroup") or (
-            not hasattr(item, "prov") and hasattr(item, "name")
-        ):
+        if isinstance(item, self.kinds.GroupItem):  # ListGroup, InlineGroup, OrderedList, ...
             self._group(item, label, parent)
-        elif kind == "TableItem" or label in ("table", "document_index"):
+        elif isinstance(item, self.kinds.TableItem):  # table, document_index
             self._floating(item, parent, self._table)
-        elif kind == "PictureItem" or label in ("picture", "chart"):
+        elif isinstance(item, self.kinds.PictureItem):  # picture, chart
             self._floating(item, parent, self._picture)
-        elif kind in ("KeyValueItem", "FormItem") or hasattr(item, "graph"):
+        elif isinstance(item, (self.kinds.KeyValueItem, self.kinds.FormItem)):
             self._graph(item, label, parent)
         else:
             self._text(item, label, parent)
