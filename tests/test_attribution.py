@@ -161,13 +161,23 @@ def test_box_without_spans_is_highlighted_as_a_whole(clinsci_pdf, clinsci):
         assert "Thus selective inhibition" in annot.text
 
 
-@pytest.mark.parametrize("rotation", [90, 180, 270])
-def test_rotated_page_highlight_covers_the_same_words(clinsci_pdf, tmp_path, rotation):
-    src = tmp_path / f"rot{rotation}.pdf"
-    with pymupdf.open(clinsci_pdf) as doc:
+CROP = pymupdf.Rect(40, 60, 560, 760)  # a crop box that does not start at the media box origin
+
+
+def _rotated_copy(src: Path, out: Path, rotation: int, crop: bool) -> Path:
+    with pymupdf.open(src) as doc:
         doc.select([0, 1])
+        if crop:
+            doc[1].set_cropbox(CROP)
         doc[1].set_rotation(rotation)
-        doc.save(src)
+        doc.save(out)
+    return out
+
+
+@pytest.mark.parametrize("crop", [False, True], ids=["mediabox", "cropbox"])
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_rotated_page_highlight_covers_the_same_words(clinsci_pdf, tmp_path, rotation, crop):
+    src = _rotated_copy(clinsci_pdf, tmp_path / "rot.pdf", rotation, crop)
     with pymupdf.open(src) as doc:
         page = doc[1]
         box = block_box(page, P2_HEAD)
@@ -175,16 +185,20 @@ def test_rotated_page_highlight_covers_the_same_words(clinsci_pdf, tmp_path, rot
         expected = words_of(page, P2_HEAD)
         if rotation in (90, 270):
             assert box.width < box.height  # the displayed page is landscape: the column runs across it
-    with pymupdf.open("pdf", highlight(src, Chunk("rot", "x", {}, [box]))) as doc:
+    with pymupdf.open("pdf", highlight(src, Chunk("rot", "x", {}, [box]), label=False)) as doc:
         page = doc[1]
         (annot,) = annots(doc)[2]
-        text = annot.text
-        assert " ".join(expected[:10]) in text and " ".join(expected[-5:]) in text
+        assert " ".join(expected[:10]) in annot.text and " ".join(expected[-5:]) in annot.text
         # each quad sits exactly on its text line (unrotated page space)
         quads = [pymupdf.Quad(annot.vertices[i : i + 4]).rect for i in range(0, len(annot.vertices), 4)]
         assert len(quads) == len(line_rects)
         for q, r in zip(quads, line_rects, strict=True):
             assert abs(q.x0 - r.x0) < 0.5 and abs(q.y0 - r.y0) < 0.5 and abs(q.x1 - r.x1) < 0.5 and abs(q.y1 - r.y1) < 0.5
+        # and a viewer shows the highlight where the chunk box is on the displayed page
+        img = _pixels(page.get_pixmap(dpi=72).tobytes("png"))
+        tinted = _tinted(img)
+        assert tinted[_px(box.spans[0], img.shape)].mean() > 0.3
+        assert tinted.sum() < 1.5 * box.area * img.shape[0] * img.shape[1]
 
 
 def test_box_on_a_missing_page_is_a_typed_error_and_writes_nothing(clinsci_pdf, intro_chunk, tmp_path):
@@ -272,17 +286,16 @@ def test_render_one_png_per_page_in_reading_order_and_crop(clinsci_pdf, cross_pa
     assert _tinted(img).mean() > 0.2
 
 
-def test_render_rotated_page_tints_the_displayed_box(clinsci_pdf, tmp_path):
-    src = tmp_path / "rot90.pdf"
-    with pymupdf.open(clinsci_pdf) as doc:
-        doc.select([1])
-        doc[0].set_rotation(90)
-        doc.save(src)
+@pytest.mark.parametrize("crop", [False, True], ids=["mediabox", "cropbox"])
+@pytest.mark.parametrize("rotation", [90, 180, 270])
+def test_render_rotated_page_tints_the_displayed_box(clinsci_pdf, tmp_path, rotation, crop):
+    src = _rotated_copy(clinsci_pdf, tmp_path / "rot.pdf", rotation, crop)
     with pymupdf.open(src) as doc:
-        box = block_box(doc[0], P2_HEAD)
+        box = block_box(doc[1], P2_HEAD)
+        size = doc[1].rect
     (png,) = render(src, Chunk("r", "x", {}, [box]), dpi=72)
     img = _pixels(png)
-    assert img.shape[1] > img.shape[0]  # landscape as displayed
+    assert img.shape[:2] == pytest.approx((size.height, size.width), abs=1)
     tinted = _tinted(img)
     assert tinted[_px(box, img.shape)].mean() > 0.3
     assert tinted.sum() < 1.5 * (box.area * img.shape[0] * img.shape[1])  # nowhere else

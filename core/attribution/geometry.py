@@ -2,9 +2,10 @@
 box fractions into page points.
 
 Chunk boxes are fractions of the *displayed* page (rotation and crop box applied, origin top-left,
-1-based page). PyMuPDF draws and annotates in *unrotated* page coordinates, so a displayed rectangle
-goes through ``page.derotation_matrix`` before it touches the page; ``get_pixmap(clip=...)`` on the
-other hand takes displayed coordinates.
+1-based page). PyMuPDF annotates in *unrotated* page coordinates, so a displayed rectangle goes
+through ``page.derotation_matrix`` before it becomes an annotation; ``get_pixmap(clip=...)`` on the
+other hand takes displayed coordinates, and renders are painted on the pixels (PyMuPDF 2.0's
+``page.draw_rect`` misplaces shapes on pages that are both rotated and cropped).
 """
 
 from __future__ import annotations

@@ -17,7 +17,6 @@ from .geometry import (
     open_pdf,
     page_regions,
     parse_color,
-    to_page_rect,
 )
 from .highlight import DEFAULT_COLOR, HEADING_COLOR
 
@@ -67,6 +66,8 @@ def render_pages(
         raise ValueError(f"dpi must be an integer in 1..2400, got {dpi!r}")
     if not 0.0 <= fill_opacity <= 1.0:
         raise ValueError(f"fill_opacity must be in 0..1, got {fill_opacity!r}")
+    import pymupdf
+
     body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
     chunks = as_chunks(chunk)
     doc, source = open_pdf(pdf)
@@ -81,14 +82,16 @@ def render_pages(
         images = []
         for number, regions in by_page.items():
             page = doc[number - 1]
-            drawn = _draw(page, regions, pad, body_rgb, heading_rgb, fill_opacity)
+            groups = [
+                ([displayed_rect(page, r, pad) for pr in regions for r in pr.regions(heading=is_heading)], rgb)
+                for is_heading, rgb in ((True, heading_rgb), (False, body_rgb))
+            ]
             clip = None
             if crop:
-                clip = drawn[0]
-                for r in drawn[1:]:
-                    clip |= r
-                clip = (clip + (-margin, -margin, margin, margin)) & page.rect
-            images.append((number, _png(page, dpi, clip, source)))
+                drawn = [r for rects, _ in groups for r in rects]
+                clip = pymupdf.Rect(min(r.x0 for r in drawn) - margin, min(r.y0 for r in drawn) - margin,
+                                    max(r.x1 for r in drawn) + margin, max(r.y1 for r in drawn) + margin) & page.rect
+            images.append((number, _png(page, dpi, clip, groups, fill_opacity, source)))
     finally:
         doc.close()
     return images
@@ -110,26 +113,15 @@ def render_to_files(
     ]
 
 
-def _draw(page: Any, regions: list[PageRegions], pad: float, body: Color, heading: Color, opacity: float) -> list[Any]:
-    """Draw the regions on ``page`` (unrotated coordinates); return their displayed rectangles."""
-    shape = page.new_shape()
-    drawn = []
-    for is_heading, rgb in ((True, heading), (False, body)):
-        rects = [displayed_rect(page, r, pad) for pr in regions for r in pr.regions(heading=is_heading)]
-        rects = [r for r in rects if not r.is_empty]
-        for r in rects:
-            shape.draw_rect(to_page_rect(page, r))
-        if rects:
-            outline = tuple(0.6 * v for v in rgb)
-            shape.finish(color=outline, fill=rgb, fill_opacity=opacity, stroke_opacity=0.9, width=0.8)
-        drawn += rects
-    shape.commit(overlay=True)
-    if not drawn:  # only degenerate boxes: fall back to the enclosing boxes so crop has a region
-        drawn = [displayed_rect(page, b, pad) for pr in regions for b in pr.boxes]
-    return drawn
+def _png(page: Any, dpi: int, clip: Any, groups: list[tuple[list[Any], Color]], opacity: float, source: str) -> bytes:
+    """Render the displayed page (or ``clip`` of it) and paint the rectangle groups onto the pixels.
 
+    Painting happens on the image, not in the PDF: displayed-page rectangles map straight to
+    pixels, whatever the page's rotation and crop box.
+    """
+    import numpy as np
+    import pymupdf
 
-def _png(page: Any, dpi: int, clip: Any, source: str) -> bytes:
     area = clip if clip is not None else page.rect
     pixels = (area.width * dpi / 72) * (area.height * dpi / 72)
     if pixels > MAX_PIXELS:
@@ -137,4 +129,26 @@ def _png(page: Any, dpi: int, clip: Any, source: str) -> bytes:
             source, f"page {page.number + 1} at {dpi} dpi needs {pixels / 1e6:.0f} Mpx (limit {MAX_PIXELS / 1e6:.0f}); "
             "lower the dpi or render with crop=True"
         )
-    return page.get_pixmap(dpi=dpi, clip=clip).tobytes("png")
+    pix = page.get_pixmap(dpi=dpi, clip=clip, alpha=False)
+    height, width = pix.height, pix.width
+    img = np.frombuffer(pix.samples, dtype=np.uint8).reshape(height, width, pix.n)[..., :3].astype(np.float32)
+    sx, sy = width / area.width, height / area.height
+    thickness = max(1, round(0.8 * dpi / 72))
+    for rects, rgb in groups:
+        fill = np.zeros((height, width), dtype=bool)
+        edge = np.zeros((height, width), dtype=bool)
+        for r in rects:
+            x0, x1 = (max(0, min(width, round((v - area.x0) * sx))) for v in (r.x0, r.x1))
+            y0, y1 = (max(0, min(height, round((v - area.y0) * sy))) for v in (r.y0, r.y1))
+            if x1 <= x0 or y1 <= y0:
+                continue
+            fill[y0:y1, x0:x1] = True
+            t = min(thickness, (x1 - x0 + 1) // 2, (y1 - y0 + 1) // 2) or 1
+            edge[y0 : y0 + t, x0:x1] = edge[y1 - t : y1, x0:x1] = True
+            edge[y0:y1, x0 : x0 + t] = edge[y0:y1, x1 - t : x1] = True
+        color = np.array(rgb, dtype=np.float32) * 255
+        img[fill] = img[fill] * (1 - opacity) + color * opacity
+        img[edge] = img[edge] * 0.1 + color * 0.6 * 0.9  # outline: darker shade, 90 % opaque
+    out = pymupdf.Pixmap(pymupdf.csRGB, width, height, np.ascontiguousarray(img.round().astype(np.uint8)).tobytes(), 0)
+    out.set_dpi(dpi, dpi)
+    return out.tobytes("png")
