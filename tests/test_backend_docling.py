@@ -247,3 +247,33 @@ def test_fixture_to_chunks_with_boxes(name: str):
         assert c.geom, c.id
         assert all(1 <= b.page <= page_count for b in c.geom)
         assert doc.text[c.metadata["start_char"] : c.metadata["end_char"]] == c.body
+
+
+def test_nested_lists_and_inline_groups():
+    from docling_core.types.doc import BoundingBox, DocItemLabel, DoclingDocument, ProvenanceItem, Size
+
+    def prov(top: float, left: float = 50, right: float = 300) -> ProvenanceItem:
+        return ProvenanceItem(
+            page_no=1, bbox=BoundingBox(l=left, t=top, r=right, b=top + 10), charspan=(0, 1)
+        )
+
+    doc = DoclingDocument(name="t")
+    doc.add_page(page_no=1, size=Size(width=500, height=1000))
+    outer = doc.add_list_group()
+    item = doc.add_list_item("outer item", parent=outer, prov=prov(100))
+    inner = doc.add_list_group(parent=item)
+    doc.add_list_item("inner item", parent=inner, prov=prov(120, left=70))
+    inline = doc.add_inline_group()
+    doc.add_text(label=DocItemLabel.TEXT, text="energy is", parent=inline, prov=prov(200, right=120))
+    doc.add_formula(text="E = mc^2", parent=inline, prov=prov(200, left=125, right=200))
+    root = parser()._transform(doc)
+    lst, para = root.children
+    assert lst.type == T.LIST and [c.type for c in lst.children] == [T.LIST_ITEM]
+    (outer_item,) = lst.children
+    assert outer_item.content == "outer item"
+    (inner_list,) = outer_item.children
+    assert inner_list.type == T.LIST and inner_list.children[0].content == "inner item"
+    assert para.type == T.PARAGRAPH and para.content == "energy is E = mc^2"
+    assert para.metadata["native_label"] == "inline"
+    (box,) = para.geom  # the parts' boxes united per page
+    assert (box.left, box.top, box.right, box.bottom) == pytest.approx((0.1, 0.2, 0.4, 0.21))

@@ -495,3 +495,29 @@ def test_vlm_fixture_to_chunks_with_boxes(clinsci_vlm, clinsci_pdf: Path):
         assert doc.text[c.metadata["start_char"] : c.metadata["end_char"]] == c.body
         pages.update(c.pages)
     assert len(pages) >= 10
+
+
+def test_vlm_code_and_list_blocks_from_the_schema_examples():
+    """The two VLM examples of MinerU's output_files.md (list with level-2 items, code with caption)."""
+
+    def block(kind: str, bbox: list[int], text: str, index: int) -> dict[str, Any]:
+        return {"type": kind, "bbox": bbox, "angle": 0, "index": index,
+                "lines": [{"bbox": bbox, "spans": [{"bbox": bbox, "type": "text", "content": text}]}]}  # fmt: skip
+
+    listing = {"bbox": [174, 155, 818, 333], "type": "list", "angle": 0, "index": 11, "sub_type": "text",
+               "blocks": [block("text", [174, 157, 311, 175], "H.1 Introduction", 3),
+                          block("text", [175, 182, 464, 229], "H.2 Example: Divide by Zero without Exception Handling", 4)]}  # fmt: skip
+    code = {"type": "code", "bbox": [114, 160, 885, 1231], "index": 17, "sub_type": "code",
+            "blocks": [block("code_body", [114, 780, 885, 1231], "1 // Fig. H.1\n2 import java.util.Scanner;", 17),
+                       block("code_caption", [867, 160, 1280, 189], "Algorithm 1 Modules for MCTSteg", 19)]}  # fmt: skip
+    middle = {"_backend": "vlm", "_version_name": "2.5.0",
+              "pdf_info": [{"page_idx": 0, "page_size": [1300, 1300], "para_blocks": [listing, code], "discarded_blocks": []}]}  # fmt: skip
+    root = mineru_to_tree(middle)
+    lst, body, caption = root.children
+    assert lst.type == T.LIST and [c.content for c in lst.children] == [
+        "H.1 Introduction",
+        "H.2 Example: Divide by Zero without Exception Handling",
+    ]
+    assert lst.children[1].geom[0].to_points(1300, 1300) == pytest.approx((175, 182, 464, 229))
+    assert body.type == T.PARAGRAPH and body.metadata["native_label"] == "code_body"
+    assert caption.type == T.CAPTION and caption.content == "Algorithm 1 Modules for MCTSteg"
