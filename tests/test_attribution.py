@@ -150,6 +150,16 @@ def test_highlight_several_chunks_with_custom_labels(clinsci_pdf, intro_chunk, c
         assert not annots(doc, "FreeText")
 
 
+def test_labels_of_chunks_starting_on_the_same_line_do_not_overlap(clinsci_pdf, intro_chunk):
+    twins = [Chunk(f"twin-{i}", "x", {}, intro_chunk.geom) for i in range(3)]
+    with pymupdf.open("pdf", highlight(clinsci_pdf, twins)) as doc:
+        labels = annots(doc, "FreeText")[1]
+        assert [a.info["content"] for a in labels] == ["[1]", "[2]", "[3]"]
+        for i, a in enumerate(labels):
+            assert all(not a.rect.intersects(b.rect) for b in labels[i + 1 :])
+            assert a.rect.x1 < intro_chunk.geom[0].left * doc[0].rect.width  # in the left margin
+
+
 def test_box_without_spans_is_highlighted_as_a_whole(clinsci_pdf, clinsci):
     page = clinsci[1]
     block = _block(page, P2_HEAD)

@@ -59,6 +59,7 @@ def highlight(
     doc, source = open_pdf(pdf)
     try:
         plans = [(chunk, page_regions(chunk, doc.page_count, source)) for chunk in chunk_list]
+        placed: dict[int, list[Any]] = {}  # page -> label rectangles already there (no stacking)
         for n, (chunk, regions) in enumerate(plans, 1):
             if not regions:
                 warnings.warn(f"{source}: chunk {chunk.id!r} has no boxes; nothing to highlight", stacklevel=2)
@@ -69,7 +70,7 @@ def highlight(
                 _annotate(page, chunk, pr, heading=True, rgb=heading_rgb)
                 _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
                 if tag:
-                    _add_label(page, chunk, pr, tag, body_rgb)
+                    _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
         data = doc.tobytes(deflate=True)
     finally:
         doc.close()
@@ -101,8 +102,9 @@ def _describe(chunk: Chunk) -> str:
     return f"{head}\n{text}"
 
 
-def _add_label(page: Any, chunk: Chunk, pr: PageRegions, tag: str, rgb: Color) -> None:
-    """A FreeText tag at the page edge (the margin) level with the chunk's first box on this page."""
+def _add_label(page: Any, chunk: Chunk, pr: PageRegions, tag: str, rgb: Color, taken: list[Any]) -> None:
+    """A FreeText tag at the page edge (the margin) level with the chunk's first box on this page,
+    moved down past tags already placed there."""
     import pymupdf
 
     anchor = displayed_rect(page, pr.boxes[0])
@@ -111,8 +113,12 @@ def _add_label(page: Any, chunk: Chunk, pr: PageRegions, tag: str, rgb: Color) -
     page_w, page_h = page.rect.width, page.rect.height
     left_half = anchor.x0 + anchor.x1 < page_w
     x0 = _LABEL_EDGE if left_half else page_w - _LABEL_EDGE - width
-    y0 = min(max(0.0, anchor.y0), page_h - height)
-    rect = pymupdf.Rect(x0, y0, x0 + width, y0 + height)
+    rect = pymupdf.Rect(x0, anchor.y0, x0 + width, anchor.y0 + height)
+    while any(rect.intersects(t) for t in taken) and rect.y1 + height <= page_h:
+        rect += (0, height + 1.0, 0, height + 1.0)
+    if rect.y1 > page_h:
+        rect += (0, page_h - rect.y1, 0, page_h - rect.y1)
+    taken.append(rect)
     annot = page.add_freetext_annot(
         to_page_rect(page, rect), tag, fontsize=_LABEL_SIZE, fontname="helv", text_color=(0, 0, 0),
         fill_color=rgb, rotate=page.rotation,
