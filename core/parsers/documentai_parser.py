@@ -66,7 +66,9 @@ def _get(d: Mapping[str, Any] | None, camel: str, default: Any = None) -> Any:
     if camel in d:
         return d[camel]
     snake = re.sub(r"(?<!^)([A-Z])", r"_\1", camel).lower()
-    return d.get(snake, default)
+    if snake in d:
+        return d[snake]
+    return d.get(snake + "_", default)  # proto-plus renames fields named like builtins: type -> type_
 
 
 def vertices_to_box(
@@ -303,7 +305,7 @@ def document_to_tree(native: Mapping[str, Any]) -> ParsingResult:
     for index, (offset, document) in enumerate(slices):
         prefix = f"s{index}:" if len(slices) > 1 else ""
         layout = _get(document, "documentLayout")
-        if layout is not None:
+        if layout and _get(layout, "blocks"):  # to_json() writes an empty layout into OCR documents
             _LayoutBuilder(factory, offset, prefix).blocks(_get(layout, "blocks") or [], root)
         else:
             _ocr_pages(document, root, factory, offset, prefix)
