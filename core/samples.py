@@ -543,7 +543,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m grounded.samples", description=write_sample_pdf.__doc__)
     parser.add_argument("out", type=Path, help="where to write the sample PDF (e.g. sample_guideline.pdf)")
     args = parser.parse_args(argv)
-    path = write_sample_pdf(args.out)
+    try:
+        path = write_sample_pdf(args.out)
+    except OSError as exc:
+        sys.stderr.write(f"grounded.samples: error: cannot write {args.out}: {exc.strerror or exc}\n")
+        return 1
     sys.stdout.write(f"{path}\n")
     return 0
 

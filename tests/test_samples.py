@@ -140,3 +140,13 @@ def test_module_entry_point(tmp_path: Path):
     assert out.is_file() and proc.stdout.strip() == str(out)
     with pymupdf.open(out) as d:
         assert d.page_count >= 4
+
+
+def test_module_entry_point_reports_unwritable_output(tmp_path: Path, capsys):
+    from grounded.samples import main
+
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main([str(blocker / "sample.pdf")]) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "cannot write" in err and "sample.pdf" in err
