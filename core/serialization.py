@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -39,6 +40,9 @@ PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
 SCHEMA_VERSION = 1
 _READABLE = {PARSE_SCHEMA: {1}, CHUNKS_SCHEMA: {1}}
+# process umask, read once at import (os.umask can only be read by setting it)
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
 
 
 def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
@@ -51,6 +55,8 @@ def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
+        # mkstemp creates 0600; give the file the mode a plain open() would (or keep the old one)
+        os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_UMASK)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -1,0 +1,169 @@
+"""``grounded parse``: PDFs -> ``<name>.json`` (lossless tree) + ``<name>.md`` in an output folder."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import GroundedError
+from ..model import ParsingResultType
+from . import PARSERS, parser_class
+from .base import DEFAULT_DROP_TYPES
+
+__all__ = ["register", "run_parse"]
+
+_TYPE_NAMES = ", ".join(t.value for t in sorted(DEFAULT_DROP_TYPES, key=lambda t: t.value))
+
+
+class BatchError(GroundedError):
+    """Some files of a multi-file run failed (each was reported on its own line)."""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "parse",
+        help="parse PDFs into element trees (.json) and Markdown (.md)",
+        description=(
+            "Parse each PDF with a layout backend, post-process the tree (filtering, section "
+            "hierarchy, line + character boxes from the PDF text layer) and write <name>.json "
+            "(lossless, reloadable) and <name>.md (lossy) into the output folder."
+        ),
+    )
+    p.add_argument("pdfs", nargs="+", metavar="PDF", type=Path, help="input PDF file(s)")
+    p.add_argument(
+        "--parser",
+        default="pymupdf",
+        choices=sorted(PARSERS),
+        metavar="NAME",
+        help=f"backend to use (default: pymupdf, offline). One of: {', '.join(PARSERS)}",
+    )
+    p.add_argument(
+        "-o", "--out", type=Path, default=Path("."), metavar="DIR", help="output folder (default: current folder)"
+    )
+    p.add_argument(
+        "--keep",
+        default="",
+        metavar="TYPES",
+        help=(
+            "comma-separated element types NOT to filter out (default filter: "
+            f"{_TYPE_NAMES}); 'all' keeps everything"
+        ),
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes for the layout pass (parsers that support it, e.g. pymupdf; default 1)",
+    )
+    p.add_argument(
+        "--images",
+        action="store_true",
+        help="also write each figure as PNG into DIR/images/ (pymupdf parser)",
+    )
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar on stderr")
+    p.set_defaults(func=run_parse)
+
+
+def _drop_types(keep: str) -> frozenset[ParsingResultType]:
+    if not keep.strip():
+        return DEFAULT_DROP_TYPES
+    if keep.strip().lower() == "all":
+        return frozenset()
+    kept = set()
+    for name in keep.split(","):
+        name = name.strip().upper()
+        if not name:
+            continue
+        try:
+            kept.add(ParsingResultType(name))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--keep: unknown element type {name!r}; use names like {_TYPE_NAMES}"
+            ) from None
+    return frozenset(DEFAULT_DROP_TYPES - kept)
+
+
+def _accepts(cls: type, name: str) -> bool:
+    return name in inspect.signature(cls.__init__).parameters
+
+
+def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None] | None, image_dir: Path | None) -> Any:
+    cls = parser_class(args.parser)
+    kwargs: dict[str, Any] = {"drop_types": _drop_types(args.keep)}
+    if args.workers != 1:
+        if args.workers < 1:
+            raise argparse.ArgumentTypeError("--workers must be >= 1")
+        if _accepts(cls, "workers"):
+            kwargs["workers"] = args.workers
+    if progress is not None and _accepts(cls, "progress"):
+        kwargs["progress"] = progress
+    if image_dir is not None and _accepts(cls, "image_dir"):
+        kwargs["image_dir"] = image_dir
+    return cls(**kwargs)
+
+
+def run_parse(args: argparse.Namespace) -> int:
+    """Parse every PDF; one failing file does not stop the others (exit code 1 at the end)."""
+    from tqdm import tqdm
+
+    show = not args.no_progress
+    current: dict[str, Any] = {}
+
+    def progress(done: int, count: int) -> None:
+        bar = current.get("bar")
+        if bar is None:
+            return
+        if bar.total != count:
+            bar.total = count
+        bar.n = done
+        bar.refresh()
+
+    try:
+        parser = _build_parser(args, progress, args.out / "images" if args.images else None)
+    except argparse.ArgumentTypeError as exc:
+        raise BatchError(str(exc)) from None
+    failures: list[str] = []
+    total = len(args.pdfs)
+    try:
+        for n, pdf in enumerate(args.pdfs, 1):
+            bar = tqdm(
+                total=None,
+                unit="page",
+                desc=f"[{n}/{total}] {pdf.name}",
+                file=sys.stderr,
+                disable=None if show else True,
+                leave=False,
+            )
+            current["bar"] = bar
+            started = time.perf_counter()
+            try:
+                output = parser.run(pdf)
+                json_path, md_path = output.save(args.out, pdf.stem)
+            except GroundedError as exc:
+                if total == 1:
+                    raise
+                failures.append(str(pdf))
+                print(f"grounded parse: error: {exc}", file=sys.stderr)
+                continue
+            finally:
+                bar.close()
+                current.pop("bar", None)
+            root = output.root
+            elements = sum(1 for _ in root.walk()) - 1
+            print(
+                f"{pdf} -> {json_path}, {md_path} ({root.metadata.get('page_count')} pages, "
+                f"{elements} elements, {time.perf_counter() - started:.1f} s)"
+            )
+    finally:
+        close = getattr(parser, "close", None)
+        if callable(close):
+            close()
+    if failures:
+        raise BatchError(f"{len(failures)} of {total} file(s) failed: {', '.join(failures)}")
+    return 0

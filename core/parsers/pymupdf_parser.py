@@ -1,0 +1,537 @@
+"""Default backend: PyMuPDF >= 2.0 with its bundled ONNX layout model (offline).
+
+``_parse`` runs :func:`pymupdf4llm.helpers.document_layout.parse_document` (layout classes,
+reading order of multi-column pages, table grids, header font sizes), optionally over page
+ranges in worker processes. ``_transform`` builds the tree: every text element's content is
+rebuilt from the PDF text layer inside its layout box, so its line spans and per-character
+extents are attached right here (exact, no re-alignment needed). Tables become TABLE ->
+TABLE_ROW -> TABLE_CELL with cell boxes from the layout grid (``find_tables`` as fallback),
+consecutive list items are grouped into a LIST, and section headers get a ``level`` from their
+numbering or their style (font size, then ALL CAPS above mixed case).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import multiprocessing
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ..errors import BackendUnavailableError, EmptyDocumentError
+from ..markdown import table_to_markdown
+from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
+from .base import BaseParser, map_label
+from .postprocess import numbering_level
+from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
+
+__all__ = ["PyMuPDFParser", "PyMuPDFNative"]
+
+log = logging.getLogger(__name__)
+T = ParsingResultType
+
+#: progress callback: (pages done, pages total)
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class PyMuPDFNative:
+    """Native output: pymupdf4llm's ParsedDocument (pages -> layout boxes in reading order)."""
+
+    path: Path
+    document: Any  # pymupdf4llm.helpers.document_layout.ParsedDocument
+    layout_seconds: float = 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# layout pass (in process or in worker processes)
+# ---------------------------------------------------------------------------------------------
+
+
+def _require_layout() -> Any:
+    """Import pymupdf4llm's document parser (loads the ONNX layout model once per process)."""
+    try:
+        from pymupdf4llm.helpers import document_layout
+    except ImportError as exc:  # pragma: no cover - pymupdf4llm is a core dependency
+        raise BackendUnavailableError("PyMuPDF layout parser", "pymupdf", "pymupdf4llm pymupdf-layout") from exc
+    return document_layout
+
+
+def _load_layout_single_threaded() -> None:
+    """Load the layout model with one ONNX Runtime thread (worker processes share the cores).
+
+    Only effective before the model is first loaded in this process; afterwards a no-op.
+    """
+    import sys
+
+    if "pymupdf.layout" in sys.modules:
+        return
+    import onnxruntime as ort
+
+    original = ort.InferenceSession
+
+    class _OneThreadSession(original):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
+            options = sess_options if sess_options is not None else ort.SessionOptions()
+            options.intra_op_num_threads = 1
+            options.inter_op_num_threads = 1
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            super().__init__(path, options, *args, **kwargs)
+
+    ort.InferenceSession = _OneThreadSession
+    try:
+        _require_layout()
+    finally:
+        ort.InferenceSession = original
+
+
+def _strip_page(page: Any) -> Any:
+    """Drop the bulky per-page extras the tree and Markdown do not need (keeps memory flat)."""
+    page.fulltext = None
+    page.words = None
+    page.links = None
+    return page
+
+
+def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
+    """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects."""
+    document_layout = _require_layout()
+    parsed = document_layout.parse_document(doc_or_path, pages=list(pages), use_ocr=0, force_text=False)
+    return [_strip_page(p) for p in parsed.pages]
+
+
+def _worker_init() -> None:
+    _load_layout_single_threaded()
+
+
+def _worker_layout(args: tuple[str, list[int]]) -> list[Any]:
+    path, pages = args
+    return _layout_pages(path, pages)
+
+
+def _page_batches(page_count: int, batch: int) -> list[list[int]]:
+    return [list(range(i, min(page_count, i + batch))) for i in range(0, page_count, batch)]
+
+
+# ---------------------------------------------------------------------------------------------
+# the parser
+# ---------------------------------------------------------------------------------------------
+
+
+class PyMuPDFParser(BaseParser):
+    """PyMuPDF layout model + text layer; offline, CPU only.
+
+    Parameters
+    ----------
+    workers:
+        Processes for the layout pass (>= 2 uses a spawn pool, started on first use and reused
+        across documents; call :meth:`close` or use the parser as a context manager).
+    image_dir:
+        Write each FIGURE's region as PNG there and set ``node.image`` (default: no images).
+    image_dpi:
+        Resolution of those PNGs.
+    batch_pages:
+        Pages per layout call (granularity of progress reports and worker tasks).
+    progress:
+        ``callback(pages_done, pages_total)`` during the layout pass.
+    """
+
+    name: ClassVar[str] = "pymupdf"
+    requires_text_layer: ClassVar[bool] = True
+    #: layout classes of the bundled model (pymupdf/layout/resources/onnx/*.yaml ``class_list``)
+    LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = {
+        "title": T.TITLE,
+        "section-header": T.SECTION_HEADER,
+        "text": T.PARAGRAPH,
+        "list-item": T.LIST_ITEM,
+        "table": T.TABLE,
+        "picture": T.FIGURE,
+        "caption": T.CAPTION,
+        "footnote": T.FOOTNOTE,
+        "formula": T.FORMULA,
+        "page-header": T.PAGE_HEADER,
+        "page-footer": T.PAGE_FOOTER,
+    }
+
+    def __init__(
+        self,
+        *,
+        workers: int = 1,
+        image_dir: str | Path | None = None,
+        image_dpi: int = 150,
+        batch_pages: int = 8,
+        progress: ProgressCallback | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if workers < 1:
+            raise ValueError("workers must be >= 1")
+        if batch_pages < 1:
+            raise ValueError("batch_pages must be >= 1")
+        self.workers = int(workers)
+        self.image_dir = Path(image_dir) if image_dir is not None else None
+        self.image_dpi = int(image_dpi)
+        self.batch_pages = int(batch_pages)
+        self.progress = progress
+        self._pool: Any = None
+        try:
+            import pymupdf  # noqa: F401
+        except ImportError as exc:  # pragma: no cover - core dependency
+            raise BackendUnavailableError("PyMuPDF parser", "pymupdf", "pymupdf") from exc
+
+    def version(self) -> str:
+        import pymupdf
+
+        try:
+            import pymupdf4llm
+
+            return f"pymupdf {pymupdf.__version__}, pymupdf4llm {pymupdf4llm.__version__}"
+        except ImportError:  # pragma: no cover
+            return f"pymupdf {pymupdf.__version__}"
+
+    # -- resources ------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the worker pool (if one was started)."""
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool.join()
+            self._pool = None
+
+    def __enter__(self) -> PyMuPDFParser:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # best effort; explicit close() is preferred
+        with contextlib.suppress(Exception):  # interpreter shutdown
+            self.close()
+
+    def _get_pool(self) -> Any:
+        if self._pool is None:
+            ctx = multiprocessing.get_context("spawn")
+            self._pool = ctx.Pool(self.workers, initializer=_worker_init)
+        return self._pool
+
+    # -- step 1: layout -------------------------------------------------------------------------
+    def _parse(self, pdf_path: Path) -> PyMuPDFNative:
+        import time
+
+        import pymupdf
+
+        document_layout = _require_layout()
+        started = time.perf_counter()
+        with pymupdf.open(pdf_path) as doc:
+            count = doc.page_count
+            toc = doc.get_toc(simple=True)
+            metadata = dict(doc.metadata or {})
+            pages: list[Any] = []
+            for done in self._layout_iter(doc, pdf_path, count):
+                pages.extend(done)
+                if self.progress is not None:
+                    self.progress(len(pages), count)
+        # header levels as pymupdf4llm computes them, but over the whole document
+        sizes = {b.max_fontsize for p in pages for b in p.boxes if b.boxclass in ("title", "section-header")}
+        if sizes:
+            document_layout.update_header_tags(pages, sizes)
+        parsed = document_layout.ParsedDocument(
+            filename=str(pdf_path), page_count=count, toc=toc, pages=pages, metadata=metadata
+        )
+        return PyMuPDFNative(path=pdf_path, document=parsed, layout_seconds=time.perf_counter() - started)
+
+    def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[list[Any]]:
+        if self.workers > 1 and count > 1:
+            batch = max(1, min(self.batch_pages, math.ceil(count / (2 * self.workers))))
+            tasks = [(str(pdf_path), b) for b in _page_batches(count, batch)]
+            yield from self._get_pool().imap(_worker_layout, tasks)
+            return
+        for batch in _page_batches(count, self.batch_pages):
+            yield _layout_pages(doc, batch)
+
+    # -- step 2: tree ---------------------------------------------------------------------------
+    def _transform(self, native: PyMuPDFNative) -> ParsingResult:
+        root = ParsingResult("root", T.ROOT)
+        builder = _TreeBuilder(self, native)
+        with TextLayer(native.path, cache_pages=2) as layer:
+            for page in native.document.pages:
+                builder.add_page(page, layer.page(page.page_number), layer)
+        elements = builder.finish()
+        if not any(n.content.strip() for n in elements):
+            raise EmptyDocumentError(native.path, "the layout model found no text on any page")
+        for node in elements:
+            root.add_child(node)
+        root.metadata["layout_seconds"] = round(native.layout_seconds, 4)
+        return root
+
+    # -- step 3: markdown -----------------------------------------------------------------------
+    def _get_md(self, native: PyMuPDFNative) -> str:
+        md = str(native.document.to_markdown(header=False, footer=False, write_images=False, embed_images=False))
+        return re.sub(r"\n{3,}", "\n\n", md).strip() + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# native -> tree
+# ---------------------------------------------------------------------------------------------
+
+_TEXT_CLASSES = frozenset(
+    {"title", "section-header", "text", "list-item", "caption", "footnote", "formula", "page-header", "page-footer"}
+)
+_FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
+
+
+@dataclass
+class _Style:
+    size: float
+    caps: bool
+    bold: bool
+
+    @property
+    def key(self) -> tuple[float, bool]:
+        return (self.size, self.caps)
+
+
+@dataclass
+class _TreeBuilder:
+    parser: PyMuPDFParser
+    native: PyMuPDFNative
+    elements: list[ParsingResult] = field(default_factory=list)
+    styles: dict[int, _Style] = field(default_factory=dict)  # id(header node) -> style
+    figure_count: int = 0
+
+    def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
+        claimed = np.zeros(len(pc), dtype=bool)
+        w, h = pc.width, pc.height
+        if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
+            log.warning("%s: page %d size differs between layout and text layer", self.native.path, page.page_number)
+        for box in page.boxes:
+            label = box.boxclass
+            type_, meta = map_label(label, self.parser.LABEL_MAP)
+            x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
+            if x1 - x0 <= 0 or y1 - y0 <= 0:
+                continue
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
+            if label == "table":
+                node = self._table(box, pc, claimed, geom, meta, layer)
+            elif label == "picture":
+                node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
+                node.image = self._figure_image(layer, pc.page, (x0, y0, x1, y1))
+            elif label in _TEXT_CLASSES or type_ == T.MISSING:
+                node = self._text(type_, pc, claimed, (x0, y0, x1, y1), geom, meta)
+                if node is None:
+                    continue
+                if type_ == T.LIST_ITEM:
+                    node.metadata["indent"] = round(x0 / w, 4)
+            else:  # pragma: no cover - every class of the model is handled above
+                node = ParsingResult("", type_, geom=[geom], metadata=meta)
+            self.elements.append(node)
+
+    def _text(
+        self,
+        type_: ParsingResultType,
+        pc: PageChars,
+        claimed: np.ndarray,
+        rect: tuple[float, float, float, float],
+        geom: ParsingBoundingBox,
+        meta: dict[str, Any],
+    ) -> ParsingResult | None:
+        sel = pc.select(*rect)
+        sel = sel[~claimed[sel]]
+        claimed[sel] = True
+        built = build_lines([pc], [sel])
+        node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
+        geom.spans = lines_to_spans(built.lines, [pc]).get(0, [])
+        if type_ in (T.SECTION_HEADER, T.TITLE) and built.text:
+            style = _style_of(pc, sel, built.text)
+            self.styles[id(node)] = style
+            node.metadata["font_size"] = style.size
+        return node
+
+    def _table(
+        self,
+        box: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        geom: ParsingBoundingBox,
+        meta: dict[str, Any],
+        layer: TextLayer,
+    ) -> ParsingResult:
+        table = ParsingResult("", T.TABLE, geom=[geom], metadata=meta)
+        info = box.table or {}
+        grid = info.get("cells")
+        source = "layout"
+        if not grid:
+            grid = _find_tables_grid(layer, pc.page, geom.to_points(pc.width, pc.height))
+            source = "find_tables" if grid else "lines"
+        if not grid:  # no grid at all: one row per text line
+            x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
+            sel = pc.select(x0, y0, x1, y1)
+            built = build_lines([pc], [sel[~claimed[sel]]])
+            grid = [[(x0, ln.y0, x1, ln.y1)] for ln in built.lines]
+        table.metadata["cell_source"] = source
+        for r, row_boxes in enumerate(grid):
+            row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
+            cells: list[ParsingResult] = []
+            for c, cell_box in enumerate(row_boxes):
+                if cell_box is None:
+                    continue
+                x0, y0, x1, y1 = _clip(*cell_box, pc.width, pc.height)
+                if x1 - x0 <= 0 or y1 - y0 <= 0:
+                    continue
+                cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, {"row": r, "col": c})
+                if cell is not None:
+                    cells.append(cell)
+            if not any(cell.content for cell in cells):
+                continue  # empty grid row
+            row.geom = [ParsingBoundingBox.enclosing([cell.geom[0] for cell in cells])]
+            for cell in cells:
+                row.add_child(cell)
+            table.add_child(row)
+        # claim whatever else lies in the table box (e.g. text between grid lines)
+        x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
+        claimed[pc.select(x0, y0, x1, y1)] = True
+        table.content = table_to_markdown(table) if table.children else ""
+        return table
+
+    def _figure_image(self, layer: TextLayer, page: int, rect: tuple[float, float, float, float]) -> str | None:
+        out_dir = self.parser.image_dir
+        if out_dir is None:
+            return None
+        import pymupdf
+
+        from ..serialization import atomic_write_bytes
+
+        self.figure_count += 1
+        pdf_page = layer._doc.load_page(page - 1)
+        clip = pymupdf.Rect(rect) * pdf_page.derotation_matrix  # displayed -> unrotated page space
+        pix = pdf_page.get_pixmap(clip=clip, dpi=self.parser.image_dpi)
+        name = f"{self.native.path.stem}-p{page:04d}-{self.figure_count:03d}.png"
+        return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
+
+    def finish(self) -> list[ParsingResult]:
+        self._assign_header_levels()
+        return self._group_lists(self.elements)
+
+    # -- headers --------------------------------------------------------------------------------
+    def _assign_header_levels(self) -> None:
+        headers = [n for n in self.elements if n.type in (T.SECTION_HEADER, T.TITLE) and id(n) in self.styles]
+        if not headers:
+            return
+        self._promote_title(headers)
+        sections = [n for n in headers if n.type == T.SECTION_HEADER]
+        ranks = {k: i + 1 for i, k in enumerate(sorted({self.styles[id(n)].key for n in sections}, key=lambda k: (-k[0], not k[1])))}
+        numbered = {id(n): numbering_level(n.content) for n in sections}
+        by_style: dict[tuple[float, bool], Counter[int]] = {}
+        for n in sections:
+            depth = numbered[id(n)]
+            if depth is not None:
+                by_style.setdefault(self.styles[id(n)].key, Counter())[depth] += 1
+        for n in headers:
+            if n.type == T.TITLE:
+                n.metadata["level"] = 1
+                continue
+            key = self.styles[id(n)].key
+            if numbered[id(n)] is not None:
+                n.metadata["level"], n.metadata["level_source"] = numbered[id(n)], "numbering"
+            elif key in by_style:
+                n.metadata["level"] = by_style[key].most_common(1)[0][0]
+                n.metadata["level_source"] = "numbering_style"
+            else:
+                n.metadata["level"], n.metadata["level_source"] = ranks[key], "style"
+
+    def _promote_title(self, headers: list[ParsingResult]) -> None:
+        """The first header on page 1 becomes TITLE when it is set clearly larger than any other."""
+        if any(n.type == T.TITLE and n.pages == [1] for n in headers):
+            return
+        first = headers[0]
+        if first.type != T.SECTION_HEADER or first.pages != [1] or numbering_level(first.content) is not None:
+            return
+        size = self.styles[id(first)].size
+        other_sizes = [self.styles[id(n)].size for n in headers[1:]]
+        smaller = [s for s in other_sizes if s < size]
+        # repeated copies of the title (same size) are fine; a larger header is not
+        if smaller and len(smaller) + other_sizes.count(size) == len(other_sizes) and size >= 1.25 * max(smaller):
+            first.type = T.TITLE
+            first.metadata["promoted_from"] = "section-header"
+
+    # -- lists ----------------------------------------------------------------------------------
+    def _group_lists(self, elements: list[ParsingResult]) -> list[ParsingResult]:
+        """Consecutive LIST_ITEMs -> one LIST; page furniture that is dropped later does not
+        interrupt a list (it is moved behind the list, where the filter removes it)."""
+        drop = self.parser.drop_types
+        out: list[ParsingResult] = []
+        current: ParsingResult | None = None
+        parked: list[ParsingResult] = []
+        for node in elements:
+            if node.type == T.LIST_ITEM:
+                if current is None:
+                    current = ParsingResult("", T.LIST, metadata={"native_label": "list-item group"})
+                    out.append(current)
+                current.add_child(node)
+                continue
+            if current is not None and node.type in _FURNITURE and node.type in drop:
+                parked.append(node)
+                continue
+            if current is not None:
+                _set_list_geom(current)
+                out.extend(parked)
+                parked = []
+                current = None
+            out.append(node)
+        if current is not None:
+            _set_list_geom(current)
+            out.extend(parked)
+        return out
+
+
+def _set_list_geom(lst: ParsingResult) -> None:
+    by_page: dict[int, list[ParsingBoundingBox]] = {}
+    for item in lst.children:
+        for b in item.geom:
+            by_page.setdefault(b.page, []).append(b)
+    lst.geom = [ParsingBoundingBox.enclosing(bs) for _, bs in sorted(by_page.items())]
+
+
+def _style_of(pc: PageChars, sel: np.ndarray, text: str) -> _Style:
+    solid = [int(i) for i in sel if not pc.chars[i].isspace()]
+    if not solid:
+        return _Style(0.0, False, False)
+    sizes = Counter(round(float(pc.size[i]) * 2) / 2 for i in solid)
+    size = sizes.most_common(1)[0][0]
+    letters = [c for c in text if c.isalpha()]
+    caps = len(letters) >= 2 and all(c.isupper() for c in letters)
+    bold = bool(np.mean(pc.bold[solid]) >= 0.5)
+    return _Style(size, caps, bold)
+
+
+def _clip(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tuple[float, float, float, float]:
+    return (min(max(x0, 0.0), w), min(max(y0, 0.0), h), min(max(x1, 0.0), w), min(max(y1, 0.0), h))
+
+
+def _find_tables_grid(
+    layer: TextLayer, page: int, rect: tuple[float, float, float, float]
+) -> list[list[tuple[float, float, float, float] | None]] | None:
+    """Cell grid of the largest table PyMuPDF's ``find_tables`` sees inside ``rect`` (displayed pts)."""
+    import pymupdf
+
+    pdf_page = layer._doc.load_page(page - 1)
+    if pdf_page.rotation:
+        return None  # find_tables works in unrotated space; keep it simple for rotated pages
+    try:
+        found = pdf_page.find_tables(clip=pymupdf.Rect(rect))
+    except Exception as exc:  # noqa: BLE001 - a failed fallback only loses cell boxes
+        log.debug("find_tables failed on page %d: %s", page, exc)
+        return None
+    tables = list(found.tables)
+    if not tables:
+        return None
+    best = max(tables, key=lambda t: (t.bbox[2] - t.bbox[0]) * (t.bbox[3] - t.bbox[1]))
+    return [list(row.cells) for row in best.rows]
+
