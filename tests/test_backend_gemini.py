@@ -299,3 +299,56 @@ def test_reencoded_replies_to_chunks_with_boxes(clinsci_pdf: Path, clinsci_refs)
     chunks = check_chunks(root, clinsci_pdf)
     assert {p for c in chunks for p in c.metadata["pages"]} == {1, 2}
     assert norm(texts[3].content)[:60] in norm(" ".join(c.body for c in chunks))
+
+
+# -- shared cloud helpers (used by gemini, llamaparse, documentai) -----------------------------------
+def test_backoff_grows_is_capped_and_jitter_stays_in_bounds():
+    import random
+
+    policy = RetryPolicy(initial_delay=1.0, multiplier=2.0, max_delay=5.0, jitter=0.1)
+    rng = random.Random(0)
+    for attempt, base in [(1, 1.0), (2, 2.0), (3, 4.0), (4, 5.0), (9, 5.0)]:
+        assert base * 0.9 <= policy.delay(attempt, rng) <= base * 1.1
+    with pytest.raises(ValueError):
+        RetryPolicy(max_attempts=0)
+
+
+def test_timeouts_are_retried_and_programming_errors_are_not():
+    from grounded.parsers._cloud import call_with_retries, status_code_of
+
+    calls = []
+
+    def flaky():
+        calls.append(1)
+        if len(calls) < 3:
+            raise httpx_timeout()
+        return "ok"
+
+    assert call_with_retries(flaky, backend="b", source="f.pdf", policy=NO_WAIT, sleep=lambda s: None) == "ok"
+    with pytest.raises(TypeError):  # a bug is not a service failure: no retry, no wrapping
+        call_with_retries(lambda: (_ for _ in ()).throw(TypeError("bad arg")), backend="b", source="f.pdf", policy=NO_WAIT)
+    with pytest.raises(RemoteServiceError, match="TimeoutError"):
+        call_with_retries(lambda: (_ for _ in ()).throw(TimeoutError("read timed out")), backend="b", source="f.pdf",
+                          policy=NO_WAIT, sleep=lambda s: None)
+    assert status_code_of(_rate_limited()) == 429
+
+
+def httpx_timeout() -> Exception:
+    import httpx
+
+    return httpx.ReadTimeout("timed out", request=httpx.Request("POST", "https://example.invalid"))
+
+
+def test_importing_the_cloud_backends_imports_no_sdk():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import grounded.parsers.gemini_parser, grounded.parsers.llamaparse_parser\n"
+        "import grounded.parsers.documentai_parser, grounded.parsers.unstructured_parser\n"
+        "bad = [m for m in ('google.genai', 'llama_cloud_services', 'google.cloud.documentai', 'unstructured', 'torch')"
+        " if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
