@@ -310,9 +310,12 @@ def test_long_pdf_is_sent_in_page_slices_and_reassembled(clinsci_pdf: Path, tmp_
             refs = reference_elements(part, list(range(1, doc.page_count + 1)), tables=False)
         return as_sdk_document(layout_document(refs))
 
-    parser = DocumentAIParser(client=FakeDocumentAI(answer), pages_per_request=5, **IDS)
+    progress: list[tuple[int, int]] = []
+    parser = DocumentAIParser(client=FakeDocumentAI(answer), pages_per_request=5,
+                              progress=lambda d, t: progress.append((d, t)), **IDS)
     native = parser._parse(clinsci_pdf)
     assert pages_seen == [5, 5, 3] and [s["first_page"] for s in native["slices"]] == [1, 6, 11]
+    assert progress == [(0, 13), (5, 13), (10, 13), (13, 13)]
     root = parser._transform(native)
     assert_same_as_reference(root, reference_elements(clinsci_pdf, list(range(1, 14)), tables=False), tolerance=1e-6)
     ids = [n.metadata["native_id"] for n in root.walk() if "native_id" in n.metadata]

@@ -252,7 +252,9 @@ def test_bad_credentials_fail_at_once(clinsci_pdf: Path):
 def test_requests_send_each_page_image_with_its_prompt(clinsci_pdf: Path, clinsci_refs):
     replies = {p: gemini_reply([r for r in clinsci_refs if r.page == p]) for p in (1, 2)}
     client = FakeClient(replies)
-    GeminiParser(client=client, pages=[1, 2], dpi=72).run(clinsci_pdf)
+    progress: list[tuple[int, int]] = []
+    GeminiParser(client=client, pages=[1, 2], dpi=72, progress=lambda d, t: progress.append((d, t))).run(clinsci_pdf)
+    assert progress == [(0, 2), (1, 2), (2, 2)]  # the CLI's progress callback
     calls = sorted(client.models.calls, key=lambda c: c["page"])
     assert [c["page"] for c in calls] == [1, 2]
     with pymupdf.open(clinsci_pdf) as doc:
@@ -352,3 +354,28 @@ def test_importing_the_cloud_backends_imports_no_sdk():
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("name", "needs"),
+    [
+        ("gemini", "GEMINI_API_KEY"),
+        ("llamaparse", "LLAMA_CLOUD_API_KEY"),
+        ("documentai", "DOCUMENTAI_PROJECT_ID"),
+        ("unstructured", "pip install 'grounded[unstructured]'"),
+    ],
+)
+def test_cli_reports_a_missing_credential_or_extra_in_one_line(name, needs, clinsci_pdf: Path, tmp_path: Path,
+                                                                 monkeypatch, capsys):
+    import importlib.util
+
+    from grounded.cli import main
+
+    if name == "unstructured" and importlib.util.find_spec("unstructured") is not None:
+        pytest.skip("unstructured is installed")
+    for var in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "LLAMA_CLOUD_API_KEY", "DOCUMENTAI_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"):
+        monkeypatch.delenv(var, raising=False)
+    code = main(["parse", str(clinsci_pdf), "--parser", name, "-o", str(tmp_path), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and needs in err and len(err.splitlines()) == 1
+    assert not any(tmp_path.iterdir())  # nothing half-written

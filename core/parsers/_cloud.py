@@ -29,6 +29,7 @@ __all__ = [
     "status_code_of",
     "is_transient",
     "call_with_retries",
+    "Progress",
 ]
 
 log = logging.getLogger(__name__)
@@ -167,3 +168,37 @@ def call_with_retries(
                 continue
             tries = f" after {attempt} attempts" if attempt > 1 else ""
             raise RemoteServiceError(f"{backend}: {what} for {source} failed{tries}: {_describe(exc)}") from exc
+
+
+class Progress:
+    """Reports ``done/total`` to a ``callback(done, total)`` (the CLI's bar) or to its own tqdm bar
+    on stderr (shown only on a terminal)."""
+
+    def __init__(self, callback: Callable[[int, int], None] | None, total: int, desc: str, unit: str) -> None:
+        self.callback = callback
+        self.total = total
+        self.done = 0
+        self._bar = None
+        if callback is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=total, desc=desc, unit=unit, disable=None)
+        else:
+            callback(0, total)
+
+    def update(self, n: int = 1) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.callback is not None:
+            self.callback(self.done, self.total)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

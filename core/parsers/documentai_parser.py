@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from ..errors import InvalidBoxError, MissingCredentialsError
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import RetryPolicy, call_with_retries, credential_from_env, require_module
+from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env, require_module
 from ._native import NodeFactory, TableCell, add_table_rows, enclosing_per_page, grid_to_markdown
 from .base import BaseParser, map_label
 
@@ -357,6 +357,7 @@ class DocumentAIParser(BaseParser):
         timeout: float = 300.0,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        progress: Callable[[int, int], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -379,6 +380,7 @@ class DocumentAIParser(BaseParser):
         self.timeout = timeout
         self.retry = retry or RetryPolicy()
         self._sleep = sleep
+        self.progress = progress
 
     def _build_client(self) -> Any:
         import google.auth.exceptions
@@ -418,13 +420,11 @@ class DocumentAIParser(BaseParser):
     def _parse(self, pdf_path: Path) -> dict[str, Any]:
         import pymupdf
         from google.cloud import documentai
-        from tqdm.auto import tqdm
 
         slices = []
-        with pymupdf.open(pdf_path) as doc:
+        with pymupdf.open(pdf_path) as doc, Progress(self.progress, doc.page_count, "documentai", "page") as bar:
             count = doc.page_count
-            starts = list(range(0, count, self.pages_per_request))
-            for start in tqdm(starts, desc="documentai", unit="request", disable=None):
+            for start in range(0, count, self.pages_per_request):
                 end = min(count, start + self.pages_per_request)
                 if start == 0 and end == count:
                     content = pdf_path.read_bytes()
@@ -443,6 +443,7 @@ class DocumentAIParser(BaseParser):
                 )
                 document = json.loads(documentai.Document.to_json(result.document))
                 slices.append({"first_page": start + 1, "document": document})
+                bar.update(end - start)
         return {"slices": slices}
 
     def _transform(self, native: Mapping[str, Any]) -> ParsingResult:

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 from ..errors import InvalidBoxError, ParserError
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import RetryPolicy, call_with_retries, credential_from_env, require_module
+from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env, require_module
 from ._native import NodeFactory, add_table_rows, group_list_items, parse_markdown_table
 from .base import BaseParser, map_label
 
@@ -364,6 +364,7 @@ class GeminiParser(BaseParser):
         pages: list[int] | None = None,
         prompt: str = GEMINI_PROMPT,
         sleep: Callable[[float], None] = time.sleep,
+        progress: Callable[[int, int], None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -393,6 +394,7 @@ class GeminiParser(BaseParser):
         self.pages = list(pages) if pages else None
         self.prompt = prompt
         self._sleep = sleep
+        self.progress = progress
 
     def prompt_for(self, page: int) -> str:
         return self.prompt.replace("{*}", str(page))
@@ -424,7 +426,6 @@ class GeminiParser(BaseParser):
 
     def _parse(self, pdf_path: Path) -> dict[str, Any]:
         import pymupdf
-        from tqdm.auto import tqdm
 
         results: dict[int, dict[str, Any]] = {}
         with pymupdf.open(pdf_path) as doc:
@@ -433,8 +434,8 @@ class GeminiParser(BaseParser):
             if bad:
                 raise ParserError(pdf_path, f"pages {bad} do not exist (the document has {doc.page_count})")
             sizes = {p: (doc[p - 1].rect.width, doc[p - 1].rect.height) for p in numbers}
-            with ThreadPoolExecutor(self.max_workers) as pool, tqdm(
-                total=len(numbers), desc="gemini", unit="page", disable=None
+            with ThreadPoolExecutor(self.max_workers) as pool, Progress(
+                self.progress, len(numbers), "gemini", "page"
             ) as bar:
                 pending: dict[int, Future[dict[str, Any]]] = {}
                 for p in numbers:
