@@ -433,8 +433,12 @@ class DocumentAIParser(BaseParser):
                         part.insert_pdf(doc, from_page=start, to_page=end - 1)
                         content = part.tobytes()
                 request = self.build_request(content)
+
+                def send(request: Any = request) -> Any:
+                    return self.client.process_document(request=request, timeout=self.timeout)
+
                 result = call_with_retries(
-                    lambda request=request: self.client.process_document(request=request, timeout=self.timeout),
+                    send,
                     backend=self.name,
                     source=f"{pdf_path} pages {start + 1}-{end}",
                     policy=self.retry,

@@ -222,14 +222,13 @@ def parse_model_json(text: str) -> Any:
 def gemini_elements(data: Any) -> list[dict[str, Any]]:
     """The element list of a parsed reply: ``{"layout_elements": [...]}``, a bare list, or the
     first list of objects found under another key."""
+    items: Any = []
     if isinstance(data, list):
         items = data
     elif isinstance(data, dict):
         items = data.get("layout_elements")
         if not isinstance(items, list):
             items = next((v for v in data.values() if isinstance(v, list) and v and isinstance(v[0], dict)), [])
-    else:
-        items = []
     return [e for e in items if isinstance(e, dict)]
 
 
