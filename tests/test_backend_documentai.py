@@ -110,9 +110,10 @@ class FakeDocumentAI:
         self.requests: list = []
         self.timeouts: list = []
 
-    def process_document(self, request, timeout=None):
+    def process_document(self, request, retry="client default", timeout=None):
         self.requests.append(request)
         self.timeouts.append(timeout)
+        self.retries = getattr(self, "retries", []) + [retry]
         if self.failures:
             raise self.failures.pop(0)
         return SimpleNamespace(document=self.answer(request))
@@ -261,7 +262,7 @@ def test_request_asks_the_layout_parser_for_boxes(clinsci_pdf: Path, clinsci_ref
     assert request.name == "projects/demo-project/locations/eu/processors/layout123/processorVersions/pretrained-layout-parser-v1.0-2024-06-03"
     assert request.process_options.layout_config.return_bounding_boxes is True
     assert request.raw_document.mime_type == "application/pdf" and request.raw_document.content == clinsci_pdf.read_bytes()
-    assert client.timeouts == [42.0]
+    assert client.timeouts == [42.0] and client.retries == [None]  # only grounded's retry policy applies
 
 
 def test_quota_errors_are_retried_and_persistent_failures_reported(clinsci_pdf: Path, clinsci_refs):

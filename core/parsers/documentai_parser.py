@@ -333,7 +333,7 @@ def document_to_markdown(native: Mapping[str, Any], skip: frozenset[ParsingResul
 class DocumentAIParser(BaseParser):
     """Google Document AI Layout Parser with bounding boxes requested.
 
-    ``client`` may be injected (anything with ``process_document(request=, timeout=)``
+    ``client`` may be injected (anything with ``process_document(request=, retry=, timeout=)``
     returning an object whose ``.document`` is a ``documentai.Document``); otherwise a
     ``DocumentProcessorServiceClient`` for ``{location}-documentai.googleapis.com`` is built with
     Application Default Credentials. Long PDFs are sent ``pages_per_request`` pages at a time
@@ -435,7 +435,8 @@ class DocumentAIParser(BaseParser):
                 request = self.build_request(content)
 
                 def send(request: Any = request) -> Any:
-                    return self.client.process_document(request=request, timeout=self.timeout)
+                    # retry=None: the client's built-in retry would multiply with ours
+                    return self.client.process_document(request=request, retry=None, timeout=self.timeout)
 
                 result = call_with_retries(
                     send,
