@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, EmptyDocumentError
+from ..errors import BackendUnavailableError, EmptyDocumentError, ParserError
 from ..markdown import table_to_markdown
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
 from .base import BaseParser, map_label
@@ -200,8 +200,7 @@ class PyMuPDFParser(BaseParser):
     def close(self) -> None:
         """Stop the worker pool (if one was started)."""
         if self._pool is not None:
-            self._pool.terminate()
-            self._pool.join()
+            self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def __enter__(self) -> PyMuPDFParser:
@@ -216,8 +215,11 @@ class PyMuPDFParser(BaseParser):
 
     def _get_pool(self) -> Any:
         if self._pool is None:
+            from concurrent.futures import ProcessPoolExecutor
+
+            # spawn: no fork of a process whose ONNX Runtime threads already run
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ctx.Pool(self.workers, initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
         return self._pool
 
     # -- step 1: layout -------------------------------------------------------------------------
@@ -250,7 +252,17 @@ class PyMuPDFParser(BaseParser):
         if self.workers > 1 and count > 1:
             batch = max(1, min(self.batch_pages, math.ceil(count / (2 * self.workers))))
             tasks = [(str(pdf_path), b) for b in _page_batches(count, batch)]
-            yield from self._get_pool().imap(_worker_layout, tasks)
+            from concurrent.futures.process import BrokenProcessPool
+
+            try:
+                yield from self._get_pool().map(_worker_layout, tasks)
+            except BrokenProcessPool as exc:
+                self._pool = None
+                raise ParserError(
+                    pdf_path,
+                    "layout worker processes died (a script that uses workers > 1 must start work under "
+                    "`if __name__ == '__main__':`, as multiprocessing's spawn start method requires)",
+                ) from exc
             return
         for batch in _page_batches(count, self.batch_pages):
             yield _layout_pages(doc, batch)
