@@ -1,0 +1,271 @@
+"""Chunk-retrieval evaluation of Chroma (seed 003; thesis §3.5.3) for any chunker.
+
+Procedure (as Chroma's ``BaseEvaluation.run``): chunk every corpus, embed all chunks of all corpora
+into one collection and every question with the same model (all-MiniLM-L6-v2 by default), retrieve
+the ``n`` chunks nearest to each question by cosine similarity from the *whole* collection, and
+score the retrieved character ranges against the question's references
+(:mod:`grounded.evaluation.retrieval_metrics`). ``n`` is 5, 10, ... or ``"min"``: the number of
+chunks touching the question's references (capped at 20, as Chroma does). Chunk offsets come from
+the chunkers: the LangChain baselines return spans (:mod:`.baseline_splitters`), the library's
+strategies map ``element_spans`` back through the text reader's ``source_start``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .baseline_splitters import Cl100k, RecursiveSpanSplitter, TokenSpanSplitter
+from .chroma_data import ChromaDataset
+from .embeddings import CachedEmbedder
+from .retrieval_metrics import ChunkRegion, MetricSummary, precision_omega, score_question, summarize
+from .spans import covered, union
+
+__all__ = [
+    "CorpusChunker",
+    "LangChainRecursive",
+    "LangChainTokenText",
+    "GroundedCorpusChunker",
+    "ChunkingEvaluation",
+    "evaluate_chunker",
+    "PUBLISHED_MINILM_N5",
+    "published_row",
+    "MIN_N_CAP",
+]
+
+log = logging.getLogger(__name__)
+
+#: Chroma caps "Min" retrieval at this many chunks
+MIN_N_CAP = 20
+METRICS = ("recall", "precision", "precision_omega", "iou")
+
+#: Chroma technical report (seed 003), table "Results for all-MiniLM-L6-v2", n = 5 retrieved chunks,
+#: sizes in cl100k tokens. (splitter, size, overlap) -> {metric: (mean %, std %)}; "mean_size" is the
+#: published mean chunk size where the splitter's size varies.
+PUBLISHED_MINILM_N5: dict[tuple[str, int, int], dict[str, Any]] = {
+    ("recursive", 250, 125): {"recall": (78.7, 39.2), "precision": (4.9, 4.5), "precision_omega": (21.9, 14.9),
+                              "iou": (4.9, 4.4), "mean_size": 180},
+    ("tokentext", 250, 125): {"recall": (82.4, 36.2), "precision": (3.6, 3.1), "precision_omega": (11.4, 6.6),
+                              "iou": (3.5, 3.1), "mean_size": 250},
+    ("recursive", 250, 0): {"recall": (78.5, 39.5), "precision": (5.4, 4.9), "precision_omega": (26.7, 18.3),
+                            "iou": (5.4, 4.9), "mean_size": 162},
+    ("tokentext", 250, 0): {"recall": (77.1, 39.3), "precision": (3.3, 3.0), "precision_omega": (16.4, 10.3),
+                            "iou": (3.3, 3.0), "mean_size": 250},
+    ("recursive", 200, 0): {"recall": (75.7, 40.7), "precision": (6.5, 6.2), "precision_omega": (31.2, 18.4),
+                            "iou": (6.5, 6.1), "mean_size": 128},
+    ("tokentext", 200, 0): {"recall": (76.6, 38.8), "precision": (4.1, 3.7), "precision_omega": (19.1, 11.0),
+                            "iou": (4.1, 3.6), "mean_size": 200},
+}
+
+
+def published_row(splitter: str, size: int, overlap: int) -> dict[str, Any] | None:
+    return PUBLISHED_MINILM_N5.get((splitter, size, overlap))
+
+
+Piece = tuple[ChunkRegion, str]  # where the chunk lies + the text that gets embedded
+
+
+class CorpusChunker(Protocol):
+    """Anything that turns one corpus into chunks with exact corpus character ranges."""
+
+    name: str
+
+    def params(self) -> dict[str, Any]: ...
+
+    def chunk_corpus(self, corpus_id: str, text: str) -> list[Piece]: ...
+
+
+class _SpanBaseline:
+    name = "baseline"
+    splitter_key = ""
+
+    def __init__(self, size: int, overlap: int = 0, encoder: Cl100k | None = None) -> None:
+        self.size, self.overlap = size, overlap
+        self.encoder = encoder or Cl100k()
+
+    def params(self) -> dict[str, Any]:
+        return {"splitter": self.splitter_key, "chunk_size": self.size, "chunk_overlap": self.overlap,
+                "length": "cl100k_base tokens"}
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        raise NotImplementedError
+
+    def chunk_corpus(self, corpus_id: str, text: str) -> list[Piece]:
+        return [(ChunkRegion(corpus_id, ((s, e),)), text[s:e]) for s, e in self._spans(text)]
+
+
+class LangChainRecursive(_SpanBaseline):
+    """LangChain ``RecursiveCharacterTextSplitter`` with Chroma's separators, cl100k length."""
+
+    name = "LangChain Recursive"
+    splitter_key = "recursive"
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        return RecursiveSpanSplitter(self.size, self.overlap, self.encoder.count).split(text)
+
+
+class LangChainTokenText(_SpanBaseline):
+    """LangChain ``TokenTextSplitter`` on cl100k tokens."""
+
+    name = "LangChain TokenText"
+    splitter_key = "tokentext"
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        return TokenSpanSplitter(self.size, self.overlap, self.encoder).split(text)
+
+
+class GroundedCorpusChunker:
+    """One of this library's strategies on the text reader's tree of a corpus.
+
+    A chunk's regions are its ``element_spans`` shifted by each element's ``source_start``; all
+    other characters of its ``content`` (prepended headings, structural delimiters) count as
+    ``extra_chars``, so a retrieved chunk weighs exactly ``len(content)`` characters.
+    """
+
+    def __init__(self, strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> None:
+        self.strategy, self.max_tokens, self.overlap, self.options = strategy, max_tokens, overlap, options
+        self.name = f"grounded {strategy}"
+
+    def params(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap": self.overlap,
+                "length": "all-MiniLM-L6-v2 tokens", **self.options}
+
+    def chunk_corpus(self, corpus_id: str, text: str) -> list[Piece]:
+        from ..chunking import chunk
+        from .text_reader import read_text
+
+        root = read_text(text, source=corpus_id, id_prefix=corpus_id)
+        starts = {n.id: int(n.metadata["source_start"]) for n in root.walk() if "source_start" in n.metadata}
+        result = chunk(root, strategy=self.strategy, max_tokens=self.max_tokens, overlap=self.overlap, **self.options)
+        pieces: list[Piece] = []
+        for c in result.chunks:
+            spans = union(
+                (starts[eid] + int(s), starts[eid] + int(e)) for eid, s, e in c.metadata.get("element_spans", ())
+            )
+            extra = max(0, len(c.content) - covered(spans))
+            pieces.append((ChunkRegion(corpus_id, tuple(spans), extra), c.content))
+        return pieces
+
+
+@dataclass
+class ChunkingEvaluation:
+    """Scores of one chunker: ``summaries[n][scope]`` with scope ``"all"`` or a corpus id; metric
+    values in [0, 1]; ``per_question[n]`` lists each question's scores."""
+
+    name: str
+    params: dict[str, Any]
+    n_chunks: int
+    mean_chunk_tokens: float
+    summaries: dict[str, dict[str, MetricSummary]] = field(default_factory=dict)
+    per_question: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self, with_questions: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "params": self.params,
+            "n_chunks": self.n_chunks,
+            "mean_chunk_tokens_cl100k": self.mean_chunk_tokens,
+            "settings": self.settings,
+            "seconds": self.seconds,
+            "summaries": {n: {scope: s.to_dict() for scope, s in by.items()} for n, by in self.summaries.items()},
+        }
+        if with_questions:
+            d["per_question"] = self.per_question
+        return d
+
+
+def _n_key(n: int | str) -> str:
+    return "min" if str(n).lower() == "min" else str(int(n))
+
+
+def evaluate_chunker(
+    dataset: ChromaDataset,
+    chunker: CorpusChunker,
+    embedder: CachedEmbedder,
+    *,
+    n_values: Iterable[int | str] = ("min", 5, 10),
+    chroma_compat: bool = True,
+    encoder: Cl100k | None = None,
+) -> ChunkingEvaluation:
+    """Chunk, embed, retrieve and score ``dataset`` with ``chunker`` (see module doc).
+
+    ``chroma_compat`` counts chunks that only abut a reference as touching it (Chroma's code does;
+    it affects precision_Ω and the "min" n).
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    pieces: list[Piece] = []
+    for cid, text in dataset.corpora.items():
+        pieces.extend(chunker.chunk_corpus(cid, text))
+    if not pieces:
+        raise ValueError(f"{chunker.name} produced no chunks")
+    regions = [p[0] for p in pieces]
+    texts = [p[1] for p in pieces]
+    timings["chunking"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    chunk_vecs = embedder.embed(texts)
+    question_vecs = embedder.embed([q.text for q in dataset.questions])
+    timings["embedding"] = time.perf_counter() - t0
+
+    t0 = time.perf_counter()
+    by_corpus: dict[str, list[ChunkRegion]] = {}
+    for r in regions:
+        by_corpus.setdefault(r.corpus_id, []).append(r)
+    omegas, counts = [], []
+    for q in dataset.questions:
+        om, cnt = precision_omega(q.references, q.corpus_id, by_corpus.get(q.corpus_id, []), touching=chroma_compat)
+        omegas.append(om)
+        counts.append(cnt)
+
+    keys = [_n_key(n) for n in n_values]
+    min_cap = min(MIN_N_CAP, max(counts)) if counts else 0
+    per_q_n = {k: ([min(c, min_cap) for c in counts] if k == "min" else [int(k)] * len(counts)) for k in keys}
+    max_n = max((max(v) for v in per_q_n.values() if v), default=0)
+    sims = question_vecs @ chunk_vecs.T
+    order = np.argsort(-sims, axis=1, kind="stable")[:, : max(1, max_n)]
+
+    evaluation = ChunkingEvaluation(
+        name=chunker.name,
+        params=chunker.params(),
+        n_chunks=len(regions),
+        mean_chunk_tokens=float(np.mean([(encoder or _encoder()).count(t) for t in texts])),
+        settings={"embedding_model": embedder.model_key, "retrieval": "cosine, whole collection",
+                  "chroma_compat_touching": chroma_compat, "n_questions": len(dataset.questions)},
+    )
+    corpus_ids = sorted({q.corpus_id for q in dataset.questions})
+    for k in keys:
+        rows: list[dict[str, Any]] = []
+        for qi, q in enumerate(dataset.questions):
+            retrieved = [regions[j] for j in order[qi, : per_q_n[k][qi]]]
+            s = score_question(q.references, q.corpus_id, retrieved)
+            rows.append({"corpus_id": q.corpus_id, "n": per_q_n[k][qi], "recall": s.recall,
+                         "precision": s.precision, "iou": s.iou, "precision_omega": omegas[qi]})
+        evaluation.per_question[k] = rows
+        scopes: dict[str, MetricSummary] = {"all": _summary(rows)}
+        for cid in corpus_ids:
+            scopes[cid] = _summary([r for r in rows if r["corpus_id"] == cid])
+        evaluation.summaries[k] = scopes
+    timings["scoring"] = time.perf_counter() - t0
+    evaluation.seconds = timings
+    return evaluation
+
+
+_ENCODER: list[Cl100k] = []
+
+
+def _encoder() -> Cl100k:
+    if not _ENCODER:
+        _ENCODER.append(Cl100k())
+    return _ENCODER[0]
+
+
+def _summary(rows: Sequence[dict[str, Any]]) -> MetricSummary:
+    return summarize({m: [r[m] for r in rows] for m in METRICS})
