@@ -277,3 +277,15 @@ def test_nested_lists_and_inline_groups():
     assert para.metadata["native_label"] == "inline"
     (box,) = para.geom  # the parts' boxes united per page
     assert (box.left, box.top, box.right, box.bottom) == pytest.approx((0.1, 0.2, 0.4, 0.21))
+
+
+@pytest.mark.skipif(importlib.util.find_spec("docling") is not None, reason="docling is installed")
+@pytest.mark.parametrize("name", ["docling", "granite_docling"])
+def test_cli_reports_the_missing_extra_in_one_line(name: str, tmp_path: Path, capsys):
+    from grounded.cli import main
+
+    pdf = shared("native", "docling", "multi_page.pdf")
+    assert main(["parse", str(pdf), "--parser", name, "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pip install 'grounded[docling]'" in err
+    assert not list(tmp_path.iterdir())

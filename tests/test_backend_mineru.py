@@ -521,3 +521,17 @@ def test_vlm_code_and_list_blocks_from_the_schema_examples():
     assert lst.children[1].geom[0].to_points(1300, 1300) == pytest.approx((175, 182, 464, 229))
     assert body.type == T.PARAGRAPH and body.metadata["native_label"] == "code_body"
     assert caption.type == T.CAPTION and caption.content == "Algorithm 1 Modules for MCTSteg"
+
+
+@pytest.mark.skipif(
+    shutil.which("mineru") or importlib.util.find_spec("mineru"), reason="MinerU is installed"
+)
+@pytest.mark.parametrize("name", ["mineru_pipeline", "mineru_vlm"])
+def test_cli_reports_the_missing_extra_in_one_line(name: str, tmp_path: Path, capsys):
+    from grounded.cli import main
+
+    pdf = shared(*LEGACY, "one_page_with_table_image.pdf")
+    assert main(["parse", str(pdf), "--parser", name, "-o", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "pip install 'grounded[mineru]'" in err
+    assert not list(tmp_path.iterdir())
