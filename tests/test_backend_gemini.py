@@ -379,3 +379,11 @@ def test_cli_reports_a_missing_credential_or_extra_in_one_line(name, needs, clin
     err = capsys.readouterr().err.strip()
     assert code == 1 and needs in err and len(err.splitlines()) == 1
     assert not any(tmp_path.iterdir())  # nothing half-written
+
+
+def test_a_failed_page_stops_the_remaining_requests(clinsci_pdf: Path):
+    denied = genai_errors.ClientError(403, {"error": {"code": 403, "message": "denied", "status": "PERMISSION_DENIED"}})
+    client = FakeClient(dict.fromkeys(range(1, 14), '{"layout_elements": []}'), [denied])
+    with pytest.raises(RemoteServiceError):
+        GeminiParser(client=client, max_workers=1, retry=NO_WAIT).run(clinsci_pdf)
+    assert len(client.models.calls) < 13

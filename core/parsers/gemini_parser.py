@@ -437,17 +437,22 @@ class GeminiParser(BaseParser):
                 self.progress, len(numbers), "gemini", "page"
             ) as bar:
                 pending: dict[int, Future[dict[str, Any]]] = {}
-                for p in numbers:
-                    # render in this thread (PyMuPDF is not thread-safe); keep few images in flight
-                    png = doc[p - 1].get_pixmap(dpi=self.dpi).tobytes("png")
-                    pending[p] = pool.submit(self._call_page, pdf_path, png, p)
-                    while len(pending) >= 2 * self.max_workers:
-                        first = min(pending)
-                        results[first] = pending.pop(first).result()
+                try:
+                    for p in numbers:
+                        # render in this thread (PyMuPDF is not thread-safe); keep few images in flight
+                        png = doc[p - 1].get_pixmap(dpi=self.dpi).tobytes("png")
+                        pending[p] = pool.submit(self._call_page, pdf_path, png, p)
+                        while len(pending) >= 2 * self.max_workers:
+                            first = min(pending)
+                            results[first] = pending.pop(first).result()
+                            bar.update(1)
+                    for p in sorted(pending):
+                        results[p] = pending.pop(p).result()
                         bar.update(1)
-                for p in sorted(pending):
-                    results[p] = pending[p].result()
-                    bar.update(1)
+                except BaseException:
+                    for future in pending.values():  # a failed page ends the parse: send no more requests
+                        future.cancel()
+                    raise
         pages = []
         for p in numbers:
             reply = results[p]
