@@ -296,3 +296,22 @@ def test_text_layer_rotated_page_uses_displayed_coordinates(tmp_path):
     sel = pc.select(*first[:4])
     built = build_lines([pc], [sel])
     assert first[4] in built.text
+
+
+@pytest.mark.parametrize(("rotate", "has_char_x"), [(0, True), (90, False), (180, True), (270, False)])
+def test_text_in_any_writing_direction_reads_in_order(tmp_path, rotate, has_char_x):
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=400)
+    # two lines in one writing direction (90 = bottom-to-top), the second after the first in reading order
+    origin = {0: [(100, 100), (100, 116)], 90: [(100, 300), (116, 300)], 180: [(300, 300), (300, 284)],
+              270: [(300, 100), (284, 100)]}[rotate]
+    page.insert_text(origin[0], "first line of text", fontsize=12, rotate=rotate)
+    page.insert_text(origin[1], "second line here", fontsize=12, rotate=rotate)
+    path = tmp_path / f"dir{rotate}.pdf"
+    doc.save(path)
+    with TextLayer(path) as layer:
+        pc = layer.page(1)
+        built = build_lines([pc], [pc.select(0, 0, 400, 400)])
+    assert built.text == "first line of text second line here"
+    assert [built.text[ln.start : ln.end] for ln in built.lines] == ["first line of text", "second line here"]
+    assert all((ln.char_x is not None) == has_char_x for ln in built.lines)

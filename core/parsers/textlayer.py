@@ -22,7 +22,10 @@ import numpy as np
 
 from ..model import ParsingBoundingBox
 
-__all__ = ["PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans"]
+__all__ = [
+    "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
+    "RIGHT", "DOWN", "LEFT", "UP",
+]
 
 #: Hyphen characters that may be dropped when a word is broken across lines.
 HYPHENS = frozenset("-\u2010\u00ad")
@@ -53,7 +56,7 @@ class PageChars:
     line: np.ndarray  # MuPDF line id per char (page-unique)
     size: np.ndarray  # font size per char
     bold: np.ndarray  # bool per char
-    line_horizontal: list[bool] = field(default_factory=list)  # per MuPDF line id
+    line_dir: list[int] = field(default_factory=list)  # per MuPDF line id: RIGHT, DOWN, LEFT or UP
 
     @property
     def cx(self) -> np.ndarray:
@@ -77,7 +80,7 @@ class PageChars:
         line_ids: list[int] = []
         sizes: list[float] = []
         bolds: list[bool] = []
-        horizontal: list[bool] = []
+        directions: list[int] = []
         line_id = -1
         for block in raw["blocks"]:
             if block.get("type") != 0:
@@ -86,7 +89,7 @@ class PageChars:
                 line_id += 1
                 dx, dy = line.get("dir", (1.0, 0.0))
                 ddx, ddy = m.a * dx + m.c * dy, m.b * dx + m.d * dy  # direction as displayed
-                horizontal.append(abs(ddx) >= abs(ddy) and ddx > 0)
+                directions.append(_direction(ddx, ddy))
                 for span in line["spans"]:
                     size = float(span.get("size", 0.0))
                     bold = bool(span.get("flags", 0) & 16) or _bold_font_name(span.get("font", ""))
@@ -123,7 +126,7 @@ class PageChars:
             line=np.asarray(line_ids, dtype=np.int64),
             size=np.asarray(sizes, dtype=np.float32),
             bold=np.asarray(bolds, dtype=bool),
-            line_horizontal=horizontal,
+            line_dir=directions,
         )
 
     def select(self, x0: float, y0: float, x1: float, y1: float, tol: float = BOX_TOLERANCE_PT) -> np.ndarray:
@@ -137,6 +140,27 @@ class PageChars:
     def select_box(self, box: ParsingBoundingBox, tol: float = BOX_TOLERANCE_PT) -> np.ndarray:
         x0, y0, x1, y1 = box.to_points(self.width, self.height)
         return self.select(x0, y0, x1, y1, tol)
+
+
+#: Writing directions of a line on the displayed page (upright text is RIGHT).
+RIGHT, DOWN, LEFT, UP = 0, 1, 2, 3
+
+
+def _direction(dx: float, dy: float) -> int:
+    if abs(dx) >= abs(dy):
+        return RIGHT if dx >= 0 else LEFT
+    return DOWN if dy > 0 else UP
+
+
+def _frame(direction: int, x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
+    """Box in the line's reading frame: u runs along the text, v from one line to the next."""
+    if direction == RIGHT:
+        return x0, y0, x1, y1
+    if direction == LEFT:  # upside down: read right to left, lines go upwards
+        return -x1, -y1, -x0, -y0
+    if direction == DOWN:  # rotated 90 degrees clockwise: lines go leftwards
+        return y0, -x1, y1, -x0
+    return -y1, x0, -y0, x1  # UP: rotated counter-clockwise, lines go rightwards
 
 
 def _bold_font_name(font: str) -> bool:
@@ -204,7 +228,7 @@ class TextLine:
     y1: float
     start: int
     end: int
-    char_x: list[float] | None  # x0, x1 per text character in [start, end); None if not horizontal
+    char_x: list[float] | None  # x0, x1 per text character in [start, end); None for vertical text
 
 
 @dataclass
@@ -222,16 +246,29 @@ class BuiltText:
 
 @dataclass
 class _Fragment:
+    """Chars of one MuPDF line inside a box; (u, v) is the box in the line's reading frame."""
+
     idx: list[int]
     x0: float
     y0: float
     x1: float
     y1: float
-    horizontal: bool
+    direction: int
+    u0: float = 0.0
+    v0: float = 0.0
+    u1: float = 0.0
+    v1: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.u0, self.v0, self.u1, self.v1 = _frame(self.direction, self.x0, self.y0, self.x1, self.y1)
 
     @property
     def height(self) -> float:
-        return self.y1 - self.y0
+        return self.v1 - self.v0
+
+    @property
+    def horizontal(self) -> bool:
+        return self.direction in (RIGHT, LEFT)
 
 
 def _fragments(pc: PageChars, indices: np.ndarray) -> list[_Fragment]:
@@ -253,31 +290,42 @@ def _fragments(pc: PageChars, indices: np.ndarray) -> list[_Fragment]:
                 y0=float(pc.y0[solid].min()),
                 x1=float(pc.x1[solid].max()),
                 y1=float(pc.y1[solid].max()),
-                horizontal=pc.line_horizontal[int(pc.line[part[0]])],
+                direction=pc.line_dir[int(pc.line[part[0]])],
             )
         )
     return out
 
 
 def _merge_fragments(frags: list[_Fragment], merge_overlap: float) -> list[list[_Fragment]]:
-    """Group fragments into visual lines (top to bottom, each left to right).
+    """Group fragments into visual lines, in reading order, each fragment list in text order.
 
-    A fragment joins a line when its vertical overlap with the line's seed fragment exceeds
-    ``merge_overlap`` x the smaller height and it does not sit on top of a fragment of that line.
-    Non-horizontal fragments (vertical text) stay lines of their own.
+    Works in each writing direction's reading frame (upright, upside down, rotated either way):
+    a fragment joins a line when its overlap across the text direction with the line's seed
+    fragment exceeds ``merge_overlap`` x the smaller extent, and it does not sit on top of a
+    fragment of that line. Lines of the dominant direction come first.
     """
-    horizontal = sorted((f for f in frags if f.horizontal), key=lambda f: ((f.y0 + f.y1) * 0.5, f.x0))
+    by_direction: dict[int, list[_Fragment]] = {}
+    for frag in frags:
+        by_direction.setdefault(frag.direction, []).append(frag)
+    ordered: list[list[_Fragment]] = []
+    weight = {d: sum(len(f.idx) for f in fs) for d, fs in by_direction.items()}
+    for direction in sorted(by_direction, key=lambda d: (-weight[d], d)):
+        ordered.extend(_merge_same_direction(by_direction[direction], merge_overlap))
+    return ordered
+
+
+def _merge_same_direction(frags: list[_Fragment], merge_overlap: float) -> list[list[_Fragment]]:
     lines: list[list[_Fragment]] = []
     seeds: list[_Fragment] = []
-    for frag in horizontal:
+    for frag in sorted(frags, key=lambda f: ((f.v0 + f.v1) * 0.5, f.u0)):
         target = -1
         for k in range(len(lines) - 1, max(-1, len(lines) - 4), -1):  # recent lines only
             seed = seeds[k]
-            overlap = min(seed.y1, frag.y1) - max(seed.y0, frag.y0)
+            overlap = min(seed.v1, frag.v1) - max(seed.v0, frag.v0)
             if overlap <= merge_overlap * max(1e-6, min(seed.height, frag.height)):
                 continue
-            if any(min(o.x1, frag.x1) - max(o.x0, frag.x0) > 0.5 * min(o.x1 - o.x0, frag.x1 - frag.x0) for o in lines[k]):
-                continue  # horizontally on top of each other: two lines, not one
+            if any(min(o.u1, frag.u1) - max(o.u0, frag.u0) > 0.5 * min(o.u1 - o.u0, frag.u1 - frag.u0) for o in lines[k]):
+                continue  # on top of each other along the text: two lines, not one
             target = k
             break
         if target < 0:
@@ -286,11 +334,9 @@ def _merge_fragments(frags: list[_Fragment], merge_overlap: float) -> list[list[
         else:
             lines[target].append(frag)
     for line in lines:
-        line.sort(key=lambda f: f.x0)
-    vertical = sorted((f for f in frags if not f.horizontal), key=lambda f: (f.x0, f.y0))
-    ordered = [*lines, *[[f] for f in vertical]]
-    ordered.sort(key=lambda ln: min(f.y0 for f in ln) if ln[0].horizontal else ln[0].y0)
-    return ordered
+        line.sort(key=lambda f: f.u0)
+    lines.sort(key=lambda ln: min(f.v0 for f in ln))
+    return lines
 
 
 def _is_lower(c: str) -> bool:
