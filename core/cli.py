@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "grounded.parsers.cli",
     "grounded.chunking.cli",
     "grounded.attribution.cli",
+    "grounded.evaluation.cli",
     "grounded.demo",
 ]
 

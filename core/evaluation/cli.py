@@ -1,0 +1,226 @@
+"""``grounded eval dla|content|chunking``: evaluation tables on stdout, files with ``--out DIR``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..errors import GroundedError, InputError
+
+__all__ = ["register"]
+
+
+class EvalUsageError(GroundedError):
+    """The options of an eval sub-command do not fit together."""
+
+
+def _common(p: argparse.ArgumentParser, parser_opt: bool = True) -> None:
+    p.add_argument("--data", type=Path, default=None, metavar="DIR",
+                   help="shared data folder holding pdfs/, chroma/, publaynet_examples/ "
+                        "(default: $GROUNDED_EVAL_DATA or ../shared/data)")
+    if parser_opt:
+        p.add_argument("--parser", default="pymupdf", metavar="NAME",
+                       help="parser backend whose output is evaluated (default: pymupdf, offline)")
+    p.add_argument("--out", type=Path, default=None, metavar="DIR",
+                   help="also write results.json, results.md and a PNG plot into DIR")
+    p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                   help="cache for parses and embeddings (default: $GROUNDED_CACHE_DIR or ~/.cache/grounded)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor write the on-disk caches")
+    p.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="evaluate only the first N documents (dla/content) or questions (chunking)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+
+
+def register(subparsers: Any) -> None:
+    ev = subparsers.add_parser(
+        "eval",
+        help="evaluate layout analysis, content extraction or chunk retrieval",
+        description="Evaluation framework of thesis §3.5: DLA F1, OmniDocBench-style content scores, "
+                    "Chroma chunk-retrieval metrics. Prints Markdown tables; --out writes JSON/MD/PNG.",
+    )
+    sub = ev.add_subparsers(dest="eval_command", metavar="TASK")
+    sub.required = True
+
+    dla = sub.add_parser(
+        "dla", help="layout analysis F1@50 and F1@50:95 (per class + macro)",
+        description="Per-class and macro F1@50 / F1@50:95 of hard layout predictions, matched with "
+                    "faster-coco-eval. icdar: tables of the parser on the 67 ICDAR-2013 PDFs; docling: "
+                    "agreement with Docling's reference layouts; publaynet: COCO predictions (--predictions) "
+                    "or parse trees (--trees) of the 20 PubLayNet page images.")
+    dla.add_argument("--dataset", nargs="+", choices=("icdar", "docling", "publaynet"), default=["icdar"],
+                     help="data set(s) to score (default: icdar)")
+    dla.add_argument("--predictions", type=Path, default=None, metavar="JSON",
+                     help="publaynet: COCO detection list (image_id, category_id, bbox[, score])")
+    dla.add_argument("--trees", type=Path, default=None, metavar="DIR",
+                     help="publaynet: folder of parse-tree JSON files named like the images")
+    _common(dla)
+    dla.set_defaults(func=run_dla)
+
+    content = sub.add_parser(
+        "content", help="text edit distance, TEDS / S-TEDS, reading-order edit distance",
+        description="OmniDocBench-style content scores of the parser's Markdown: text blocks (adjacency "
+                    "matching) and reading order against the Docling references, tables (TEDS, S-TEDS) "
+                    "against Docling tables and ICDAR-2013 cell structure (*-str.xml).")
+    content.add_argument("--dataset", nargs="+", choices=("docling", "icdar"), default=["docling", "icdar"],
+                         help="reference set(s) (default: both)")
+    _common(content)
+    content.set_defaults(func=run_content_cmd)
+
+    ch = sub.add_parser(
+        "chunking", help="Chroma chunk-retrieval recall / precision / IoU / precision_Ω",
+        description="Chroma's evaluation (5 corpora, 472 questions, all-MiniLM-L6-v2 retrieval over all "
+                    "chunks). --suite reproduce: LangChain Recursive/TokenText at 250/125, 250/0, 200/0 "
+                    "(cl100k) beside Chroma's published numbers; --suite grid: this library's strategies "
+                    "at --sizes x --overlaps (MiniLM tokens).")
+    ch.add_argument("--suite", choices=("reproduce", "grid"), default="reproduce",
+                    help="reproduce Chroma's published rows, or score this library's strategies (default: reproduce)")
+    ch.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical", metavar="LIST",
+                    help="grid: comma-separated strategies (default: all four)")
+    ch.add_argument("--sizes", default="128,256,512", metavar="LIST", help="grid: max tokens N (default: 128,256,512)")
+    ch.add_argument("--overlaps", default="0,0.2", metavar="LIST",
+                    help="grid: overlaps, a fraction of N if < 1 else tokens (default: 0,0.2)")
+    ch.add_argument("--n", default="min,5,10", metavar="LIST",
+                    help="retrieved chunks per question; 'min' = as many as touch the references (default: min,5,10)")
+    ch.add_argument("--corpora", default=None, metavar="LIST",
+                    help="only these corpora (questions and retrieval pool), e.g. state_of_the_union,wikitexts")
+    ch.add_argument("--strict-touching", action="store_true",
+                    help="count only chunks sharing a character with a reference as touching it (Chroma also counts "
+                         "chunks that merely abut one; affects precision_Ω and n=min)")
+    ch.add_argument("--with-questions", action="store_true", help="include per-question scores in results.json")
+    _common(ch, parser_opt=False)
+    ch.set_defaults(func=run_chunking_cmd)
+
+
+def _progress(args: argparse.Namespace) -> Any:
+    from .runs import _no_progress, tqdm_progress
+
+    return _no_progress if args.no_progress or not sys.stderr.isatty() else tqdm_progress
+
+
+def _data(args: argparse.Namespace) -> Path:
+    from .runs import default_data_dir
+
+    data = args.data or default_data_dir()
+    if not data.is_dir():
+        raise InputError(data, "evaluation data folder not found (pass --data DIR or set GROUNDED_EVAL_DATA)")
+    return data
+
+
+def _emit(args: argparse.Namespace, markdown: str, payload: Any, plot: Any = None) -> None:
+    from .report import write_json
+
+    sys.stdout.write(markdown if markdown.endswith("\n") else markdown + "\n")
+    if args.out is not None:
+        from ..serialization import atomic_write_text
+
+        write_json(payload, args.out / "results.json")
+        atomic_write_text(args.out / "results.md", markdown)
+        if plot is not None:
+            plot(args.out / "results.png")
+
+
+def run_dla(args: argparse.Namespace) -> int:
+    from .report import dla_markdown, plot_dla
+    from .runs import run_dla_docling, run_dla_icdar, run_dla_publaynet
+
+    data = _data(args)
+    results = {}
+    for name in args.dataset:
+        if name == "icdar":
+            results["ICDAR-2013 tables"] = run_dla_icdar(
+                data, args.parser, limit=args.limit, cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                progress=_progress(args))
+        elif name == "docling":
+            results["Docling reference layouts"] = run_dla_docling(
+                data, args.parser, cache_dir=args.cache_dir, use_cache=not args.no_cache, progress=_progress(args))
+        else:
+            gt = data / "publaynet_examples" / "samples.json"
+            if args.predictions is not None:
+                results["PubLayNet"] = run_dla_publaynet(gt, args.predictions)
+            elif args.trees is not None:
+                from ..serialization import load_parsing_result
+
+                trees = [load_parsing_result(p) for p in sorted(args.trees.glob("*.json"))]
+                if not trees:
+                    raise InputError(args.trees, "no parse-tree .json files")
+                results["PubLayNet"] = run_dla_publaynet(gt, trees)
+            else:
+                raise EvalUsageError(
+                    "publaynet needs --predictions JSON or --trees DIR: its examples are page images, which "
+                    "the PDF parsers cannot read (parse image-only PDFs of them with an OCR-capable backend)")
+    md = "\n".join(dla_markdown(r, title) for title, r in results.items())
+    _emit(args, md, {k: v.to_dict() for k, v in results.items()}, lambda p: plot_dla(results, p))
+    return 0
+
+
+def run_content_cmd(args: argparse.Namespace) -> int:
+    from .content_eval import aggregate
+    from .report import content_markdown
+    from .runs import run_content
+
+    run = run_content(_data(args), args.parser, datasets=args.dataset, limit=args.limit, cache_dir=args.cache_dir,
+                      use_cache=not args.no_cache, progress=_progress(args))
+    md = content_markdown(run.docling, run.icdar, args.parser)
+    payload = {"parser": args.parser, "failed": run.failed,
+               "docling": {"aggregate": aggregate(run.docling) if run.docling else None,
+                           "documents": [s.to_dict() for s in run.docling]},
+               "icdar": {"aggregate": aggregate(run.icdar) if run.icdar else None,
+                         "documents": [s.to_dict() for s in run.icdar]}}
+    _emit(args, md, payload)
+    return 0
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise EvalUsageError(f"--{what} must be comma-separated integers, got {text!r}") from None
+
+
+def run_chunking_cmd(args: argparse.Namespace) -> int:
+    from .report import chunking_markdown, per_corpus_markdown, plot_chunking, reproduction_markdown
+    from .runs import grid_chunkers, reproduction_chunkers, run_chunking
+
+    n_values: list[int | str] = []
+    for x in args.n.split(","):
+        x = x.strip().lower()
+        if x == "min":
+            n_values.append("min")
+        elif x.isdigit() and int(x) > 0:
+            n_values.append(int(x))
+        elif x:
+            raise EvalUsageError(f"--n takes 'min' or positive integers, got {x!r}")
+    if args.suite == "reproduce":
+        chunkers = reproduction_chunkers()
+    else:
+        try:
+            overlaps = [float(x) for x in args.overlaps.split(",") if x.strip()]
+        except ValueError:
+            raise EvalUsageError(f"--overlaps must be numbers, got {args.overlaps!r}") from None
+        strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        unknown = set(strategies) - {"fixed", "recursive", "semantic", "hierarchical"}
+        if unknown:
+            raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
+        chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps)
+    corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
+    evals = run_chunking(_data(args), chunkers, n_values=n_values, corpora=corpora, limit=args.limit,
+                         cache_dir=args.cache_dir, use_cache=not args.no_cache,
+                         chroma_compat=not args.strict_touching, progress=_progress(args))
+    keys = [str(n) for n in n_values]
+    main_n = "5" if "5" in keys else keys[0]
+    parts = []
+    if args.suite == "reproduce" and main_n == "5":
+        table, gaps = reproduction_markdown(evals, main_n)
+        parts.append(f"### Chroma reproduction (all-MiniLM-L6-v2, n=5, {evals[0].settings['n_questions']} questions)\n\n"
+                     + table + ("\nGaps over 3 points: " + "; ".join(gaps) + "\n" if gaps else "\nNo gap over 3 points.\n"))
+    for k in keys:
+        parts.append(f"### n = {k}\n\n" + chunking_markdown(evals, k))
+    parts.append(f"### Recall per corpus (n = {main_n})\n\n" + per_corpus_markdown(evals, main_n, "recall"))
+    parts.append(f"### IoU per corpus (n = {main_n})\n\n" + per_corpus_markdown(evals, main_n, "iou"))
+    md = "\n".join(parts)
+    payload = {"suite": args.suite, "n_values": keys,
+               "results": [e.to_dict(with_questions=args.with_questions) for e in evals]}
+    _emit(args, md, payload, lambda p: plot_chunking(evals, p, main_n))
+    return 0

@@ -1,0 +1,296 @@
+"""The evaluation runs behind ``grounded eval``: data sets + parser/chunkers -> results.
+
+Parses are cached on disk (``<cache>/parses/<parser>/<stem>-<sha256[:16]>.json|.md``, keyed by the
+PDF's bytes, the parser name and the grounded version) so re-running an evaluation does not
+re-parse; the embedding cache lives beside it (:mod:`.embeddings`). The default cache root is
+``$GROUNDED_CACHE_DIR`` or ``~/.cache/grounded``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import GroundedError, InputNotFoundError
+from ..model import ParsingResult
+from ..serialization import atomic_write_text, dumps_parsing_result, load_parsing_result
+from .dla import DLAResult, Layout, evaluate_layout
+
+__all__ = [
+    "default_data_dir",
+    "cache_root",
+    "ParsedDocument",
+    "parse_cached",
+    "run_dla_icdar",
+    "run_dla_docling",
+    "run_dla_publaynet",
+    "run_content",
+    "run_chunking",
+    "reproduction_chunkers",
+    "grid_chunkers",
+    "GRID_STRATEGIES",
+    "GRID_SIZES",
+    "GRID_OVERLAPS",
+]
+
+log = logging.getLogger(__name__)
+
+GRID_STRATEGIES = ("fixed", "recursive", "semantic", "hierarchical")
+GRID_SIZES = (128, 256, 512)
+GRID_OVERLAPS = (0.0, 0.2)
+Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
+
+
+def _no_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
+    return items
+
+
+def tqdm_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
+    from tqdm import tqdm
+
+    return tqdm(items, desc=desc, total=total, unit="doc", leave=False)
+
+
+def default_data_dir() -> Path:
+    """``$GROUNDED_EVAL_DATA``, else ``../shared/data`` next to the working directory."""
+    env = os.environ.get("GROUNDED_EVAL_DATA")
+    return Path(env).expanduser() if env else Path("..") / "shared" / "data"
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    if cache_dir is not None:
+        return Path(cache_dir)
+    base = os.environ.get("GROUNDED_CACHE_DIR")
+    return Path(base).expanduser() if base else Path.home() / ".cache" / "grounded"
+
+
+def _require_dir(path: Path, what: str) -> Path:
+    if not path.is_dir():
+        raise InputNotFoundError(path, f"{what} not found (pass --data DIR or set GROUNDED_EVAL_DATA)")
+    return path
+
+
+# -- parsing with a disk cache ---------------------------------------------------------------------
+@dataclass
+class ParsedDocument:
+    name: str
+    root: ParsingResult | None
+    markdown: str
+    error: str | None = None
+
+
+def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path | None = None,
+                 use_cache: bool = True, parser: Any = None) -> ParsedDocument:
+    """Parse ``pdf`` (or load the cached parse). A parser failure is returned as ``error`` (logged),
+    so one bad file cannot stop a benchmark; callers score it as an empty prediction."""
+    from .. import __version__
+
+    digest = hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
+    folder = cache_root(cache_dir) / "parses" / f"{parser_name}-{__version__}"
+    stem = f"{pdf.stem}-{digest}"
+    json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
+    if use_cache and json_path.is_file() and md_path.is_file():
+        return ParsedDocument(pdf.stem, load_parsing_result(json_path), md_path.read_text(encoding="utf-8"))
+    if parser is None:
+        from ..parsers import get_parser
+
+        parser = get_parser(parser_name)
+    try:
+        out = parser.run(pdf)
+    except GroundedError as exc:
+        log.warning("parsing %s failed: %s", pdf, exc)
+        return ParsedDocument(pdf.stem, None, "", error=str(exc))
+    if use_cache:
+        atomic_write_text(md_path, out.markdown)
+        atomic_write_text(json_path, dumps_parsing_result(out.root))
+    return ParsedDocument(pdf.stem, out.root, out.markdown)
+
+
+# -- DLA -----------------------------------------------------------------------------------------------
+def _merge(layouts: Iterable[Layout]) -> Layout:
+    out = Layout()
+    for lay in layouts:
+        out.pages.update(lay.pages)
+        out.boxes.extend(lay.boxes)
+    return out
+
+
+def run_dla_icdar(data_dir: Path, parser_name: str = "pymupdf", *, limit: int | None = None,
+                  cache_dir: str | Path | None = None, use_cache: bool = True,
+                  progress: Progress = _no_progress) -> DLAResult:
+    """Table detection F1 of ``parser_name`` on the ICDAR-2013 PDFs (TABLE -> "table")."""
+    from .dla_data import ICDAR_TYPES, icdar_documents, layout_from_tree, read_icdar_regions
+
+    docs = icdar_documents(_require_dir(data_dir / "pdfs" / "icdar2013_tables", "ICDAR-2013 folder"))[:limit]
+    gts, preds, failed = [], [], []
+    parser = None
+    for name, pdf, reg in progress(docs, "ICDAR-2013", len(docs)):
+        gts.append(read_icdar_regions(reg, pdf, name))
+        if parser is None and not use_cache:
+            from ..parsers import get_parser
+
+            parser = get_parser(parser_name)
+        doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
+        if doc.root is None:
+            failed.append(name)
+            continue
+        preds.append(layout_from_tree(doc.root, ICDAR_TYPES, name))
+    meta = {"dataset": "ICDAR-2013 table regions", "parser": parser_name, "documents": len(docs),
+            "failed": failed, "class_map": {"TABLE": "table"}}
+    return evaluate_layout(_merge(gts), _merge(preds), ["table"], meta=meta)
+
+
+def run_dla_docling(data_dir: Path, parser_name: str = "pymupdf", *, cache_dir: str | Path | None = None,
+                    use_cache: bool = True, progress: Progress = _no_progress) -> DLAResult:
+    """Layout agreement of ``parser_name`` with Docling's reference output (model output, not human GT)."""
+    from .dla_data import DOCLING_CLASSES, DOCLING_TYPES, layout_from_tree, read_docling_layout
+
+    folder = _require_dir(data_dir / "pdfs" / "docling_groundtruth", "Docling reference folder")
+    pdfs = sorted(p for p in folder.glob("*.pdf") if (folder / f"{p.stem}.json").is_file())
+    gts, preds, failed = [], [], []
+    for pdf in progress(pdfs, "Docling refs", len(pdfs)):
+        gts.append(read_docling_layout(folder / f"{pdf.stem}.json", pdf.stem))
+        doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+        if doc.root is None:
+            failed.append(pdf.stem)
+            continue
+        preds.append(layout_from_tree(doc.root, DOCLING_TYPES, pdf.stem))
+    meta = {"dataset": "Docling reference layouts", "parser": parser_name, "documents": len(pdfs), "failed": failed,
+            "class_map": {t.value: c for t, c in DOCLING_TYPES.items()}}
+    return evaluate_layout(_merge(gts), _merge(preds), DOCLING_CLASSES, meta=meta)
+
+
+def run_dla_publaynet(gt_path: Path, predictions: Path | Sequence[ParsingResult]) -> DLAResult:
+    """PubLayNet F1 of predictions given as a COCO detection JSON or as parse trees of the page
+    images (one tree per image, its source file stem = the image's file stem)."""
+    from .dla_data import PUBLAYNET_CLASSES, PUBLAYNET_TYPES, read_coco, read_coco_predictions
+
+    gt, _ = read_coco(gt_path)
+    if isinstance(predictions, (str, Path)):
+        pred = read_coco_predictions(predictions, gt_path)
+        source = str(predictions)
+    else:
+        trees = list(predictions)
+        pred = _merge(_image_layout(t, gt) for t in trees)
+        source = f"{len(trees)} parse trees"
+    meta = {"dataset": "PubLayNet", "predictions": source,
+            "class_map": {t.value: c for t, c in PUBLAYNET_TYPES.items()}}
+    return evaluate_layout(gt, pred, PUBLAYNET_CLASSES, meta=meta)
+
+
+def _image_layout(tree: ParsingResult, gt: Layout) -> Layout:
+    """Page-1 boxes of a parsed page image, rescaled from the parse's page size to the image pixels
+    and keyed by the image stem (the COCO ground truth's page key)."""
+    from .dla import LayoutBox
+    from .dla_data import PUBLAYNET_TYPES, layout_from_tree
+
+    stem = Path(str(tree.metadata.get("source", {}).get("path", ""))).stem
+    if stem not in gt.pages:
+        log.warning("parse of %r matches no PubLayNet image; ignored", stem)
+        return Layout()
+    lay = layout_from_tree(tree, PUBLAYNET_TYPES, stem)
+    pw, ph = lay.pages.get(f"{stem}#1", (1.0, 1.0))
+    iw, ih = gt.pages[stem]
+    sx, sy = iw / pw, ih / ph
+    boxes = [LayoutBox(stem, b.label, b.x * sx, b.y * sy, b.w * sx, b.h * sy) for b in lay.boxes if b.page_key == f"{stem}#1"]
+    return Layout({stem: (iw, ih)}, boxes)
+
+
+# -- content ---------------------------------------------------------------------------------------------
+@dataclass
+class ContentRun:
+    docling: list[Any] = field(default_factory=list)  # DocumentScore per Docling reference document
+    icdar: list[Any] = field(default_factory=list)  # DocumentScore (tables only) per ICDAR document
+    failed: list[str] = field(default_factory=list)
+    parser: str = "pymupdf"
+
+
+def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Sequence[str] = ("docling", "icdar"),
+                limit: int | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
+                progress: Progress = _no_progress) -> ContentRun:
+    """Score the parser's Markdown against Docling references (text, tables, reading order) and
+    ICDAR-2013 cell structure (tables)."""
+    from .content_data import extract_markdown, read_docling_content, read_icdar_tables
+    from .content_eval import score_document
+    from .dla_data import icdar_documents
+
+    run = ContentRun(parser=parser_name)
+    if "docling" in datasets:
+        folder = _require_dir(data_dir / "pdfs" / "docling_groundtruth", "Docling reference folder")
+        pdfs = sorted(p for p in folder.glob("*.pdf") if (folder / f"{p.stem}.json").is_file())[:limit]
+        for pdf in progress(pdfs, "content/Docling", len(pdfs)):
+            doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+            if doc.error:
+                run.failed.append(pdf.stem)
+            ref = read_docling_content(folder / f"{pdf.stem}.json")
+            run.docling.append(score_document(pdf.stem, ref, extract_markdown(doc.markdown)))
+    if "icdar" in datasets:
+        docs = icdar_documents(_require_dir(data_dir / "pdfs" / "icdar2013_tables", "ICDAR-2013 folder"))[:limit]
+        for name, pdf, reg in progress(docs, "content/ICDAR", len(docs)):
+            structure = reg.with_name(reg.name.replace("-reg.xml", "-str.xml"))
+            if not structure.is_file():
+                continue
+            doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+            if doc.error:
+                run.failed.append(name)
+            from .content_data import DocumentContent
+
+            ref = DocumentContent(tables=[t for _, t in read_icdar_tables(structure)])
+            run.icdar.append(score_document(name, ref, extract_markdown(doc.markdown), text=False))
+    return run
+
+
+# -- chunking ---------------------------------------------------------------------------------------------
+def reproduction_chunkers() -> list[Any]:
+    """Chroma's six all-MiniLM-L6-v2 rows: Recursive and TokenText at 250/125, 250/0, 200/0."""
+    from .baseline_splitters import Cl100k
+    from .chunking_eval import LangChainRecursive, LangChainTokenText
+
+    enc = Cl100k()
+    return [cls(size, overlap, enc) for size, overlap in ((250, 125), (250, 0), (200, 0))
+            for cls in (LangChainRecursive, LangChainTokenText)]
+
+
+def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[int] = GRID_SIZES,
+                  overlaps: Sequence[float] = GRID_OVERLAPS) -> list[Any]:
+    """This library's strategies at N in ``sizes`` and O in ``overlaps`` (a fraction of N if < 1).
+
+    Thesis parameters are the strategies' own defaults (semantic: Q = 0.9, M = 0.5N;
+    hierarchical: B_h = 0.4N)."""
+    from .chunking_eval import GroundedCorpusChunker
+
+    out = []
+    for strategy in strategies:
+        for n in sizes:
+            seen = set()
+            for o in overlaps:
+                ov = int(round(o * n)) if o < 1 else int(o)
+                if ov in seen:
+                    continue
+                seen.add(ov)
+                out.append(GroundedCorpusChunker(strategy, n, ov))
+    return out
+
+
+def run_chunking(data_dir: Path, chunkers: Sequence[Any], *, n_values: Sequence[int | str] = ("min", 5, 10),
+                 corpora: Sequence[str] | None = None, limit: int | None = None, cache_dir: str | Path | None = None,
+                 use_cache: bool = True, chroma_compat: bool = True, progress: Progress = _no_progress) -> list[Any]:
+    """Chroma evaluation of each chunker (shared MiniLM embedding cache)."""
+    from .chroma_data import load_chroma_dataset
+    from .chunking_eval import evaluate_chunker
+    from .embeddings import minilm_embedder
+
+    dataset = load_chroma_dataset(_require_dir(data_dir / "chroma", "Chroma data folder"))
+    if corpora or limit:
+        dataset = dataset.subset(list(corpora) if corpora else None, limit)
+    embedder = minilm_embedder(cache_dir=cache_root(cache_dir) / "embeddings", use_cache=use_cache)
+    results = []
+    for chunker in progress(chunkers, "chunkers", len(chunkers)):
+        log.info("evaluating %s %s", chunker.name, chunker.params())
+        results.append(evaluate_chunker(dataset, chunker, embedder, n_values=n_values, chroma_compat=chroma_compat))
+    return results
