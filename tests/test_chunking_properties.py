@@ -160,7 +160,10 @@ def test_hierarchical_prepends_headings_under_budget() -> None:
     chunker = Chunker("hierarchical", 48, tokenizer=TOKENIZER, heading_budget=12)
     result = chunker.chunk(root)
     assert len(result.chunks) > 1
-    for chunk in result.chunks:
+    # H1 was dropped by the budget from every chunk: its text is kept as a body of its own
+    assert result.chunks[0].body == "Systemic therapy of early breast cancer"
+    assert "heading_ids" not in result.chunks[0].metadata
+    for chunk in result.chunks[1:]:
         assert chunk.metadata["token_count"] <= 48
         heading_text = chunk.content[: chunk.metadata["body_start"]]
         # the budget (12) cannot hold both headings (6 + 9 tokens): the highest ancestor is dropped

@@ -7,7 +7,8 @@ Box modes, recorded on every box (``box.mode``):
   covers exactly the chunk's text, first and last words included, on every page it touches;
 * ``line`` (thesis) - for partially included elements the line of each token is approximated
   assuming constant token density, widened by one line on each side;
-* ``element`` - the element's own boxes, when it has no line spans.
+* ``element`` - the element's own boxes when it has no line spans (or, for elements without any
+  box such as table cells of VLM backends, the boxes of the nearest ancestor that has one).
 
 ``box_mode="auto"`` (default) uses exact where the element's text is aligned with the PDF text
 layer and falls back to line, then element, per element.
@@ -177,9 +178,14 @@ class ChunkAssembler:
                 b = n_lines - 1 if ext.tok_hi == ext.n_tokens else math.floor((ext.tok_hi - 1) / ext.n_tokens * n_lines) + 1
                 a, b = max(0, a), min(n_lines - 1, b)
             return _group_by_page([_line(ln) for ln in lines[a : b + 1]], BoxMode.LINE, node.id, is_heading)
+        holder: ParsingResult | None = node
+        while holder is not None and not holder.geom:  # e.g. a table cell without a box: use its table
+            holder = holder.parent
+        if holder is None:
+            return []
         return [
-            ParsingBoundingBox.trusted(b.page, b.left, b.top, b.right, b.bottom, mode=BoxMode.ELEMENT.value, element_id=node.id, is_heading=is_heading)
-            for b in node.geom
+            ParsingBoundingBox.trusted(b.page, b.left, b.top, b.right, b.bottom, mode=BoxMode.ELEMENT.value, element_id=holder.id, is_heading=is_heading)
+            for b in holder.geom
         ]
 
     # -- assembly ------------------------------------------------------------------------------
@@ -205,10 +211,17 @@ class ChunkAssembler:
             n = int(st.node_last[k] - st.node_first[k]) if st.node_first[k] >= 0 else 0
             node = doc.nodes[k]
             geom.extend(self.boxes_for(_Extent(node, 0, len(node.content), 0, n, n), k, is_heading=True))
+        seen_element_boxes: set[tuple] = set()
         for ext in extents:
             k = st.node_index(ext.node.id)
             assert k is not None
-            geom.extend(self.boxes_for(ext, k))
+            for box in self.boxes_for(ext, k):
+                if box.mode == BoxMode.ELEMENT.value and box.element_id != ext.node.id:
+                    key = (box.element_id, box.page, box.left, box.top, box.right, box.bottom)
+                    if key in seen_element_boxes:
+                        continue  # several cells of one box-less table share the table's box once
+                    seen_element_boxes.add(key)
+                geom.append(box)
 
         first_k = st.node_index(extents[0].node.id) if extents else None
         heading_path = (

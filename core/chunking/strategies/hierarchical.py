@@ -142,4 +142,7 @@ class _Run:
                 merged[-1] = _Piece(merged[-1].lo, result[0].hi, result[0].headings, True)
             else:
                 merged.extend(result)
+        if child_headings is not headings and not any(own in p.headings for p in merged):
+            # the budget dropped this heading in every deeper chunk: keep its text as a body of its own
+            merged.insert(0, _Piece(self.tok_lo[own], self.tok_hi[own], headings, True))  # type: ignore[index]
         return [p._replace(unsplit=False) for p in merged]
