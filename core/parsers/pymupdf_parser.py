@@ -64,32 +64,36 @@ def _require_layout() -> Any:
     return document_layout
 
 
-def _load_layout_single_threaded() -> None:
-    """Load the layout model with one ONNX Runtime thread (worker processes share the cores).
+def _load_layout(threads: int | None) -> bool:
+    """Load the layout model with ``threads`` ONNX Runtime threads (None: runtime default).
 
-    Only effective before the model is first loaded in this process; afterwards a no-op.
+    Only possible before the model is first loaded in this process (``pymupdf.layout`` loads
+    it on import); returns whether the setting took effect.
     """
     import sys
 
-    if "pymupdf.layout" in sys.modules:
-        return
+    if threads is None or "pymupdf.layout" in sys.modules:
+        _require_layout()
+        return threads is None
     import onnxruntime as ort
 
     original = ort.InferenceSession
 
-    class _OneThreadSession(original):  # type: ignore[misc, valid-type]
+    class _ThreadLimitedSession(original):  # type: ignore[misc, valid-type]
         def __init__(self, path: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
             options = sess_options if sess_options is not None else ort.SessionOptions()
-            options.intra_op_num_threads = 1
+            options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
+            # no busy-waiting threads: they steal the CPU of the other worker processes
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             super().__init__(path, options, *args, **kwargs)
 
-    ort.InferenceSession = _OneThreadSession
+    ort.InferenceSession = _ThreadLimitedSession
     try:
         _require_layout()
     finally:
         ort.InferenceSession = original
+    return True
 
 
 def _strip_page(page: Any) -> Any:
@@ -108,7 +112,7 @@ def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
 
 
 def _worker_init() -> None:
-    _load_layout_single_threaded()
+    _load_layout(1)
 
 
 def _worker_layout(args: tuple[str, list[int]]) -> list[Any]:
@@ -141,6 +145,9 @@ class PyMuPDFParser(BaseParser):
         Pages per layout call (granularity of progress reports and worker tasks).
     progress:
         ``callback(pages_done, pages_total)`` during the layout pass.
+    layout_threads:
+        ONNX Runtime threads of the layout model in this process (default: the runtime's own
+        choice). Takes effect only if the model is not loaded yet; worker processes use 1.
     """
 
     name: ClassVar[str] = "pymupdf"
@@ -168,6 +175,7 @@ class PyMuPDFParser(BaseParser):
         image_dpi: int = 150,
         batch_pages: int = 8,
         progress: ProgressCallback | None = None,
+        layout_threads: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -180,6 +188,7 @@ class PyMuPDFParser(BaseParser):
         self.image_dpi = int(image_dpi)
         self.batch_pages = int(batch_pages)
         self.progress = progress
+        self.layout_threads = layout_threads
         self._pool: Any = None
         try:
             import pymupdf  # noqa: F401
@@ -228,6 +237,8 @@ class PyMuPDFParser(BaseParser):
 
         import pymupdf
 
+        if not _load_layout(self.layout_threads):
+            log.info("layout model already loaded; layout_threads=%s ignored", self.layout_threads)
         document_layout = _require_layout()
         started = time.perf_counter()
         with pymupdf.open(pdf_path) as doc:
@@ -357,8 +368,12 @@ class _TreeBuilder:
         sel = sel[~claimed[sel]]
         claimed[sel] = True
         built = build_lines([pc], [sel])
+        spans = lines_to_spans(built.lines, [pc]).get(0, [])
+        if spans:  # whole words are taken, so a line may stick out of a tight box: grow the box
+            grown = ParsingBoundingBox.enclosing([geom, *spans])
+            geom = ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
+        geom.spans = spans
         node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
-        geom.spans = lines_to_spans(built.lines, [pc]).get(0, [])
         if type_ in (T.SECTION_HEADER, T.TITLE) and built.text:
             style = _style_of(pc, sel, built.text)
             self.styles[id(node)] = style
@@ -409,6 +424,8 @@ class _TreeBuilder:
         # claim whatever else lies in the table box (e.g. text between grid lines)
         x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
         claimed[pc.select(x0, y0, x1, y1)] = True
+        if table.children:
+            table.geom = [ParsingBoundingBox.enclosing([geom, *(r.geom[0] for r in table.children)])]
         table.content = table_to_markdown(table) if table.children else ""
         return table
 

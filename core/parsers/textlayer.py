@@ -57,6 +57,26 @@ class PageChars:
     size: np.ndarray  # font size per char
     bold: np.ndarray  # bool per char
     line_dir: list[int] = field(default_factory=list)  # per MuPDF line id: RIGHT, DOWN, LEFT or UP
+    word_cx: np.ndarray | None = None  # centre of the word each char belongs to
+    word_cy: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.word_cx is None or self.word_cy is None:
+            self.word_cx, self.word_cy = self._word_centres()
+
+    def _word_centres(self) -> tuple[np.ndarray, np.ndarray]:
+        """Centre of each char's word (a run of non-space chars of one MuPDF line)."""
+        n = len(self.chars)
+        if not n:
+            return np.empty(0), np.empty(0)
+        space = np.fromiter((c.isspace() for c in self.chars), dtype=bool, count=n)
+        new = np.ones(n, dtype=bool)
+        new[1:] = space[1:] | space[:-1] | (self.line[1:] != self.line[:-1])
+        starts = np.flatnonzero(new)
+        word = np.cumsum(new) - 1
+        cx = (np.minimum.reduceat(self.x0, starts) + np.maximum.reduceat(self.x1, starts)) * 0.5
+        cy = (np.minimum.reduceat(self.y0, starts) + np.maximum.reduceat(self.y1, starts)) * 0.5
+        return cx[word], cy[word]
 
     @property
     def cx(self) -> np.ndarray:
@@ -129,11 +149,15 @@ class PageChars:
             line_dir=directions,
         )
 
-    def select(self, x0: float, y0: float, x1: float, y1: float, tol: float = BOX_TOLERANCE_PT) -> np.ndarray:
-        """Indices (MuPDF order) of the characters whose centre lies in the box (points)."""
+    def select(
+        self, x0: float, y0: float, x1: float, y1: float, tol: float = BOX_TOLERANCE_PT, by_word: bool = True
+    ) -> np.ndarray:
+        """Indices (MuPDF order) of the characters in the box (points): those whose word's
+        centre lies inside (a word is never split between boxes), or with ``by_word=False``
+        those whose own centre does."""
         if not len(self.chars):
             return np.empty(0, dtype=np.int64)
-        cx, cy = self.cx, self.cy
+        cx, cy = (self.word_cx, self.word_cy) if by_word else (self.cx, self.cy)
         mask = (cx >= x0 - tol) & (cx <= x1 + tol) & (cy >= y0 - tol) & (cy <= y1 + tol)
         return np.flatnonzero(mask)
 
