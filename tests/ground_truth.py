@@ -52,31 +52,38 @@ class PDFChars:
                                     boxes.append((x0 / w, y0 / h, x1 / w, y1 / h))
         return cls("".join(chars), np.asarray(pages), np.asarray(lines), np.clip(np.asarray(boxes, dtype=float), 0, 1))
 
-    def region(self, body: str) -> dict[int, list[tuple[float, float, float, float]]] | None:
-        """Line rectangles of the body's characters per page (None if the body is not found)."""
+    def regions(self, body: str, max_candidates: int = 5) -> list[dict[int, list[tuple[float, float, float, float]]]]:
+        """Line rectangles (per page) of the body's characters, one dict per place the body's
+        text occurs in the PDF (documents repeat sentences; each occurrence is a correct answer)."""
         needle = "".join(ch for ch in body if _keep(ch))
         if len(needle) < 8:
-            return None
+            return []
         head, tail = needle[:24], needle[-24:]
+        out = []
         start = self.text.find(head)
-        if start < 0:
-            return None
+        while start >= 0 and len(out) < max_candidates:
+            region = self._region_at(needle, tail, start)
+            if region is not None:
+                out.append(region)
+            start = self.text.find(head, start + 1)
+        return out
+
+    def _region_at(self, needle: str, tail: str, start: int) -> dict[int, list[tuple[float, float, float, float]]] | None:
         end = self.text.find(tail, start + max(0, len(needle) - 4 * len(tail) - 400))
         if end < 0:
             end = self.text.find(tail, start)
-        if end < 0:
+        if end < 0 or end - start > 3 * len(needle) + 2000:
             return None
         end += len(tail)
         window = self.text[start:end]
         matched = []
-        for tag, s1, e1, s2, e2 in Levenshtein.opcodes(needle, window):
+        for tag, _s1, _e1, s2, e2 in Levenshtein.opcodes(needle, window):
             if tag == "equal":
                 matched.extend(range(start + s2, start + e2))
-        if not matched:
+        if len(matched) < 0.9 * len(needle):
             return None
-        idx = np.asarray(matched)
         per_line: dict[int, list[int]] = defaultdict(list)
-        for i in idx.tolist():
+        for i in matched:
             per_line[int(self.line[i])].append(i)
         out: dict[int, list[tuple[float, float, float, float]]] = defaultdict(list)
         for members in per_line.values():
@@ -90,6 +97,11 @@ def _mask(rects: list[tuple[float, float, float, float]]) -> np.ndarray:
     for x0, y0, x1, y1 in rects:
         m[int(y0 * GRID) : max(int(y0 * GRID) + 1, int(np.ceil(y1 * GRID))), int(x0 * GRID) : max(int(x0 * GRID) + 1, int(np.ceil(x1 * GRID)))] = True
     return m
+
+
+def best_iou(truths: list[dict[int, list[tuple[float, float, float, float]]]], geom: list[ParsingBoundingBox]) -> float:
+    """IoU against the best-matching occurrence of the text."""
+    return max(area_iou(t, geom) for t in truths)
 
 
 def area_iou(truth: dict[int, list[tuple[float, float, float, float]]], geom: list[ParsingBoundingBox]) -> float:
