@@ -8,6 +8,7 @@ from collections import Counter
 
 import numpy as np
 import pytest
+
 from grounded.errors import InputNotFoundError, SchemaError
 from grounded.evaluation.baseline_splitters import (
     CHROMA_SEPARATORS,

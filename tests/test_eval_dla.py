@@ -7,6 +7,7 @@ import json
 
 import pymupdf
 import pytest
+
 from grounded.errors import SchemaError
 from grounded.evaluation.dla import IOU_THRESHOLDS, Layout, LayoutBox, evaluate_layout, f1
 from grounded.evaluation.dla_data import (

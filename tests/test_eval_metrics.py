@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
+
 from grounded.evaluation.retrieval_metrics import ChunkRegion, precision_omega, score_question, summarize
 from grounded.evaluation.spans import covered, intersection, overlaps, subtract, total, union
 from grounded.evaluation.teds import (

@@ -183,6 +183,7 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
     from .report import chunking_markdown, per_corpus_markdown, plot_chunking, reproduction_markdown
     from .runs import grid_chunkers, reproduction_chunkers, run_chunking
 
+    data = _data(args)
     n_values: list[int | str] = []
     for x in args.n.split(","):
         x = x.strip().lower()
@@ -205,7 +206,7 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
             raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
         chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps)
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
-    evals = run_chunking(_data(args), chunkers, n_values=n_values, corpora=corpora, limit=args.limit,
+    evals = run_chunking(data, chunkers, n_values=n_values, corpora=corpora, limit=args.limit,
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,
                          chroma_compat=not args.strict_touching, progress=_progress(args))
     keys = [str(n) for n in n_values]

@@ -201,7 +201,10 @@ def read_icdar_regions(reg_xml: str | Path, pdf: str | Path, document: str | Non
 def read_docling_layout(
     path: str | Path, document: str | None = None, labels: Mapping[str, str] = DOCLING_LABELS
 ) -> Layout:
-    """Element boxes of a DoclingDocument JSON (every ``prov`` box; labels mapped by ``labels``)."""
+    """Element boxes of a DoclingDocument JSON (every ``prov`` box; labels mapped by ``labels``).
+
+    Text Docling recognised *inside* pictures (children of a picture other than its captions) is
+    part of the figure, not a layout element of the page, and is skipped."""
     path = Path(path)
     data = _load_json(path)
     doc_name = document or path.stem
@@ -213,6 +216,9 @@ def read_docling_layout(
                 label = labels.get(str(item.get("label")))
                 if label is None:
                     continue
+                parent = str(item.get("parent", {}).get("$ref", ""))
+                if parent.startswith("#/pictures") and item.get("label") != "caption":
+                    continue  # text Docling found inside a picture is part of the figure
                 for prov in item.get("prov", ()):
                     page = int(prov["page_no"])
                     b = prov["bbox"]

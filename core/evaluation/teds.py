@@ -78,10 +78,17 @@ def table_from_rows(rows: Sequence[Sequence[str]]) -> TableNode:
                                         for r in rows])
 
 
-def table_from_cells(cells: Iterable[Cell]) -> TableNode:
+def table_from_cells(cells: Iterable[Cell], fill_empty: bool = True) -> TableNode:
     """A table from grid cells: each cell is placed in the row of its top-left corner, rows in
-    order, cells left to right (rows without a starting cell become empty ``tr``)."""
+    order, cells left to right. With ``fill_empty`` grid positions no cell covers become empty
+    cells (ICDAR-2013 does not annotate empty cells; HTML and Markdown tables have them)."""
     cells = list(cells)
+    if fill_empty and cells:
+        n_cols = max(c.col + max(1, c.colspan) for c in cells)
+        covered = {(r, k) for c in cells for r in range(c.row, c.row + max(1, c.rowspan))
+                   for k in range(c.col, c.col + max(1, c.colspan))}
+        n_rows_all = max(c.row + max(1, c.rowspan) for c in cells)
+        cells += [Cell(r, k, "") for r in range(n_rows_all) for k in range(n_cols) if (r, k) not in covered]
     n_rows = max((c.row + 1 for c in cells), default=0)
     by_row: list[list[Cell]] = [[] for _ in range(n_rows)]
     for c in cells:

@@ -1,0 +1,80 @@
+"""``grounded eval`` end to end on real data (subsets), output files and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from grounded.cli import main
+from grounded.evaluation.runs import parse_cached, run_dla_icdar
+
+from .conftest import shared
+
+
+def test_eval_help_lists_tasks(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["eval", "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert "dla" in out and "content" in out and "chunking" in out
+
+
+def test_dla_publaynet_predictions_file(tmp_path, capsys):
+    data = shared()
+    gt = json.loads((data / "publaynet_examples" / "samples.json").read_text())
+    preds = [{"image_id": a["image_id"], "category_id": a["category_id"], "bbox": a["bbox"]} for a in gt["annotations"]]
+    (tmp_path / "pred.json").write_text(json.dumps(preds))
+    code = main(["eval", "dla", "--dataset", "publaynet", "--predictions", str(tmp_path / "pred.json"),
+                 "--data", str(data), "--out", str(tmp_path / "out")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "| **macro** | 193 | 193 | – | – | **1.0000** | **1.0000** |" in out
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert res["PubLayNet"]["macro"] == {"f1@50": 1.0, "f1@50:95": 1.0}
+    assert (tmp_path / "out" / "results.md").read_text().startswith("### PubLayNet")
+    assert (tmp_path / "out" / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_eval_errors_are_one_line(tmp_path, capsys):
+    assert main(["eval", "dla", "--dataset", "publaynet", "--data", str(shared())]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--predictions" in err
+    assert main(["eval", "chunking", "--data", str(tmp_path / "nowhere")]) == 1
+    err = capsys.readouterr().err
+    assert "nowhere" in err and "not found" in err and err.count("\n") == 1
+    assert main(["eval", "chunking", "--n", "five", "--data", str(shared())]) == 1
+    assert "--n" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_chunking_cli_on_one_corpus(tmp_path, capsys):
+    code = main(["eval", "chunking", "--data", str(shared()), "--corpora", "state_of_the_union", "--n", "5",
+                 "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "out")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "### Chroma reproduction (all-MiniLM-L6-v2, n=5, 76 questions)" in out
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(res["results"]) == 6
+    assert {r["params"]["splitter"] for r in res["results"]} == {"recursive", "tokentext"}
+    assert list((tmp_path / "cache" / "embeddings").rglob("pack-*.npz"))
+
+
+@pytest.mark.slow
+def test_icdar_table_detection_on_two_pdfs_with_parse_cache(tmp_path):
+    data = shared()
+    res = run_dla_icdar(data, "pymupdf", limit=2, cache_dir=tmp_path)
+    table = res.score("table")
+    assert res.meta["documents"] == 2 and table.n_gt == 8  # eu-001: 7 table regions, eu-002: 1
+    assert table.f1_50 > 0.8  # the default parser finds these tables
+    cached = sorted((tmp_path / "parses").rglob("*.json"))
+    assert len(cached) == 2
+    # a second run reads the cached parses (no parser needed)
+    pdf = data / "pdfs" / "icdar2013_tables" / "competition-dataset-eu" / "eu-002.pdf"
+
+    class NoParser:
+        def run(self, pdf):  # pragma: no cover - must not be called
+            raise AssertionError("parsed again despite the cache")
+
+    doc = parse_cached(pdf, "pymupdf", tmp_path, parser=NoParser())
+    assert doc.root is not None and "|" in doc.markdown
