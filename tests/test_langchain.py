@@ -1,0 +1,233 @@
+"""LangChain adapter end to end on a real clinical-science PDF: loader (chunks / elements) ->
+splitter -> vector stores (LangChain's in-memory store, Chroma in flat mode) -> retrieval ->
+boxes checked against PyMuPDF's text; metadata through JSON."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from grounded.chunking import Chunker, document_text
+from grounded.errors import ChunkingError, SchemaError
+from grounded.metadata import boxes_from_metadata, unflatten_metadata
+
+pytest.importorskip("langchain_core")
+
+from langchain_core.documents import Document  # noqa: E402
+from langchain_core.load import dumpd, load  # noqa: E402
+from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
+
+from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings  # noqa: E402
+from langchain_grounded.elements import ELEMENT_KEY, tree_from_payloads  # noqa: E402
+
+from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body  # noqa: E402
+from .conftest import shared  # noqa: E402
+
+SCALARS = (str, int, float, bool)
+
+
+@pytest.fixture(scope="module")
+def pdf():
+    return shared("long", "cermine_web_example3_clinsci.pdf")
+
+
+@pytest.fixture(scope="module")
+def chunk_docs(pdf) -> list[Document]:
+    return GroundedPDFLoader(pdf, strategy="hierarchical", max_tokens=256).load()
+
+
+@pytest.fixture(scope="module")
+def element_docs(pdf) -> list[Document]:
+    return list(GroundedPDFLoader(pdf, mode="elements").lazy_load())
+
+
+@pytest.fixture(scope="module")
+def full_text(element_docs) -> str:
+    return document_text(tree_from_payloads([d.metadata[ELEMENT_KEY] for d in element_docs])).text
+
+
+@pytest.fixture(scope="module")
+def embeddings() -> MiniLMEmbeddings:
+    return MiniLMEmbeddings()
+
+
+def body_of(doc: Document) -> str:
+    return doc.page_content[int(doc.metadata["body_start"]) :]
+
+
+# -- loader ----------------------------------------------------------------------------------------
+def test_chunk_mode_documents_carry_boxes_and_exact_offsets(chunk_docs, full_text, pdf):
+    assert len(chunk_docs) > 20
+    tokenizer = Chunker("fixed", 256).tokenizer
+    for doc in chunk_docs:
+        meta = doc.metadata
+        assert doc.id == meta["chunk_id"] and meta["grounded_kind"] == "chunk"
+        assert meta["source"] == str(pdf) and meta["file_name"] == pdf.name and meta["page_count"] == 13
+        assert full_text[meta["start_char"] : meta["end_char"]] == body_of(doc)
+        assert meta["start_index"] == meta["start_char"]
+        assert tokenizer.count(doc.page_content) <= 256
+        assert meta["pages"] and meta["element_ids"]
+        assert_boxes_show_body(pdf, boxes_from_metadata(meta), body_of(doc))
+    assert any(len(d.metadata["pages"]) > 1 for d in chunk_docs), "chunks across page breaks"
+    assert any(d.metadata["body_start"] > 0 for d in chunk_docs), "hierarchical chunks with heading context"
+
+
+def test_element_mode_documents_rebuild_the_document_text(element_docs, full_text, pdf):
+    types = {d.metadata["element_type"] for d in element_docs}
+    assert {"PARAGRAPH", "SECTION_HEADER", "TABLE"} <= types
+    for doc in element_docs:
+        meta = doc.metadata
+        assert meta["grounded_kind"] == "element"
+        assert full_text[meta["start_char"] : meta["end_char"]] == doc.page_content
+        assert boxes_from_metadata(meta), meta["element_id"]
+        json.loads(meta[ELEMENT_KEY])
+    tables = [d for d in element_docs if d.metadata["element_type"] == "TABLE"]
+    assert all(" | " in t.page_content for t in tables)  # a table is one element, cells joined by " | "
+    sections = [d.metadata["section"] for d in element_docs if d.metadata["element_type"] == "PARAGRAPH"]
+    assert any(s for s in sections)
+    # element boxes cover the element text (they come from the layout model: approximately)
+    paragraph = next(d for d in element_docs if d.metadata["element_type"] == "PARAGRAPH" and len(d.page_content) > 300)
+    assert_boxes_show_body(pdf, boxes_from_metadata(paragraph.metadata), paragraph.page_content)
+
+
+def test_loader_refuses_bad_parameters_before_parsing(pdf):
+    with pytest.raises(ValueError, match="mode"):
+        GroundedPDFLoader(pdf, mode="pages")  # type: ignore[arg-type]
+    with pytest.raises(ChunkingError):
+        GroundedPDFLoader(pdf, strategy="nonsense")
+    with pytest.raises(ChunkingError):
+        GroundedPDFLoader(pdf, max_tokens=64, overlap=64)
+
+
+# -- splitter --------------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("strategy", "max_tokens", "overlap"),
+    [
+        ("hierarchical", 256, 0),
+        pytest.param("recursive", 128, 0, marks=pytest.mark.slow),  # slow: the loader parses the PDF again
+        pytest.param("fixed", 200, 40, marks=pytest.mark.slow),
+    ],
+)
+def test_splitting_elements_gives_the_loaders_chunks(pdf, element_docs, chunk_docs, strategy, max_tokens, overlap):
+    split = GroundedTextSplitter(max_tokens, overlap, strategy=strategy).split_documents(element_docs)
+    if strategy == "hierarchical" and max_tokens == 256:
+        direct = chunk_docs
+    else:
+        direct = GroundedPDFLoader(pdf, strategy=strategy, max_tokens=max_tokens, overlap=overlap).load()
+    assert [d.id for d in split] == [d.id for d in direct]
+    assert [d.page_content for d in split] == [d.page_content for d in direct]
+    assert [d.metadata for d in split] == [d.metadata for d in direct]
+
+
+def test_splitting_a_slice_of_elements_keeps_offsets_into_the_whole_document(element_docs, full_text, pdf):
+    middle = element_docs[len(element_docs) // 3 : len(element_docs) // 2]
+    split = GroundedTextSplitter(128).split_documents(middle)
+    assert split
+    first, last = middle[0].metadata["start_char"], middle[-1].metadata["end_char"]
+    for doc in split:
+        meta = doc.metadata
+        assert first <= meta["start_char"] < meta["end_char"] <= last
+        assert full_text[meta["start_char"] : meta["end_char"]] == body_of(doc)
+        assert_boxes_show_body(pdf, boxes_from_metadata(meta), body_of(doc))
+
+
+def test_plain_documents_are_split_by_tokens_with_start_index():
+    text = ("Monitor renal function before and during treatment. " * 30 + "\n\n") * 4
+    docs = [Document(page_content=text, metadata={"origin": "notes"}), Document(page_content="Short note.", metadata={})]
+    splitter = GroundedTextSplitter(64, 8, strategy="fixed")
+    parts = splitter.split_documents(docs)
+    assert len(parts) > 10
+    tokenizer = splitter.chunker.tokenizer
+    for part in parts:
+        source = text if part.metadata.get("origin") == "notes" else "Short note."
+        start = part.metadata["start_index"]
+        assert source[start : start + len(part.page_content)] == part.page_content
+        assert tokenizer.count(part.page_content) <= 64
+        assert "boxes" not in part.metadata
+    assert parts[-1].page_content == "Short note." and parts[-1].metadata == {"start_index": 0}
+    assert splitter.split_text(text) == [p.page_content for p in parts[:-1]]
+    # same results through LangChain's transformer interface
+    assert [d.page_content for d in splitter.transform_documents(docs)] == [p.page_content for p in parts]
+
+
+def test_chunk_documents_pass_through_or_warn_when_too_large(chunk_docs):
+    same = GroundedTextSplitter(256).split_documents(chunk_docs[:5])
+    assert [d.metadata for d in same] == [d.metadata for d in chunk_docs[:5]]
+    big = max(chunk_docs, key=lambda d: d.metadata["token_count"])
+    with pytest.warns(UserWarning, match="elements"):
+        parts = GroundedTextSplitter(64).split_documents([big])
+    assert len(parts) > 1 and all(p.metadata["boxes"] == big.metadata["boxes"] for p in parts)
+
+
+def test_element_payload_errors_are_typed(element_docs):
+    broken = Document(page_content="x", metadata={**element_docs[0].metadata, ELEMENT_KEY: "{not json"})
+    with pytest.raises(SchemaError):
+        GroundedTextSplitter(128).split_documents([broken])
+    with pytest.raises(SchemaError, match="twice"):
+        GroundedTextSplitter(128).split_documents([element_docs[0], element_docs[0]])
+
+
+# -- metadata through serialization and stores -----------------------------------------------------
+@pytest.mark.filterwarnings("ignore::langchain_core._api.beta_decorator.LangChainBetaWarning")
+def test_documents_survive_langchain_serialization(chunk_docs, element_docs):
+    for doc in chunk_docs[:20] + element_docs[:20]:
+        back = load(json.loads(json.dumps(dumpd(doc))), allowed_objects=[Document])
+        assert back.metadata == doc.metadata and back.page_content == doc.page_content
+        assert boxes_from_metadata(back.metadata) == boxes_from_metadata(doc.metadata)
+        again = Document.model_validate_json(doc.model_dump_json())
+        assert again.metadata == doc.metadata
+
+
+@pytest.mark.slow
+def test_in_memory_store_retrieval_highlights_the_chunk(element_docs, embeddings, full_text, pdf):
+    chunks = GroundedTextSplitter(256, strategy="hierarchical").split_documents(element_docs)
+    store = InMemoryVectorStore(embeddings)
+    store.add_documents(chunks)
+    hits = store.similarity_search(QUESTION, k=5)
+    assert len(hits) == 5
+    assert any(ANSWER_MARK in hit.page_content for hit in hits)
+    for hit in hits:
+        assert full_text[hit.metadata["start_char"] : hit.metadata["end_char"]] == body_of(hit)
+        assert_boxes_show_body(pdf, boxes_from_metadata(hit.metadata), body_of(hit))
+
+
+@pytest.mark.slow
+def test_flat_metadata_round_trips_through_chroma(pdf, embeddings, chunk_docs):
+    chromadb = pytest.importorskip("chromadb")
+    flat = GroundedPDFLoader(pdf, strategy="hierarchical", max_tokens=256, flat_metadata=True).load()
+    assert all(isinstance(v, SCALARS) for d in flat for v in d.metadata.values())
+    assert [unflatten_metadata(d.metadata) for d in flat] == [d.metadata for d in chunk_docs]
+    collection = chromadb.EphemeralClient().create_collection("grounded-langchain", embedding_function=None)
+    vectors = embeddings.embed_documents([d.page_content for d in flat])
+    with pytest.raises(ValueError):  # nested box lists are what flat-metadata stores reject
+        collection.add(ids=[chunk_docs[0].id], embeddings=[vectors[0]], metadatas=[chunk_docs[0].metadata])
+    collection.add(ids=[d.id for d in flat], embeddings=vectors, documents=[d.page_content for d in flat],
+                   metadatas=[d.metadata for d in flat])
+    result = collection.query(query_embeddings=[embeddings.embed_query(QUESTION)], n_results=5)
+    nested = {d.id: d for d in chunk_docs}
+    assert any(ANSWER_MARK in text for text in result["documents"][0])
+    for doc_id, text, meta in zip(result["ids"][0], result["documents"][0], result["metadatas"][0], strict=True):
+        assert boxes_from_metadata(meta) == boxes_from_metadata(nested[doc_id].metadata)
+        assert unflatten_metadata(meta) == nested[doc_id].metadata
+        assert_boxes_show_body(pdf, boxes_from_metadata(meta), text[int(meta["body_start"]) :])
+
+
+def test_importing_grounded_stays_light_and_a_missing_framework_names_the_extra():
+    code = (
+        "import sys, grounded, grounded.metadata\n"
+        "heavy = [m for m in ('torch', 'langchain_core', 'llama_index') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "sys.modules['langchain_core'] = None\n"
+        "try:\n"
+        "    import langchain_grounded\n"
+        "except ImportError as exc:\n"
+        "    from grounded.errors import BackendUnavailableError\n"
+        "    assert isinstance(exc, BackendUnavailableError), type(exc)\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "pip install 'grounded[langchain]'" in out.stdout
