@@ -8,6 +8,7 @@ import warnings
 
 import pymupdf
 import pytest
+
 from grounded.cli import main as cli_main
 from grounded.errors import (
     CorruptPDFError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from grounded.errors import InvalidBoxError, SchemaError
 from grounded.model import (
     Chunk,

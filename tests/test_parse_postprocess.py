@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pymupdf
 import pytest
+
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import postprocess as pp

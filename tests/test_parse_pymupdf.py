@@ -8,9 +8,11 @@ from pathlib import Path
 import pymupdf
 import pytest
 import yaml
+
 from grounded.model import TEXT_TYPES, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import get_parser, map_label
+from grounded.parsers.pdf_input import NoTextLayerWarning
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from grounded.serialization import load_parsing_result
 
@@ -210,6 +212,23 @@ def test_save_writes_json_and_md_that_reload(clinsci, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([json_path.name, md_path.name])  # no temp files
 
 
+def test_header_levels_follow_numbering_and_table_notes_are_not_sections():
+    with pytest.warns(NoTextLayerWarning, match="pages 17"):  # one scanned page in that document
+        root = PyMuPDFParser().parse(shared("pdfs", "docling_groundtruth", "redp5110_sampled.pdf"))
+    headers = [n for n in root.walk() if n.type == T.SECTION_HEADER]
+    numbered = [n for n in headers if re.match(r"\d+\.\d+(\.\d+)* ", n.content)]
+    assert len(numbered) >= 8
+    for n in numbered:  # "1.1 ..." -> 2, "3.6.6 ..." -> 3
+        assert n.level == n.content.split()[0].count(".") + 1, n.content
+    chapter = next(n for n in headers if n.content == "Securing and protecting IBM DB2 data")
+    assert "1.1 Security fundamentals" in [c.content for c in chapter.children]
+    # PeerJ table notes ("Notes.", set smaller than the body text) do not swallow the next section
+    peerj = PyMuPDFParser().parse(shared("long", "cermine_test6_peerjcs118.pdf"))
+    assert not any(n.type == T.SECTION_HEADER and n.content == "Notes." for n in peerj.walk())
+    top = [c.content for c in peerj.children if c.type == T.SECTION_HEADER]
+    assert top[:4] == ["ABSTRACT", "INTRODUCTION", "METHODS", "RESULTS"]
+
+
 # -- rotated pages ------------------------------------------------------------------------------
 
 
@@ -272,7 +291,7 @@ def test_two_workers_give_the_same_tree():
 @pytest.mark.slow
 @pytest.mark.parametrize("pdf", LONG_PDFS + DOCLING_GT_PDFS, ids=lambda p: p.name)
 def test_every_shared_pdf_parses_with_valid_boxes(pdf):
-    with pytest.warns() if pdf.name == "redp5110_sampled.pdf" else _no_warning():
+    with pytest.warns(NoTextLayerWarning) if pdf.name == "redp5110_sampled.pdf" else _no_warning():
         out = PyMuPDFParser().run(pdf)
     root = out.root
     nodes = _text_nodes(root)

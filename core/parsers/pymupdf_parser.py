@@ -326,6 +326,7 @@ class _TreeBuilder:
     native: PyMuPDFNative
     elements: list[ParsingResult] = field(default_factory=list)
     styles: dict[int, _Style] = field(default_factory=dict)  # id(header node) -> style
+    body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
     figure_count: int = 0
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
@@ -374,6 +375,9 @@ class _TreeBuilder:
             geom = ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
         geom.spans = spans
         node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
+        if type_ == T.PARAGRAPH and len(sel):
+            sizes, counts = np.unique(np.round(pc.size[sel] * 2) / 2, return_counts=True)
+            self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
         if type_ in (T.SECTION_HEADER, T.TITLE) and built.text:
             style = _style_of(pc, sel, built.text)
             self.styles[id(node)] = style
@@ -450,30 +454,54 @@ class _TreeBuilder:
 
     # -- headers --------------------------------------------------------------------------------
     def _assign_header_levels(self) -> None:
+        """Levels: numbering depth; else the depth numbered headers of the same style have; else
+        placed by font size among the numbered styles; without numbering at all, the rank of
+        the style (size, then ALL CAPS above mixed case). Headers set clearly smaller than the
+        body text (table notes the model took for headers) become paragraphs."""
+        self._demote_small_headers()
         headers = [n for n in self.elements if n.type in (T.SECTION_HEADER, T.TITLE) and id(n) in self.styles]
         if not headers:
             return
         self._promote_title(headers)
         sections = [n for n in headers if n.type == T.SECTION_HEADER]
-        ranks = {k: i + 1 for i, k in enumerate(sorted({self.styles[id(n)].key for n in sections}, key=lambda k: (-k[0], not k[1])))}
+        style = {id(n): self.styles[id(n)] for n in sections}
         numbered = {id(n): numbering_level(n.content) for n in sections}
-        by_style: dict[tuple[float, bool], Counter[int]] = {}
+        depths: dict[tuple[float, bool], Counter[int]] = {}
         for n in sections:
-            depth = numbered[id(n)]
-            if depth is not None:
-                by_style.setdefault(self.styles[id(n)].key, Counter())[depth] += 1
+            if numbered[id(n)] is not None:
+                depths.setdefault(style[id(n)].key, Counter())[numbered[id(n)]] += 1
+        anchored = {key: c.most_common(1)[0][0] for key, c in depths.items()}  # style -> depth
+        keys = sorted({style[id(n)].key for n in sections}, key=lambda k: (-k[0], not k[1]))
+        ranks = {k: i + 1 for i, k in enumerate(keys)}
         for n in headers:
             if n.type == T.TITLE:
                 n.metadata["level"] = 1
                 continue
-            key = self.styles[id(n)].key
+            key = style[id(n)].key
             if numbered[id(n)] is not None:
-                n.metadata["level"], n.metadata["level_source"] = numbered[id(n)], "numbering"
-            elif key in by_style:
-                n.metadata["level"] = by_style[key].most_common(1)[0][0]
-                n.metadata["level_source"] = "numbering_style"
+                level, source = numbered[id(n)], "numbering"
+            elif key in anchored:
+                level, source = anchored[key], "numbering_style"
+            elif anchored:
+                same = [d for k, d in anchored.items() if k[0] == key[0]]
+                larger = [d for k, d in anchored.items() if k[0] > key[0]]
+                level = min(same) if same else (max(larger) + 1 if larger else 1)
+                source = "font_size"
             else:
-                n.metadata["level"], n.metadata["level_source"] = ranks[key], "style"
+                level, source = ranks[key], "style"
+            n.metadata["level"], n.metadata["level_source"] = level, source
+
+    def _demote_small_headers(self) -> None:
+        if not self.body_sizes:
+            return
+        body = self.body_sizes.most_common(1)[0][0]
+        for n in self.elements:
+            st = self.styles.get(id(n))
+            if n.type == T.SECTION_HEADER and st is not None and st.size < 0.85 * body and numbering_level(n.content) is None:
+                n.type = T.PARAGRAPH
+                n.metadata["demoted_from"] = "section-header"
+                n.metadata.pop("font_size", None)
+                del self.styles[id(n)]
 
     def _promote_title(self, headers: list[ParsingResult]) -> None:
         """The first header on page 1 becomes TITLE when it is set clearly larger than any other."""
