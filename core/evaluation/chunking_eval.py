@@ -130,6 +130,8 @@ class GroundedCorpusChunker:
     def __init__(self, strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> None:
         self.strategy, self.max_tokens, self.overlap, self.options = strategy, max_tokens, overlap, options
         self.name = f"grounded {strategy}"
+        #: sentence embedder of the semantic strategy (a cached one shares vectors across runs)
+        self.sentence_embedder: Any = None
 
     def params(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap": self.overlap,
@@ -141,7 +143,10 @@ class GroundedCorpusChunker:
 
         root = read_text(text, source=corpus_id, id_prefix=corpus_id)
         starts = {n.id: int(n.metadata["source_start"]) for n in root.walk() if "source_start" in n.metadata}
-        result = chunk(root, strategy=self.strategy, max_tokens=self.max_tokens, overlap=self.overlap, **self.options)
+        options = dict(self.options)
+        if self.strategy == "semantic" and self.sentence_embedder is not None:
+            options.setdefault("embedder", self.sentence_embedder)
+        result = chunk(root, strategy=self.strategy, max_tokens=self.max_tokens, overlap=self.overlap, **options)
         pieces: list[Piece] = []
         for c in result.chunks:
             spans = union(

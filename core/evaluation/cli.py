@@ -24,7 +24,8 @@ def _common(p: argparse.ArgumentParser, parser_opt: bool = True) -> None:
         p.add_argument("--parser", default="pymupdf", metavar="NAME",
                        help="parser backend whose output is evaluated (default: pymupdf, offline)")
     p.add_argument("--out", type=Path, default=None, metavar="DIR",
-                   help="also write results.json, results.md and a PNG plot into DIR")
+                   help="also write NAME.json, NAME.md and a NAME.png plot into DIR")
+    p.add_argument("--name", default="results", metavar="NAME", help="file stem for --out (default: results)")
     p.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
                    help="cache for parses and embeddings (default: $GROUNDED_CACHE_DIR or ~/.cache/grounded)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor write the on-disk caches")
@@ -115,10 +116,10 @@ def _emit(args: argparse.Namespace, markdown: str, payload: Any, plot: Any = Non
     if args.out is not None:
         from ..serialization import atomic_write_text
 
-        write_json(payload, args.out / "results.json")
-        atomic_write_text(args.out / "results.md", markdown)
+        write_json(payload, args.out / f"{args.name}.json")
+        atomic_write_text(args.out / f"{args.name}.md", markdown)
         if plot is not None:
-            plot(args.out / "results.png")
+            plot(args.out / f"{args.name}.png")
 
 
 def run_dla(args: argparse.Namespace) -> int:

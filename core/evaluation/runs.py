@@ -291,6 +291,8 @@ def run_chunking(data_dir: Path, chunkers: Sequence[Any], *, n_values: Sequence[
     embedder = minilm_embedder(cache_dir=cache_root(cache_dir) / "embeddings", use_cache=use_cache)
     results = []
     for chunker in progress(chunkers, "chunkers", len(chunkers)):
+        if hasattr(chunker, "sentence_embedder") and chunker.sentence_embedder is None:
+            chunker.sentence_embedder = embedder.embed  # semantic: sentence vectors cached like chunks
         log.info("evaluating %s %s", chunker.name, chunker.params())
         results.append(evaluate_chunker(dataset, chunker, embedder, n_values=n_values, chroma_compat=chroma_compat))
     return results
