@@ -202,3 +202,42 @@ def test_published_reference_rows_are_the_papers():
     assert len(PUBLISHED_MINILM_N5) == 6
     assert PUBLISHED_MINILM_N5[("recursive", 200, 0)]["recall"] == (75.7, 40.7)
     assert PUBLISHED_MINILM_N5[("tokentext", 250, 125)]["iou"] == (3.5, 3.1)
+
+
+# -- this library's strategies on the corpora ----------------------------------------------------------
+@pytest.mark.parametrize("strategy", ["fixed", "recursive", "hierarchical"])
+def test_grounded_chunks_map_back_to_exact_corpus_ranges(dataset, strategy):
+    from grounded.evaluation.chunking_eval import GroundedCorpusChunker
+
+    text = dataset.corpora["wikitexts"]
+    pieces = GroundedCorpusChunker(strategy, 128, 26).chunk_corpus("wikitexts", text)
+    assert len(pieces) > 100
+    pos_total = 0
+    for region, content in pieces:
+        assert region.corpus_id == "wikitexts" and region.spans
+        # every corpus range is text of the chunk, in order; the rest of the chunk is extra
+        at = 0
+        for s, e in region.spans:
+            found = content.find(text[s:e], at)
+            assert found >= 0
+            at = found + (e - s)
+        assert sum(e - s for s, e in region.spans) + region.extra_chars == len(content)
+        pos_total += sum(e - s for s, e in region.spans)
+    # the chunks cover the corpus text (overlap only adds)
+    assert pos_total >= sum(len(n.content) for n in read_text(text).walk() if n.type != T.SECTION_HEADER)
+    if strategy == "hierarchical":  # headings are prepended: extra characters beyond delimiters
+        assert sum(r.extra_chars for r, _ in pieces) > 10 * len(pieces)
+
+
+@pytest.mark.slow
+def test_semantic_strategy_in_the_chroma_pipeline(dataset, tmp_path):
+    from grounded.evaluation.chunking_eval import GroundedCorpusChunker
+
+    small = dataset.subset(["chatlogs"])
+    emb = minilm_embedder(cache_dir=tmp_path)
+    chunker = GroundedCorpusChunker("semantic", 256, 0)
+    chunker.sentence_embedder = emb.embed
+    ev = evaluate_chunker(small, chunker, emb, n_values=(5,))
+    assert ev.params["strategy"] == "semantic" and ev.n_chunks > 10
+    assert 0.0 < ev.summaries["5"]["all"].mean["recall"] <= 1.0
+    assert emb.computed > ev.n_chunks  # sentences and chunks both went through the cache
