@@ -43,11 +43,19 @@ ProgressCallback = Callable[[int, int], None]
 
 @dataclass
 class PyMuPDFNative:
-    """Native output: pymupdf4llm's ParsedDocument (pages -> layout boxes in reading order)."""
+    """Native output: pymupdf4llm's ParsedDocument (pages -> layout boxes in reading order).
+
+    With worker processes, each worker also builds its pages' elements from the text layer
+    (``prebuilt``: page number -> elements; ``body_sizes``: paragraph font sizes -> chars), so the
+    per-page part of the transform runs in parallel too; :meth:`PyMuPDFParser._transform` builds
+    the pages that are not prebuilt.
+    """
 
     path: Path
     document: Any  # pymupdf4llm.helpers.document_layout.ParsedDocument
     layout_seconds: float = 0.0
+    prebuilt: dict[int, list[ParsingResult]] = field(default_factory=dict)
+    body_sizes: Counter[float] = field(default_factory=Counter)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,9 +123,25 @@ def _worker_init() -> None:
     _load_layout(1)
 
 
-def _worker_layout(args: tuple[str, list[int]]) -> list[Any]:
-    path, pages = args
-    return _layout_pages(path, pages)
+@dataclass
+class _PageTask:
+    path: str
+    pages: list[int]  # 0-based
+    image_dir: str | None
+    image_dpi: int
+
+
+def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
+    """In a worker: layout pass + elements of ``task.pages`` from the text layer."""
+    layouts = _layout_pages(task.path, task.pages)
+    builder = _TreeBuilder(Path(task.path), Path(task.image_dir) if task.image_dir else None, task.image_dpi)
+    built: dict[int, list[ParsingResult]] = {}
+    with TextLayer(task.path, cache_pages=1) as layer:
+        for page in layouts:
+            start = len(builder.elements)
+            builder.add_page(page, layer.page(page.page_number), layer)
+            built[page.page_number] = builder.elements[start:]
+    return layouts, built, dict(builder.body_sizes)
 
 
 def _page_batches(page_count: int, batch: int) -> list[list[int]]:
@@ -241,32 +265,44 @@ class PyMuPDFParser(BaseParser):
             log.info("layout model already loaded; layout_threads=%s ignored", self.layout_threads)
         document_layout = _require_layout()
         started = time.perf_counter()
+        prebuilt: dict[int, list[ParsingResult]] = {}
+        body_sizes: Counter[float] = Counter()
         with pymupdf.open(pdf_path) as doc:
             count = doc.page_count
             toc = doc.get_toc(simple=True)
             metadata = dict(doc.metadata or {})
             pages: list[Any] = []
-            for done in self._layout_iter(doc, pdf_path, count):
-                pages.extend(done)
+            for layouts, built, sizes in self._layout_iter(doc, pdf_path, count):
+                pages.extend(layouts)
+                prebuilt.update(built)
+                body_sizes.update(sizes)
                 if self.progress is not None:
                     self.progress(len(pages), count)
         # header levels as pymupdf4llm computes them, but over the whole document
-        sizes = {b.max_fontsize for p in pages for b in p.boxes if b.boxclass in ("title", "section-header")}
-        if sizes:
-            document_layout.update_header_tags(pages, sizes)
+        fontsizes = {b.max_fontsize for p in pages for b in p.boxes if b.boxclass in ("title", "section-header")}
+        if fontsizes:
+            document_layout.update_header_tags(pages, fontsizes)
         parsed = document_layout.ParsedDocument(
             filename=str(pdf_path), page_count=count, toc=toc, pages=pages, metadata=metadata
         )
-        return PyMuPDFNative(path=pdf_path, document=parsed, layout_seconds=time.perf_counter() - started)
+        return PyMuPDFNative(
+            path=pdf_path,
+            document=parsed,
+            layout_seconds=time.perf_counter() - started,
+            prebuilt=prebuilt,
+            body_sizes=body_sizes,
+        )
 
-    def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[list[Any]]:
+    def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[tuple[list[Any], dict, dict]]:
+        """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order."""
         if self.workers > 1 and count > 1:
             batch = max(1, min(self.batch_pages, math.ceil(count / (2 * self.workers))))
-            tasks = [(str(pdf_path), b) for b in _page_batches(count, batch)]
+            image_dir = str(self.image_dir) if self.image_dir is not None else None
+            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi) for b in _page_batches(count, batch)]
             from concurrent.futures.process import BrokenProcessPool
 
             try:
-                yield from self._get_pool().map(_worker_layout, tasks)
+                yield from self._get_pool().map(_worker_pages, tasks)
             except BrokenProcessPool as exc:
                 self._pool = None
                 raise ParserError(
@@ -276,16 +312,27 @@ class PyMuPDFParser(BaseParser):
                 ) from exc
             return
         for batch in _page_batches(count, self.batch_pages):
-            yield _layout_pages(doc, batch)
+            yield _layout_pages(doc, batch), {}, {}
 
     # -- step 2: tree ---------------------------------------------------------------------------
     def _transform(self, native: PyMuPDFNative) -> ParsingResult:
         root = ParsingResult("root", T.ROOT)
-        builder = _TreeBuilder(self, native)
-        with TextLayer(native.path, cache_pages=2) as layer:
+        builder = _TreeBuilder(native.path, self.image_dir, self.image_dpi)
+        builder.body_sizes.update(native.body_sizes)
+        layer: TextLayer | None = None
+        try:
             for page in native.document.pages:
+                done = native.prebuilt.get(page.page_number)
+                if done is not None:
+                    builder.elements.extend(done)
+                    continue
+                if layer is None:
+                    layer = TextLayer(native.path, cache_pages=2)
                 builder.add_page(page, layer.page(page.page_number), layer)
-        elements = builder.finish()
+        finally:
+            if layer is not None:
+                layer.close()
+        elements = builder.finish(self.drop_types)
         if not any(n.content.strip() for n in elements):
             raise EmptyDocumentError(native.path, "the layout model found no text on any page")
         for node in elements:
@@ -320,23 +367,29 @@ class _Style:
         return (self.size, self.caps)
 
 
+_STYLE_KEY = "_style"  # temporary metadata of header nodes: [size, caps, bold]; removed in finish()
+
+
 @dataclass
 class _TreeBuilder:
-    parser: PyMuPDFParser
-    native: PyMuPDFNative
+    """Layout boxes + text layer -> elements, page by page; :meth:`finish` does the document-wide
+    part (header levels, title, list grouping). Pages may be built in different processes."""
+
+    path: Path
+    image_dir: Path | None = None
+    image_dpi: int = 150
     elements: list[ParsingResult] = field(default_factory=list)
-    styles: dict[int, _Style] = field(default_factory=dict)  # id(header node) -> style
     body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
-    figure_count: int = 0
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
         claimed = np.zeros(len(pc), dtype=bool)
         w, h = pc.width, pc.height
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
-            log.warning("%s: page %d size differs between layout and text layer", self.native.path, page.page_number)
+            log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
+        figures = 0
         for box in page.boxes:
             label = box.boxclass
-            type_, meta = map_label(label, self.parser.LABEL_MAP)
+            type_, meta = map_label(label, PyMuPDFParser.LABEL_MAP)
             x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
@@ -344,8 +397,9 @@ class _TreeBuilder:
             if label == "table":
                 node = self._table(box, pc, claimed, geom, meta, layer)
             elif label == "picture":
+                figures += 1
                 node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
-                node.image = self._figure_image(layer, pc.page, (x0, y0, x1, y1))
+                node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
             elif label in _TEXT_CLASSES or type_ == T.MISSING:
                 node = self._text(type_, pc, claimed, (x0, y0, x1, y1), geom, meta)
                 if node is None:
@@ -380,7 +434,7 @@ class _TreeBuilder:
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
         if type_ in (T.SECTION_HEADER, T.TITLE) and built.text:
             style = _style_of(pc, sel, built.text)
-            self.styles[id(node)] = style
+            node.metadata[_STYLE_KEY] = [style.size, style.caps, style.bold]
             node.metadata["font_size"] = style.size
         return node
 
@@ -433,24 +487,31 @@ class _TreeBuilder:
         table.content = table_to_markdown(table) if table.children else ""
         return table
 
-    def _figure_image(self, layer: TextLayer, page: int, rect: tuple[float, float, float, float]) -> str | None:
-        out_dir = self.parser.image_dir
+    def _figure_image(
+        self, layer: TextLayer, page: int, number: int, rect: tuple[float, float, float, float]
+    ) -> str | None:
+        out_dir = self.image_dir
         if out_dir is None:
             return None
         import pymupdf
 
         from ..serialization import atomic_write_bytes
 
-        self.figure_count += 1
         pdf_page = layer._doc.load_page(page - 1)
         clip = pymupdf.Rect(rect) * pdf_page.derotation_matrix  # displayed -> unrotated page space
-        pix = pdf_page.get_pixmap(clip=clip, dpi=self.parser.image_dpi)
-        name = f"{self.native.path.stem}-p{page:04d}-{self.figure_count:03d}.png"
+        pix = pdf_page.get_pixmap(clip=clip, dpi=self.image_dpi)
+        name = f"{self.path.stem}-p{page:04d}-{number:02d}.png"
         return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
 
-    def finish(self) -> list[ParsingResult]:
+    def finish(self, drop_types: frozenset[ParsingResultType]) -> list[ParsingResult]:
+        """Document-wide part: header levels, title, list grouping; returns the root's children."""
+        self.styles: dict[int, _Style] = {}
+        for n in self.elements:
+            style = n.metadata.pop(_STYLE_KEY, None)
+            if style is not None:
+                self.styles[id(n)] = _Style(*style)
         self._assign_header_levels()
-        return self._group_lists(self.elements)
+        return self._group_lists(self.elements, drop_types)
 
     # -- headers --------------------------------------------------------------------------------
     def _assign_header_levels(self) -> None:
@@ -519,10 +580,10 @@ class _TreeBuilder:
             first.metadata["promoted_from"] = "section-header"
 
     # -- lists ----------------------------------------------------------------------------------
-    def _group_lists(self, elements: list[ParsingResult]) -> list[ParsingResult]:
+    @staticmethod
+    def _group_lists(elements: list[ParsingResult], drop: frozenset[ParsingResultType]) -> list[ParsingResult]:
         """Consecutive LIST_ITEMs -> one LIST; page furniture that is dropped later does not
         interrupt a list (it is moved behind the list, where the filter removes it)."""
-        drop = self.parser.drop_types
         out: list[ParsingResult] = []
         current: ParsingResult | None = None
         parked: list[ParsingResult] = []
