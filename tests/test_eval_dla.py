@@ -129,6 +129,16 @@ def test_icdar_regions_cover_table_text_and_follow_rotation():
                 rect = pymupdf.Rect(box.x, box.y, box.x + box.w, box.y + box.h) * page.derotation_matrix
                 assert len(page.get_textbox(rect).strip()) >= 2, (name, box)
     assert (n_pages, n_tables) == (238, 156)
+    # eu-015 is rotated by 90°: ICDAR's bottom-left origin refers to the page as displayed
+    d = shared("pdfs", "icdar2013_tables", "competition-dataset-eu")
+    layout = read_icdar_regions(d / "eu-015-reg.xml", d / "eu-015.pdf")
+    with pymupdf.open(d / "eu-015.pdf") as doc:
+        page = doc[0]
+        assert page.rotation == 90 and layout.pages["eu-015#1"] == (842.0, 595.0)
+        texts = [page.get_textbox(pymupdf.Rect(b.x, b.y, b.x + b.w, b.y + b.h) * page.derotation_matrix)
+                 for b in layout.boxes if b.page_key == "eu-015#1"]
+    assert [t.split("\n")[:3] for t in texts] == [["Topic", "Enquiries", "EU Institutions"],
+                                                  ["Topic", "Enquiries", "Other specific policies including Competition, External "]]
 
 
 def test_docling_layout_reader():

@@ -156,26 +156,27 @@ def icdar_documents(root: str | Path) -> list[tuple[str, Path, Path]]:
     return out
 
 
-def _pdf_pages(pdf: Path) -> list[tuple[float, float, float, Any]]:
-    """(width, height, MediaBox height, unrotated->rotated matrix) of each page as PyMuPDF sees it."""
+def _pdf_pages(pdf: Path) -> list[tuple[float, float]]:
+    """(width, height) of each page as displayed (rotation applied), as PyMuPDF's ``page.rect``."""
     import pymupdf
 
     try:
         with pymupdf.open(pdf) as doc:
-            return [(p.rect.width, p.rect.height, p.mediabox.height, p.rotation_matrix) for p in doc]
+            return [(p.rect.width, p.rect.height) for p in doc]
     except (RuntimeError, ValueError) as exc:
         raise InputError(pdf, f"cannot open PDF ({exc})") from exc
 
 
 def read_icdar_regions(reg_xml: str | Path, pdf: str | Path, document: str | None = None) -> Layout:
-    """Table regions of one ICDAR-2013 document (bottom-left PDF points) as top-left points of the
-    (rotated) page PyMuPDF renders; every page of the PDF is part of the layout."""
-    import pymupdf
+    """Table regions of one ICDAR-2013 document as top-left points of the displayed page.
 
+    ICDAR coordinates are PDF points with the origin at the bottom-left of the page *as displayed*
+    (rotated pages included, checked on the 90°-rotated eu-015), so ``top = height - y2``. Every page
+    of the PDF is part of the layout (pages without tables count for false positives)."""
     reg_xml, pdf = Path(reg_xml), Path(pdf)
     doc_name = document or pdf.stem
     pages = _pdf_pages(pdf)
-    layout = Layout(pages={page_key(doc_name, i + 1): (w, h) for i, (w, h, _, _) in enumerate(pages)})
+    layout = Layout(pages={page_key(doc_name, i + 1): (w, h) for i, (w, h) in enumerate(pages)})
     try:
         root = ET.parse(reg_xml).getroot()
     except (ET.ParseError, OSError) as exc:
@@ -191,9 +192,10 @@ def read_icdar_regions(reg_xml: str | Path, pdf: str | Path, document: str | Non
             raise SchemaError(f"{reg_xml}: unreadable region ({exc})") from exc
         if not 1 <= page <= len(pages):
             raise SchemaError(f"{reg_xml}: region on page {page}, PDF has {len(pages)} pages")
-        _, _, height, rot = pages[page - 1]
-        rect = pymupdf.Rect(x1, height - max(y1, y2), x2, height - min(y1, y2)) * rot
-        layout.boxes.append(LayoutBox(page_key(doc_name, page), "table", rect.x0, rect.y0, rect.width, rect.height))
+        height = pages[page - 1][1]
+        left, right = min(x1, x2), max(x1, x2)
+        top, bottom = height - max(y1, y2), height - min(y1, y2)
+        layout.boxes.append(LayoutBox(page_key(doc_name, page), "table", left, top, right - left, bottom - top))
     return layout
 
 
