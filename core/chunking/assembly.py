@@ -106,6 +106,7 @@ class ChunkAssembler:
         self._sep_line = tok.count("\n") if tok is not None else 0
         self._sep_body = tok.count("\n\n") if tok is not None else 0
         self._lines: dict[int, list[ParsingBoundingBox]] = {}
+        self._exact_ok: dict[int, bool] = {}
         self._heading_path: dict[int, list[str]] = {}
 
     # -- per element helpers ------------------------------------------------------------------
@@ -155,7 +156,10 @@ class ChunkAssembler:
         node = ext.node
         lines = self._lines_of(k)
         mode = self.box_mode
-        if mode in ("auto", "exact") and _has_char_info(lines):
+        exact_ok = self._exact_ok.get(k)
+        if exact_ok is None:
+            exact_ok = self._exact_ok[k] = _has_char_info(lines)
+        if mode in ("auto", "exact") and exact_ok:
             picked = []
             for ln in lines:
                 assert ln.char_start is not None and ln.char_end is not None

@@ -41,7 +41,7 @@ def window_split(stream: TokenStream, lo: int, hi: int, limit: int, overlap: int
 
 
 def _word_pieces(stream: TokenStream, lo: int, hi: int) -> list[Range]:
-    cuts = [lo] + [k for k in range(lo + 1, hi) if stream.is_boundary(k)] + [hi]
+    cuts = [lo, *stream.boundaries(lo, hi).tolist(), hi]
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
 

@@ -10,6 +10,7 @@ index ranges of this stream; :class:`~grounded.model.RichToken` objects are made
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -108,6 +109,7 @@ class TokenStream:
         self._enc = encodings
         counts = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
         self.seg_first = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(counts)])
+        self._seg_first_list: list[int] = self.seg_first.tolist()  # bisect on lists beats numpy for scalars
         self.seg_node = seg_node
         self.seg_base = seg_base
         self.seg_end = seg_end
@@ -149,15 +151,39 @@ class TokenStream:
         return off
 
     def _seg_of(self, k: int) -> int:
-        return int(np.searchsorted(self.seg_first, k, side="right")) - 1
+        return bisect_right(self._seg_first_list, k) - 1
 
     def token_start(self, k: int) -> int:
-        seg = self._seg_of(k)
-        return int(self._seg_offsets(seg)[k - int(self.seg_first[seg]), 0])
+        seg = bisect_right(self._seg_first_list, k) - 1
+        return int(self._seg_offsets(seg)[k - self._seg_first_list[seg], 0])
 
     def token_end(self, k: int) -> int:
-        seg = self._seg_of(k)
-        return int(self._seg_offsets(seg)[k - int(self.seg_first[seg]), 1])
+        seg = bisect_right(self._seg_first_list, k) - 1
+        return int(self._seg_offsets(seg)[k - self._seg_first_list[seg], 1])
+
+    def offsets(self, lo: int, hi: int) -> np.ndarray:
+        """``(hi - lo, 2)`` document offsets of tokens ``[lo, hi)`` (materializing only their segments)."""
+        if hi <= lo:
+            return np.zeros((0, 2), dtype=np.int64)
+        first, last = self._seg_of(lo), self._seg_of(hi - 1)
+        parts = [self._seg_offsets(seg) for seg in range(first, last + 1)]
+        both = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        start = lo - self._seg_first_list[first]
+        return both[start : start + (hi - lo)]
+
+    def boundaries(self, lo: int, hi: int) -> np.ndarray:
+        """Token indices ``k`` in ``(lo, hi)`` where :meth:`is_boundary` holds (vectorized)."""
+        if hi - lo < 2:
+            return np.zeros(0, dtype=np.int64)
+        off = self.offsets(lo, hi)
+        starts, ends = off[1:, 0], off[:-1, 1]
+        node = self.node[lo:hi]
+        cand = (node[1:] != node[:-1]) | (starts != ends)
+        text = self.doc.text
+        glued = np.nonzero(~cand)[0]
+        if len(glued):
+            cand[glued] = [not (text[e - 1].isalnum() and text[e].isalnum()) for e in ends[glued].tolist()]
+        return np.nonzero(cand)[0] + lo + 1
 
     def node_starts(self, k: int) -> np.ndarray:
         """Document-text start offsets of the tokens of text node ``k``."""
@@ -168,14 +194,13 @@ class TokenStream:
         chars = np.asarray(chars, dtype=np.int64)
         segs = np.searchsorted(self.seg_base, chars, side="right") - 1
         out = np.empty(len(chars), dtype=np.int64)
-        for i, (c, seg) in enumerate(zip(chars.tolist(), segs.tolist())):
-            if seg < 0:
-                out[i] = 0
-            elif c >= self.seg_end[seg] or self.seg_first[seg] == self.seg_first[seg + 1]:
-                out[i] = self.seg_first[seg + 1]
-            else:
-                local = self._seg_offsets(seg)[:, 0]
-                out[i] = self.seg_first[seg] + int(np.searchsorted(local, c, side="left"))
+        inside = (segs >= 0) & (chars < self.seg_end[np.maximum(segs, 0)])
+        out[:] = self.seg_first[np.maximum(segs, 0) + 1]
+        out[segs < 0] = 0
+        for i in np.nonzero(inside)[0].tolist():
+            seg = int(segs[i])
+            local = self._seg_offsets(seg)[:, 0]
+            out[i] = self._seg_first_list[seg] + int(np.searchsorted(local, chars[i], side="left"))
         return out
 
     def _materialize(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
