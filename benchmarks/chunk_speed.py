@@ -3,7 +3,9 @@
 Run: ``python benchmarks/chunk_speed.py`` (parses ../shared/data/long once, cached under
 ``~/.cache/grounded/bench``). Every measurement runs in a fresh subprocess so peak RSS is its own.
 All chunkers use the same all-MiniLM-L6-v2 tokenizer and N=256 tokens, no overlap, on the same
-document text (``document_text`` of the parse tree; the 16x document concatenates the trees).
+document text (``document_text`` of the parse tree; the 16x document concatenates the trees, each
+copy's element texts tagged `` [c]`` so no chunker can reuse per-text caches across copies).
+Each measurement is one cold run after building the chunker.
 
 Printed: tokens/s (document tokens by the bare tokenizer / wall time), ratio to the bare
 ``tokenizers`` batch encode (the floor of any token-exact chunker) and to LangChain, and peak RSS.
@@ -69,7 +71,7 @@ def load_document(copies: int):
             data = tree.to_dict()
             prefix = f"c{c}t{t_index}-"
 
-            _rename(data, prefix, offset)
+            _rename(data, prefix, offset, f" [{c}]" if c else "")
             sub = ParsingResult.from_dict(data)
             for child in sub.children:
                 root.add_child(child)
@@ -79,12 +81,14 @@ def load_document(copies: int):
     return root
 
 
-def _rename(d: dict, prefix: str, offset: int) -> None:
+def _rename(d: dict, prefix: str, offset: int, tag: str = "") -> None:
     d["id"] = prefix + d["id"]
+    if tag and d.get("content"):
+        d["content"] += tag  # copies differ, so chunkers that cache per text cannot skip work
     for g in d.get("geom", ()):
         _shift(g, offset)
     for ch in d.get("children", ()):
-        _rename(ch, prefix, offset)
+        _rename(ch, prefix, offset, tag)
 
 
 def _shift(box: dict, offset: int) -> None:
