@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -263,13 +264,9 @@ def evaluate_chunker(
     return evaluation
 
 
-_ENCODER: list[Cl100k] = []
-
-
+@lru_cache(maxsize=1)
 def _encoder() -> Cl100k:
-    if not _ENCODER:
-        _ENCODER.append(Cl100k())
-    return _ENCODER[0]
+    return Cl100k()
 
 
 def _summary(rows: Sequence[dict[str, Any]]) -> MetricSummary:

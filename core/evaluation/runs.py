@@ -215,7 +215,7 @@ def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Seque
                 progress: Progress = _no_progress) -> ContentRun:
     """Score the parser's Markdown against Docling references (text, tables, reading order) and
     ICDAR-2013 cell structure (tables)."""
-    from .content_data import extract_markdown, read_docling_content, read_icdar_tables
+    from .content_data import DocumentContent, extract_markdown, read_docling_content, read_icdar_tables
     from .content_eval import score_document
     from .dla_data import icdar_documents
 
@@ -238,8 +238,6 @@ def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Seque
             doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
             if doc.error:
                 run.failed.append(name)
-            from .content_data import DocumentContent
-
             ref = DocumentContent(tables=[t for _, t in read_icdar_tables(structure)])
             run.icdar.append(score_document(name, ref, extract_markdown(doc.markdown), text=False))
     return run

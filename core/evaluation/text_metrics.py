@@ -14,8 +14,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Hashable, Sequence
+from functools import lru_cache
+from typing import Any
 
-from rapidfuzz.distance import Levenshtein
+from ..errors import BackendUnavailableError
 
 __all__ = ["edit_distance", "ned", "n_gld", "normalize_text", "strip_markdown"]
 
@@ -27,9 +29,18 @@ _MD_EMPHASIS = re.compile(r"(\*\*|__|\*|_|~~|`)")
 _NON_WORD = re.compile(r"[\W_]+", re.UNICODE)
 
 
+@lru_cache(maxsize=1)
+def _levenshtein() -> Any:
+    try:
+        from rapidfuzz.distance import Levenshtein
+    except ImportError as exc:
+        raise BackendUnavailableError("edit distances (rapidfuzz)", "eval") from exc
+    return Levenshtein
+
+
 def edit_distance(a: Sequence[Hashable] | str, b: Sequence[Hashable] | str) -> int:
     """Unit-cost Levenshtein distance (insertions, deletions, substitutions)."""
-    return int(Levenshtein.distance(a, b))
+    return int(_levenshtein().distance(a, b))
 
 
 def ned(a: Sequence[Hashable] | str, b: Sequence[Hashable] | str) -> float:
