@@ -12,7 +12,7 @@ import pytest
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, SchemaError
-from grounded.metadata import boxes_from_metadata, unflatten_metadata
+from grounded.metadata import boxes_from_metadata, flatten_metadata, unflatten_metadata
 
 pytest.importorskip("langchain_core")
 
@@ -120,6 +120,16 @@ def test_splitting_elements_gives_the_loaders_chunks(pdf, element_docs, chunk_do
     assert [d.id for d in split] == [d.id for d in direct]
     assert [d.page_content for d in split] == [d.page_content for d in direct]
     assert [d.metadata for d in split] == [d.metadata for d in direct]
+
+
+def test_flat_element_documents_split_the_same(element_docs):
+    flat = [Document(page_content=d.page_content, metadata=flatten_metadata(d.metadata), id=d.id) for d in element_docs]
+    assert all(isinstance(v, SCALARS) for d in flat for v in d.metadata.values())
+    splitter = GroundedTextSplitter(200, strategy="recursive", flat_metadata=True)
+    from_flat = splitter.split_documents(flat)
+    from_nested = splitter.split_documents(element_docs)
+    assert [d.metadata for d in from_flat] == [d.metadata for d in from_nested]
+    assert all(isinstance(d.metadata["boxes"], str) for d in from_flat)
 
 
 def test_splitting_a_slice_of_elements_keeps_offsets_into_the_whole_document(element_docs, full_text, pdf):

@@ -23,6 +23,7 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship, Te
 from llama_index.core.storage.docstore import SimpleDocumentStore  # noqa: E402
 
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding  # noqa: E402
+from llama_index_grounded.reader import document_from_tree  # noqa: E402
 
 from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body, body_coverage, norm  # noqa: E402
 from .conftest import shared  # noqa: E402
@@ -219,6 +220,14 @@ def test_plain_documents_are_token_split_with_offsets():
         assert text[node.start_char_idx : node.end_char_idx] == node.text
         assert node.metadata["origin"] == "manual" and node.metadata["boxes"] == []
         assert Chunker("fixed", 64).tokenizer.count(node.text) <= 64
+
+
+def test_documents_without_a_tree_are_chunked_as_plain_text(documents, root):
+    slim = document_from_tree(root, keep_tree=False)
+    assert TREE_KEY not in slim.metadata and slim.text == documents[0].text
+    nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents([slim])
+    assert nodes and all(n.metadata["boxes"] == [] for n in nodes)
+    assert all(slim.text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
 
 
 def test_edited_text_is_refused_and_bad_parameters_fail_early(documents):
