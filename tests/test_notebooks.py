@@ -14,11 +14,10 @@ pytest.importorskip("ipykernel")
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def run_notebook(name: str) -> nbformat.NotebookNode:
-    path = NOTEBOOKS / name
-    nb = nbformat.read(path, as_version=4)
+def run_notebook(name: str, cwd: Path = NOTEBOOKS) -> nbformat.NotebookNode:
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     assert all(not cell.get("outputs") for cell in nb.cells if cell.cell_type == "code"), "commit notebooks with cleared outputs"
-    client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}})
+    client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(cwd)}})
     client.execute()
     return nb
 
@@ -57,3 +56,12 @@ def test_notebook_retrieves_and_shows_the_highlighted_source(name, no_llm_key):
     assert images and all(png.startswith(b"\x89PNG") for png in images)
     if (NOTEBOOKS.parent.parent / "shared" / "data" / "long" / "cermine_web_example3_clinsci.pdf").exists():
         assert "927" in text  # the clinsci answer ("927-fold more selective") is among the shown hits
+
+
+@pytest.mark.slow
+def test_notebook_falls_back_to_the_sample_pdf_without_shared_data(tmp_path, no_llm_key):
+    cwd = tmp_path / "checkout" / "notebooks"  # no ../../shared/data beside it
+    cwd.mkdir(parents=True)
+    text, images = outputs(run_notebook("langchain_rag.ipynb", cwd))
+    assert "sample_guideline.pdf" in text and "[1]" in text
+    assert images and all(png.startswith(b"\x89PNG") for png in images)
