@@ -104,12 +104,15 @@ def boxes_to_metadata(
     return _compact(out) if flat else out
 
 
+def _ltrb_box(page: int, values: Sequence[Any], **kwargs: Any) -> ParsingBoundingBox:
+    left, top, right, bottom = (float(v) for v in values)
+    return ParsingBoundingBox(page, left, top, right, bottom, **kwargs)
+
+
 def _box_from_compact(d: Mapping[str, Any]) -> ParsingBoundingBox:
     page = int(d["p"])
-    spans = [ParsingBoundingBox(page, *map(float, s)) for s in d.get("s", ())]
-    return ParsingBoundingBox(
-        page, *map(float, d["b"]), spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0))
-    )
+    spans = [_ltrb_box(page, s) for s in d.get("s", ())]
+    return _ltrb_box(page, d["b"], spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0)))
 
 
 def _box_from_any(d: Any) -> ParsingBoundingBox:
@@ -265,7 +268,8 @@ def source_info(root: ParsingResult) -> dict[str, Any]:
     """What a parse tree's root says about its source: ``path``, ``name``, ``sha256``, ``parser``,
     ``parser_version``, ``page_count`` (empty strings / 0 when unknown)."""
     meta = root.metadata
-    source = meta.get("source") if isinstance(meta.get("source"), Mapping) else {}
+    raw_source = meta.get("source")
+    source: Mapping[str, Any] = raw_source if isinstance(raw_source, Mapping) else {}
     path = str(source.get("path", ""))
     return {
         "path": path,

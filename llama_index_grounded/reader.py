@@ -87,7 +87,7 @@ class GroundedPDFReader(BaseReader):
             self._parser = get_parser(self.parser_name, **self.parser_options)
         return self._parser
 
-    def lazy_load_data(  # type: ignore[override]
+    def lazy_load_data(
         self, file_path: str | Path | Iterable[str | Path], extra_info: Mapping[str, Any] | None = None, fs: Any = None
     ) -> Iterator[Document]:
         """Yield one Document per PDF (``file_path`` may be one path or several); ``fs`` (a
