@@ -166,3 +166,24 @@ def test_layout_from_tree_converts_fractions_and_encloses_lists():
     assert got == {("text", 20.0, 10.0, 80.0, 10.0), ("list", 20.0, 50.0, 100.0, 20.0)}
     with pytest.raises(SchemaError):
         layout_from_tree(ParsingResult("r", T.ROOT), PUBLAYNET_TYPES)
+
+
+@pytest.mark.parametrize(
+    ("pred_box", "iou", "n_thresholds_hit"),
+    [
+        ((0, 0, 10, 5), 0.5, 1),  # 50 / 100: matched at t = 0.50 only (COCO matches IoU >= t)
+        ((5, 0, 10, 10), 1 / 3, 0),  # 50 / 150: below every threshold
+        ((0, 0, 10, 9), 0.9, 9),  # 90 / 100: t = 0.50 .. 0.90
+        ((0, 0, 10, 10), 1.0, 10),
+    ],
+)
+def test_box_iou_against_thresholds(pred_box, iou, n_thresholds_hit):
+    gt = _page(LayoutBox("p#1", "x", 0, 0, 10, 10))
+    pred = _page(LayoutBox("p#1", "x", *pred_box))
+    s = evaluate_layout(gt, pred).score("x")
+    assert sum(s.tp[t] for t in IOU_THRESHOLDS) == n_thresholds_hit
+    assert s.f1_50_95 == pytest.approx(n_thresholds_hit / 10)
+    a = ParsingBoundingBox(1, 0, 0, 0.1, 0.1)
+    b = ParsingBoundingBox(1, pred_box[0] / 100, pred_box[1] / 100, (pred_box[0] + pred_box[2]) / 100,
+                           (pred_box[1] + pred_box[3]) / 100)
+    assert a.iou(b) == pytest.approx(iou)
