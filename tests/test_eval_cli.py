@@ -8,6 +8,7 @@ import pytest
 
 from grounded.cli import main
 from grounded.evaluation.runs import parse_cached, run_dla_icdar
+from grounded.parsers import get_parser
 
 from .conftest import shared
 
@@ -45,6 +46,8 @@ def test_eval_errors_are_one_line(tmp_path, capsys):
     assert "nowhere" in err and "not found" in err and err.count("\n") == 1
     assert main(["eval", "chunking", "--n", "five", "--data", str(shared())]) == 1
     assert "--n" in capsys.readouterr().err
+    assert main(["eval", "dla", "--parser", "nosuch", "--data", str(shared())]) == 1
+    assert "unknown parser 'nosuch'" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -72,7 +75,12 @@ def test_icdar_table_detection_on_two_pdfs_with_parse_cache(tmp_path):
     # a second run reads the cached parses (no parser needed)
     pdf = data / "pdfs" / "icdar2013_tables" / "competition-dataset-eu" / "eu-002.pdf"
 
+    real = get_parser("pymupdf")
+
     class NoParser:
+        def version(self):
+            return real.version()
+
         def run(self, pdf):  # pragma: no cover - must not be called
             raise AssertionError("parsed again despite the cache")
 

@@ -7,13 +7,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import GroundedError, InputError
+from ..errors import InputError
+from .runs import EvaluationError as EvalUsageError
 
 __all__ = ["register"]
-
-
-class EvalUsageError(GroundedError):
-    """The options of an eval sub-command do not fit together."""
 
 
 def _common(p: argparse.ArgumentParser, parser_opt: bool = True) -> None:

@@ -1,9 +1,10 @@
 """The evaluation runs behind ``grounded eval``: data sets + parser/chunkers -> results.
 
-Parses are cached on disk (``<cache>/parses/<parser>/<stem>-<sha256[:16]>.json|.md``, keyed by the
-PDF's bytes, the parser name and the grounded version) so re-running an evaluation does not
-re-parse; the embedding cache lives beside it (:mod:`.embeddings`). The default cache root is
-``$GROUNDED_CACHE_DIR`` or ``~/.cache/grounded``.
+Parses are cached on disk (``<cache>/parses/<parser>-<grounded version>-<tool version hash>/
+<stem>-<sha256[:16]>.json|.md``, keyed by the PDF's bytes, the parser, the grounded version and the
+backend tool's version) so re-running an evaluation does not re-parse; pass ``--no-cache`` after
+changing parser code within one release. The embedding cache lives beside it
+(:mod:`.embeddings`). The default cache root is ``$GROUNDED_CACHE_DIR`` or ``~/.cache/grounded``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..serialization import atomic_write_text, dumps_parsing_result, load_parsin
 from .dla import DLAResult, Layout, evaluate_layout
 
 __all__ = [
+    "EvaluationError",
     "default_data_dir",
     "cache_root",
     "ParsedDocument",
@@ -90,16 +92,15 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
     so one bad file cannot stop a benchmark; callers score it as an empty prediction."""
     from .. import __version__
 
+    if parser is None:
+        parser = _parser(parser_name)
+    tool = hashlib.sha256(str(parser.version()).encode("utf-8")).hexdigest()[:8]
     digest = hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
-    folder = cache_root(cache_dir) / "parses" / f"{parser_name}-{__version__}"
+    folder = cache_root(cache_dir) / "parses" / f"{parser_name}-{__version__}-{tool}"
     stem = f"{pdf.stem}-{digest}"
     json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
     if use_cache and json_path.is_file() and md_path.is_file():
         return ParsedDocument(pdf.stem, load_parsing_result(json_path), md_path.read_text(encoding="utf-8"))
-    if parser is None:
-        from ..parsers import get_parser
-
-        parser = get_parser(parser_name)
     try:
         out = parser.run(pdf)
     except GroundedError as exc:
@@ -109,6 +110,19 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
         atomic_write_text(md_path, out.markdown)
         atomic_write_text(json_path, dumps_parsing_result(out.root))
     return ParsedDocument(pdf.stem, out.root, out.markdown)
+
+
+class EvaluationError(GroundedError, ValueError):
+    """An evaluation cannot run as asked (unknown parser, options that do not fit together)."""
+
+
+def _parser(name: str) -> Any:
+    from ..parsers import get_parser
+
+    try:
+        return get_parser(name)
+    except ValueError as exc:  # unknown registry name
+        raise EvaluationError(str(exc)) from exc
 
 
 # -- DLA -----------------------------------------------------------------------------------------------
@@ -128,13 +142,9 @@ def run_dla_icdar(data_dir: Path, parser_name: str = "pymupdf", *, limit: int | 
 
     docs = icdar_documents(_require_dir(data_dir / "pdfs" / "icdar2013_tables", "ICDAR-2013 folder"))[:limit]
     gts, preds, failed = [], [], []
-    parser = None
+    parser = _parser(parser_name)
     for name, pdf, reg in progress(docs, "ICDAR-2013", len(docs)):
         gts.append(read_icdar_regions(reg, pdf, name))
-        if parser is None and not use_cache:
-            from ..parsers import get_parser
-
-            parser = get_parser(parser_name)
         doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
         if doc.root is None:
             failed.append(name)
@@ -153,9 +163,10 @@ def run_dla_docling(data_dir: Path, parser_name: str = "pymupdf", *, cache_dir: 
     folder = _require_dir(data_dir / "pdfs" / "docling_groundtruth", "Docling reference folder")
     pdfs = sorted(p for p in folder.glob("*.pdf") if (folder / f"{p.stem}.json").is_file())
     gts, preds, failed = [], [], []
+    parser = _parser(parser_name)
     for pdf in progress(pdfs, "Docling refs", len(pdfs)):
         gts.append(read_docling_layout(folder / f"{pdf.stem}.json", pdf.stem))
-        doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+        doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
         if doc.root is None:
             failed.append(pdf.stem)
             continue
@@ -220,11 +231,12 @@ def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Seque
     from .dla_data import icdar_documents
 
     run = ContentRun(parser=parser_name)
+    parser = _parser(parser_name)
     if "docling" in datasets:
         folder = _require_dir(data_dir / "pdfs" / "docling_groundtruth", "Docling reference folder")
         pdfs = sorted(p for p in folder.glob("*.pdf") if (folder / f"{p.stem}.json").is_file())[:limit]
         for pdf in progress(pdfs, "content/Docling", len(pdfs)):
-            doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+            doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
             if doc.error:
                 run.failed.append(pdf.stem)
             ref = read_docling_content(folder / f"{pdf.stem}.json")
@@ -235,7 +247,7 @@ def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Seque
             structure = reg.with_name(reg.name.replace("-reg.xml", "-str.xml"))
             if not structure.is_file():
                 continue
-            doc = parse_cached(pdf, parser_name, cache_dir, use_cache)
+            doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
             if doc.error:
                 run.failed.append(name)
             ref = DocumentContent(tables=[t for _, t in read_icdar_tables(structure)])
