@@ -77,6 +77,13 @@ def test_reading_order_edit_distance():
     assert s.reading_order_edit == pytest.approx(2 / 3)  # [0,1,2] vs [1,0,2]: two substitutions
 
 
+def test_repeated_identical_blocks_keep_their_order():
+    ref = DocumentContent(text_blocks=["Question one about dosing?", "Yes", "No", "Question two about renal function?",
+                                       "Yes", "No"])
+    s = score_document("d", ref, DocumentContent(text_blocks=list(ref.text_blocks)), tables=False)
+    assert s.reading_order_edit == 0.0 and s.text_edit == 0.0
+
+
 def test_tables_pair_by_content_and_missing_tables_score_zero():
     ref = extract_markdown("| a | b |\n|---|---|\n| 1 | 2 |\n\ntext\n\n| x | y |\n|---|---|\n| 7 | 8 |\n")
     pred = extract_markdown("| x | y |\n|---|---|\n| 7 | 8 |\n")

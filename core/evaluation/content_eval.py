@@ -41,6 +41,7 @@ __all__ = ["BlockMatch", "match_blocks", "DocumentScore", "score_document", "agg
 FRAGMENT_SCORE = 90.0
 ACCEPT_NED = 0.7
 NEAR_EXACT = 0.05
+TIE_BREAK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,10 @@ def match_blocks(gt: Sequence[str], pred: Sequence[str], *, accept: float = ACCE
     used_pred: set[int] = set()
     if gt_units and pred_units:
         cost = np.array([[ned(g, p) for _, p in pred_units] for _, g in gt_units], dtype=float)
-        rows, cols = linear_sum_assignment(cost)
+        # ties between identical blocks (repeated "Yes" / "No" answers) go to the order-preserving pair
+        rel_g = np.arange(len(gt_units))[:, None] / max(1, len(gt_units))
+        rel_p = np.arange(len(pred_units))[None, :] / max(1, len(pred_units))
+        rows, cols = linear_sum_assignment(cost + TIE_BREAK * np.abs(rel_g - rel_p))
         for r, c in zip(rows, cols):
             if cost[r, c] <= accept:
                 matches.append(BlockMatch(gt_units[r][0], pred_units[c][0], gt_units[r][1], pred_units[c][1]))
