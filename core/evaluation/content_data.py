@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,9 +87,16 @@ def extract_markdown(markdown: str) -> DocumentContent:
             tables.append((m.start(), t))
         return "\n\n"
 
+    def collect(into: list[str]) -> Callable[[re.Match[str]], str]:
+        def take(m: re.Match[str]) -> str:
+            into.append(m.group(0))
+            return "\n\n"
+
+        return take
+
     text = _HTML_TABLE.sub(take_html, markdown)
-    text = _CODE_FENCE.sub(lambda m: (out.code.append(m.group(0)), "\n\n")[1], text)
-    text = _DISPLAY_MATH.sub(lambda m: (out.formulas.append(m.group(0)), "\n\n")[1], text)
+    text = _CODE_FENCE.sub(collect(out.code), text)
+    text = _DISPLAY_MATH.sub(collect(out.formulas), text)
     text, md_tables = _pipe_tables_removed(text)
     # HTML and pipe tables in document order: HTML positions refer to the original text; pipe tables
     # are rare next to HTML ones, keep HTML first then pipe tables in their order

@@ -69,9 +69,10 @@ def _partial(short: str, long: str) -> float:
     return float(fuzz.partial_ratio(short, long))
 
 
-def _merge_fragments(
-    longs: list[tuple[tuple[int, ...], str]], shorts: list[tuple[tuple[int, ...], str]]
-) -> list[tuple[tuple[int, ...], str]]:
+Unit = tuple[tuple[int, ...], str]  # indices of the blocks a unit joins + its normalized text
+
+
+def _merge_fragments(longs: list[Unit], shorts: list[Unit]) -> list[Unit]:
     """Concatenate runs of adjacent ``shorts`` that are fragments of one of ``longs`` (module doc)."""
     consumed: set[int] = set()
     merged: dict[int, tuple[int, int]] = {}  # first short position -> (first, last) positions of a run
@@ -104,7 +105,7 @@ def _merge_fragments(
         if hi > lo and best < single:
             consumed.update(range(lo, hi + 1))
             merged[lo] = (lo, hi)
-    out: list[tuple[tuple[int, ...], str]] = []
+    out: list[Unit] = []
     k = 0
     while k < len(shorts):
         if k in merged:
@@ -122,8 +123,8 @@ def match_blocks(gt: Sequence[str], pred: Sequence[str], *, accept: float = ACCE
     """Adjacency search match of reference and predicted text blocks (module doc)."""
     from scipy.optimize import linear_sum_assignment
 
-    gt_units = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(gt)) if t]
-    pred_units = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(pred)) if t]
+    gt_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(gt)) if t]
+    pred_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(pred)) if t]
     pred_units = _merge_fragments(gt_units, pred_units)
     gt_units = _merge_fragments(pred_units, gt_units)
     matches: list[BlockMatch] = []

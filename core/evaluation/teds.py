@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from typing import Any
 
 from ..errors import BackendUnavailableError
 from .text_metrics import ned
@@ -212,13 +213,13 @@ def tables_from_markdown(markdown: str) -> list[TableNode]:
     return tables
 
 
-def _config(structure_only: bool):  # type: ignore[no-untyped-def]
+def _config(structure_only: bool) -> Any:
     try:
         from apted import Config
     except ImportError as exc:
         raise BackendUnavailableError("TEDS (apted tree edit distance)", "eval") from exc
 
-    class _TableConfig(Config):  # type: ignore[misc]
+    class _TableConfig(Config):
         valuecls = float
 
         def rename(self, a: TableNode, b: TableNode) -> float:
