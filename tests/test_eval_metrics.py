@@ -12,6 +12,7 @@ from grounded.evaluation.spans import covered, intersection, overlaps, subtract,
 from grounded.evaluation.teds import (
     Cell,
     s_teds,
+    split_markdown_row,
     table_from_cells,
     table_from_rows,
     table_to_html,
@@ -161,6 +162,10 @@ def test_teds_spans_matter_in_both_variants():
     # (span differs: 1) and insert the empty cell (1) -> 1 - 2/7
     assert s_teds(spanned, flat) == pytest.approx(1 - 2 / 7)
     assert teds(spanned, flat) == pytest.approx(1 - 2 / 7)
+
+
+def test_markdown_cells_are_plain_text():
+    assert split_markdown_row("|**Total**|Other<br>trade, a \\| b|x\\_y|<b>z</b>|") == ["Total", "Other trade, a | b", "x_y", "z"]
 
 
 def test_html_and_markdown_tables_read_alike():

@@ -35,6 +35,7 @@ __all__ = [
     "table_from_rows",
     "table_to_html",
     "split_markdown_row",
+    "markdown_cell_text",
     "MD_TABLE_SEPARATOR",
 ]
 
@@ -184,14 +185,28 @@ def tables_from_html(html: str) -> list[TableNode]:
     return parser.tables
 
 
+_MD_BR = re.compile(r"<br\s*/?>", re.IGNORECASE)
+_MD_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
+_MD_STRONG = re.compile(r"(\*\*|__)(.+?)\1")
+_MD_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+
+
+def markdown_cell_text(cell: str) -> str:
+    """Plain text of a Markdown table cell: ``<br>`` -> space, tags and bold markers dropped,
+    backslash escapes resolved."""
+    text = _MD_TAG.sub("", _MD_BR.sub(" ", cell))
+    text = _MD_STRONG.sub(r"\2", text)
+    return _MD_ESCAPE.sub(r"\1", text).strip()
+
+
 def split_markdown_row(line: str) -> list[str]:
-    """Cells of one Markdown pipe-table row (``\\|`` is a literal pipe)."""
+    """Cells of one Markdown pipe-table row (``\\|`` is a literal pipe), as plain text."""
     s = line.strip()
     if s.startswith("|"):
         s = s[1:]
     if s.endswith("|") and not s.endswith("\\|"):
         s = s[:-1]
-    return [c.replace("\\|", "|").strip() for c in re.split(r"(?<!\\)\|", s)]
+    return [markdown_cell_text(c) for c in re.split(r"(?<!\\)\|", s)]
 
 
 def tables_from_markdown(markdown: str) -> list[TableNode]:
