@@ -172,11 +172,21 @@ def plot_chunking(evals: Sequence[ChunkingEvaluation], path: str | Path, n: str 
     plt = _pyplot()
     labels = ["{} {}/{}".format(*_config(ev)) for ev in evals]
     fig, axes = plt.subplots(1, len(METRICS), figsize=(4 + 0.45 * len(evals) * len(METRICS), 3.6), squeeze=False)
+    published = [published_row(ev.params.get("splitter", ""), ev.params.get("chunk_size", 0),
+                               ev.params.get("chunk_overlap", 0)) if n == "5" else None for ev in evals]
+    paired = any(p is not None for p in published)
+    width = 0.4 if paired else 0.8
     for ax, m in zip(axes[0], ("iou", "recall", "precision", "precision_omega")):
+        xs = list(range(len(evals)))
         vals = [100 * ev.summaries[n]["all"].mean[m] for ev in evals]
-        ax.bar(range(len(evals)), vals, color="tab:blue")
-        ax.set_xticks(range(len(evals)), labels, rotation=60, ha="right", fontsize=7)
+        ax.bar([x - width / 2 if paired else x for x in xs], vals, width=width, color="tab:blue", label="ours")
+        if paired:
+            ax.bar([x + width / 2 for x in xs], [p[m][0] if p else 0.0 for p in published], width=width,
+                   color="tab:orange", label="Chroma (published)")
+        ax.set_xticks(xs, labels, rotation=60, ha="right", fontsize=7)
         ax.set_title(f"{METRIC_TITLES[m]} (n={n}), %", fontsize=9)
+    if paired:
+        axes[0][0].legend(fontsize=7)
     return _save(fig, path)
 
 
