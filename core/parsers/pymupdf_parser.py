@@ -197,7 +197,7 @@ class PyMuPDFParser(BaseParser):
         workers: int = 1,
         image_dir: str | Path | None = None,
         image_dpi: int = 150,
-        batch_pages: int = 8,
+        batch_pages: int = 4,
         progress: ProgressCallback | None = None,
         layout_threads: int | None = None,
         **kwargs: Any,
