@@ -9,11 +9,12 @@ answer chunk's region and the chunks as JSONL.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
 
-DEFAULT_QUESTION = "What is recommended for patients with HER2-positive disease?"
+DEFAULT_QUESTION = "Which regimen is preferred for triple-negative breast cancer with residual disease after neoadjuvant therapy?"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,6 +36,19 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
 
 
+def _best_chunk(question: str, chunks: list) -> object:
+    """The chunk sharing the rarest words with the question (IDF-weighted overlap; no model needed)."""
+    bags = [_words(c.content) for c in chunks]
+    query = _words(question)
+    df = {w: sum(1 for b in bags if w in b) for w in query}
+    n = len(chunks)
+
+    def score(i: int) -> float:
+        return sum(math.log((n + 1) / (df[w] + 0.5)) for w in query & bags[i])
+
+    return chunks[max(range(n), key=score)]
+
+
 def run(args: argparse.Namespace) -> int:
     from .attribution import highlight, render
     from .chunking import Chunker
@@ -51,8 +65,7 @@ def run(args: argparse.Namespace) -> int:
     chunks_path = write_chunks_jsonl(result, out / "chunks.jsonl")
     highlighted = highlight(pdf, result.chunks, out / f"{Path(pdf).stem}.highlighted.pdf")
 
-    question = _words(args.question)
-    best = max(result.chunks, key=lambda c: (len(question & _words(c.content)), -len(c.content)))
+    best = _best_chunk(args.question, result.chunks)
     pngs = []
     for i, png in enumerate(render(pdf, best, dpi=args.dpi)):
         pngs.append(atomic_write_bytes(out / f"answer-{i + 1}.png", png))
