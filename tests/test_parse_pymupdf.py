@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pymupdf
@@ -274,6 +276,20 @@ def test_keep_furniture_figures_with_images_and_progress(tmp_path):
     assert pymupdf.open(figures[0].image).page_count == 1  # a real PNG
     lists = [n for n in root.walk() if n.type == T.LIST]
     assert lists and all(c.type == T.LIST_ITEM for lst in lists for c in lst.children)
+
+
+def test_layout_threads_configure_the_onnx_sessions_of_a_fresh_process():
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "from grounded.parsers.pymupdf_parser import PyMuPDFParser\n"
+        "PyMuPDFParser(layout_threads=1)\n"
+        "import pymupdf\n"
+        "model = pymupdf._get_layout.__closure__[0].cell_contents._model\n"
+        "print(model.session.get_session_options().intra_op_num_threads)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "1"
 
 
 @pytest.mark.slow

@@ -13,10 +13,12 @@ numbering or their style (font size, then ALL CAPS above mixed case).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 import math
 import multiprocessing
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -72,17 +74,25 @@ def _require_layout() -> Any:
     return document_layout
 
 
+#: ONNX Runtime threads the layout model of this process was loaded with (None: not by us)
+_threads_loaded: int | None = None
+
+
 def _load_layout(threads: int | None) -> bool:
     """Load the layout model with ``threads`` ONNX Runtime threads (None: runtime default).
 
-    Only possible before the model is first loaded in this process (``pymupdf.layout`` loads
-    it on import); returns whether the setting took effect.
+    Only possible before the model is first loaded in this process -- PyMuPDF >= 2.0 imports
+    ``pymupdf.layout`` (which loads it) on ``import pymupdf`` -- so returns whether it took effect.
     """
     import sys
 
-    if threads is None or "pymupdf.layout" in sys.modules:
+    global _threads_loaded
+    if "pymupdf.layout" in sys.modules:
         _require_layout()
-        return threads is None
+        return threads is None or threads == _threads_loaded
+    if threads is None:
+        _require_layout()
+        return True
     import onnxruntime as ort
 
     original = ort.InferenceSession
@@ -101,6 +111,7 @@ def _load_layout(threads: int | None) -> bool:
         _require_layout()
     finally:
         ort.InferenceSession = original
+    _threads_loaded = threads
     return True
 
 
@@ -148,6 +159,18 @@ def _page_batches(page_count: int, batch: int) -> list[list[int]]:
     return [list(range(i, min(page_count, i + batch))) for i in range(0, page_count, batch)]
 
 
+def _guided_batches(page_count: int, workers: int, largest: int) -> list[list[int]]:
+    """Batches that shrink towards the end (guided scheduling): few tasks, yet the workers
+    finish together (the last tasks are single pages)."""
+    out: list[list[int]] = []
+    start = 0
+    while start < page_count:
+        size = max(1, min(largest, math.ceil((page_count - start) / (4 * workers))))
+        out.append(list(range(start, min(page_count, start + size))))
+        start += size
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # the parser
 # ---------------------------------------------------------------------------------------------
@@ -171,7 +194,8 @@ class PyMuPDFParser(BaseParser):
         ``callback(pages_done, pages_total)`` during the layout pass.
     layout_threads:
         ONNX Runtime threads of the layout model in this process (default: the runtime's own
-        choice). Takes effect only if the model is not loaded yet; worker processes use 1.
+        choice, which already puts part of the model on a second core). Takes effect only if
+        nothing imported ``pymupdf`` before (that loads the model); worker processes use 1.
     """
 
     name: ClassVar[str] = "pymupdf"
@@ -214,10 +238,15 @@ class PyMuPDFParser(BaseParser):
         self.progress = progress
         self.layout_threads = layout_threads
         self._pool: Any = None
-        try:
-            import pymupdf  # noqa: F401
-        except ImportError as exc:  # pragma: no cover - core dependency
-            raise BackendUnavailableError("PyMuPDF parser", "pymupdf", "pymupdf") from exc
+        if importlib.util.find_spec("pymupdf") is None:  # pragma: no cover - core dependency
+            raise BackendUnavailableError("PyMuPDF parser", "pymupdf", "pymupdf")
+        if layout_threads is not None and not _load_layout(layout_threads):
+            # ``import pymupdf`` loads the layout model, so the setting must come first
+            warnings.warn(
+                f"layout_threads={layout_threads} ignored: PyMuPDF's layout model was already loaded in this "
+                "process (create the parser before anything imports pymupdf)",
+                stacklevel=2,
+            )
 
     def version(self) -> str:
         import pymupdf
@@ -261,8 +290,6 @@ class PyMuPDFParser(BaseParser):
 
         import pymupdf
 
-        if not _load_layout(self.layout_threads):
-            log.info("layout model already loaded; layout_threads=%s ignored", self.layout_threads)
         document_layout = _require_layout()
         started = time.perf_counter()
         prebuilt: dict[int, list[ParsingResult]] = {}
@@ -296,9 +323,9 @@ class PyMuPDFParser(BaseParser):
     def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[tuple[list[Any], dict, dict]]:
         """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order."""
         if self.workers > 1 and count > 1:
-            batch = max(1, min(self.batch_pages, math.ceil(count / (2 * self.workers))))
             image_dir = str(self.image_dir) if self.image_dir is not None else None
-            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi) for b in _page_batches(count, batch)]
+            batches = _guided_batches(count, self.workers, self.batch_pages)
+            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi) for b in batches]
             from concurrent.futures.process import BrokenProcessPool
 
             try:
