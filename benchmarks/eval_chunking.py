@@ -1,15 +1,16 @@
 """Full chunking grid on Chroma's evaluation data (thesis §3.5.3; not part of CI).
 
 Scores all four strategies of this library (fixed, recursive, semantic, hierarchical) at
-N ∈ {128, 256, 512} MiniLM tokens and O ∈ {0, 0.2·N} on Chroma's 5 corpora / 472 questions,
+N ∈ {128, 256, 512} MiniLM tokens and O ∈ {0, 0.2·N} (semantic, which has no overlap: breakpoint
+percentile Q ∈ {0.7, 0.9}) on Chroma's 5 corpora / 472 questions,
 retrieving n ∈ {Min, 5, 10} chunks by cosine similarity of all-MiniLM-L6-v2 embeddings, and writes
 ``docs/results/chunking_grid.md|json|png``. Run from the repository root::
 
     python benchmarks/eval_chunking.py [--data DIR] [--sizes 128,256,512] [--overlaps 0,0.2]
 
 It is ``grounded eval chunking --suite grid`` with the thesis grid as defaults. Cold, the run embeds
-roughly 40k chunks and 13k sentences (semantic) on CPU — expect about an hour on 2 cores; vectors are
-cached (``~/.cache/grounded/embeddings``), so a re-run takes minutes.
+roughly 45k chunks and the corpora's sentences (semantic) on CPU — expect 30-60 min on 2 cores;
+vectors are cached (``~/.cache/grounded/embeddings``), so a re-run takes minutes.
 """
 
 from __future__ import annotations
@@ -30,10 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical")
     ap.add_argument("--sizes", default="128,256,512")
     ap.add_argument("--overlaps", default="0,0.2")
+    ap.add_argument("--percentiles", default="0.7,0.9")
     ap.add_argument("--n", default="min,5,10")
     args = ap.parse_args(argv)
     cmd = ["eval", "chunking", "--suite", "grid", "--strategies", args.strategies, "--sizes", args.sizes,
-           "--overlaps", args.overlaps, "--n", args.n, "--out", str(args.out), "--name", "chunking_grid"]
+           "--overlaps", args.overlaps, "--percentiles", args.percentiles, "--n", args.n, "--out", str(args.out), "--name", "chunking_grid"]
     if args.data:
         cmd += ["--data", str(args.data)]
     print(f"$ grounded {' '.join(cmd)}", file=sys.stderr, flush=True)

@@ -29,7 +29,7 @@ STEPS = [
     ("chunking_reproduction", ["eval", "chunking", "--suite", "reproduce", "--n", "min,5,10"]),
 ]
 GRID_STEP = ("chunking_grid", ["eval", "chunking", "--suite", "grid", "--sizes", "128,256,512",
-                               "--overlaps", "0,0.2", "--n", "min,5,10"])
+                               "--overlaps", "0,0.2", "--percentiles", "0.7,0.9", "--n", "min,5,10"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -241,3 +241,14 @@ def test_semantic_strategy_in_the_chroma_pipeline(dataset, tmp_path):
     assert ev.params["strategy"] == "semantic" and ev.n_chunks > 10
     assert 0.0 < ev.summaries["5"]["all"].mean["recall"] <= 1.0
     assert emb.computed > ev.n_chunks  # sentences and chunks both went through the cache
+
+
+def test_grid_configurations():
+    from grounded.evaluation.runs import grid_chunkers
+
+    grid = grid_chunkers()
+    configs = [(c.strategy, c.max_tokens, c.overlap, c.options.get("percentile")) for c in grid]
+    assert len(configs) == 24 == len(set(configs))
+    assert ("fixed", 128, 26, None) in configs and ("hierarchical", 512, 102, None) in configs
+    assert ("semantic", 256, 0, 0.7) in configs and ("semantic", 256, 0, 0.9) in configs
+    assert not any(s == "semantic" and o for s, _, o, _ in configs)

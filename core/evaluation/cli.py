@@ -71,7 +71,7 @@ def register(subparsers: Any) -> None:
         description="Chroma's evaluation (5 corpora, 472 questions, all-MiniLM-L6-v2 retrieval over all "
                     "chunks). --suite reproduce: LangChain Recursive/TokenText at 250/125, 250/0, 200/0 "
                     "(cl100k) beside Chroma's published numbers; --suite grid: this library's strategies "
-                    "at --sizes x --overlaps (MiniLM tokens).")
+                    "at --sizes x --overlaps (semantic: x --percentiles), sizes in MiniLM tokens.")
     ch.add_argument("--suite", choices=("reproduce", "grid"), default="reproduce",
                     help="reproduce Chroma's published rows, or score this library's strategies (default: reproduce)")
     ch.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical", metavar="LIST",
@@ -79,6 +79,9 @@ def register(subparsers: Any) -> None:
     ch.add_argument("--sizes", default="128,256,512", metavar="LIST", help="grid: max tokens N (default: 128,256,512)")
     ch.add_argument("--overlaps", default="0,0.2", metavar="LIST",
                     help="grid: overlaps, a fraction of N if < 1 else tokens (default: 0,0.2)")
+    ch.add_argument("--percentiles", default="0.7,0.9", metavar="LIST",
+                    help="grid: breakpoint percentiles Q of the semantic strategy, which has no overlap "
+                         "(default: 0.7,0.9)")
     ch.add_argument("--n", default="min,5,10", metavar="LIST",
                     help="retrieved chunks per question; 'min' = as many as touch the references (default: min,5,10)")
     ch.add_argument("--corpora", default=None, metavar="LIST",
@@ -196,13 +199,17 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
     else:
         try:
             overlaps = [float(x) for x in args.overlaps.split(",") if x.strip()]
+            percentiles = [float(x) for x in args.percentiles.split(",") if x.strip()]
         except ValueError:
-            raise EvalUsageError(f"--overlaps must be numbers, got {args.overlaps!r}") from None
+            raise EvalUsageError(f"--overlaps/--percentiles must be numbers, got {args.overlaps!r} / "
+                                 f"{args.percentiles!r}") from None
+        if any(not 0 < q < 1 for q in percentiles):
+            raise EvalUsageError(f"--percentiles must lie in (0, 1), got {args.percentiles!r}")
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
         unknown = set(strategies) - {"fixed", "recursive", "semantic", "hierarchical"}
         if unknown:
             raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
-        chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps)
+        chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps, percentiles)
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
     evals = run_chunking(data, chunkers, n_values=n_values, corpora=corpora, limit=args.limit,
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,

@@ -116,8 +116,11 @@ def _pm(ev: ChunkingEvaluation, n: str, metric: str, scope: str = "all") -> str:
 
 
 def _config(ev: ChunkingEvaluation) -> tuple[str, Any, Any]:
+    """(name, N, overlap or the semantic breakpoint percentile) of one evaluated chunker."""
     p = ev.params
     if "strategy" in p:
+        if p["strategy"] == "semantic" and "percentile" in p:
+            return p["strategy"], p["max_tokens"], f"Q={p['percentile']}"
         return p["strategy"], p["max_tokens"], p["overlap"]
     return ev.name.replace("LangChain ", ""), p["chunk_size"], p["chunk_overlap"]
 
@@ -128,8 +131,8 @@ def chunking_markdown(evals: Sequence[ChunkingEvaluation], n: str = "5") -> str:
         name, size, overlap = _config(ev)
         rows.append([name, size, overlap, ev.n_chunks, f"{ev.mean_chunk_tokens:.0f}",
                      *(_pm(ev, n, m) for m in ("iou", "recall", "precision", "precision_omega"))])
-    return markdown_table(["Chunking", "N", "O", "chunks", "mean cl100k tokens", "IoU", "Recall", "Precision",
-                           "Precision_Ω"], rows)
+    return markdown_table(["Chunking", "N", "O (semantic: Q)", "chunks", "mean cl100k tokens", "IoU", "Recall",
+                           "Precision", "Precision_Ω"], rows)
 
 
 def per_corpus_markdown(evals: Sequence[ChunkingEvaluation], n: str = "5", metric: str = "recall") -> str:
@@ -140,7 +143,7 @@ def per_corpus_markdown(evals: Sequence[ChunkingEvaluation], n: str = "5", metri
     for ev in evals:
         name, size, overlap = _config(ev)
         rows.append([name, size, overlap, *(_pm(ev, n, metric, c) for c in corpora)])
-    return markdown_table(["Chunking", "N", "O", *corpora], rows)
+    return markdown_table(["Chunking", "N", "O (semantic: Q)", *corpora], rows)
 
 
 def reproduction_markdown(evals: Sequence[ChunkingEvaluation], n: str = "5") -> tuple[str, list[str]]:

@@ -38,6 +38,7 @@ __all__ = [
     "GRID_STRATEGIES",
     "GRID_SIZES",
     "GRID_OVERLAPS",
+    "GRID_PERCENTILES",
 ]
 
 log = logging.getLogger(__name__)
@@ -45,6 +46,7 @@ log = logging.getLogger(__name__)
 GRID_STRATEGIES = ("fixed", "recursive", "semantic", "hierarchical")
 GRID_SIZES = (128, 256, 512)
 GRID_OVERLAPS = (0.0, 0.2)
+GRID_PERCENTILES = (0.7, 0.9)
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
 
 
@@ -267,23 +269,27 @@ def reproduction_chunkers() -> list[Any]:
 
 
 def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[int] = GRID_SIZES,
-                  overlaps: Sequence[float] = GRID_OVERLAPS) -> list[Any]:
+                  overlaps: Sequence[float] = GRID_OVERLAPS,
+                  percentiles: Sequence[float] = GRID_PERCENTILES) -> list[Any]:
     """This library's strategies at N in ``sizes`` and O in ``overlaps`` (a fraction of N if < 1).
 
-    Thesis parameters are the strategies' own defaults (semantic: Q = 0.9, M = 0.5N;
-    hierarchical: B_h = 0.4N)."""
+    The semantic strategy has no overlap (its chunks are sentence groups), so it runs at the
+    breakpoint percentiles Q in ``percentiles`` instead (thesis grid: Q in {0.7, 0.9}). Other
+    parameters are the strategies' thesis defaults (semantic M = 0.5N; hierarchical B_h = 0.4N)."""
     from .chunking_eval import GroundedCorpusChunker
 
     out = []
     for strategy in strategies:
         for n in sizes:
+            if strategy == "semantic":
+                out.extend(GroundedCorpusChunker(strategy, n, 0, percentile=q) for q in percentiles)
+                continue
             seen = set()
             for o in overlaps:
                 ov = int(round(o * n)) if o < 1 else int(o)
-                if ov in seen:
-                    continue
-                seen.add(ov)
-                out.append(GroundedCorpusChunker(strategy, n, ov))
+                if ov not in seen:
+                    seen.add(ov)
+                    out.append(GroundedCorpusChunker(strategy, n, ov))
     return out
 
 
