@@ -174,7 +174,11 @@ def plot_chunking(evals: Sequence[ChunkingEvaluation], path: str | Path, n: str 
     """Grouped bars (IoU, recall, precision, precision_Ω) per chunker configuration."""
     plt = _pyplot()
     labels = ["{} {}/{}".format(*_config(ev)) for ev in evals]
-    fig, axes = plt.subplots(1, len(METRICS), figsize=(4 + 0.45 * len(evals) * len(METRICS), 3.6), squeeze=False)
+    if len(evals) > 8:  # a big grid: one metric per row
+        fig, grid = plt.subplots(len(METRICS), 1, figsize=(3 + 0.42 * len(evals), 3.2 * len(METRICS)), squeeze=False)
+        axes = [[row[0] for row in grid]]
+    else:
+        fig, axes = plt.subplots(1, len(METRICS), figsize=(4 + 0.45 * len(evals) * len(METRICS), 3.6), squeeze=False)
     published = [published_row(ev.params.get("splitter", ""), ev.params.get("chunk_size", 0),
                                ev.params.get("chunk_overlap", 0)) if n == "5" else None for ev in evals]
     paired = any(p is not None for p in published)
