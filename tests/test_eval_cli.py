@@ -86,3 +86,15 @@ def test_icdar_table_detection_on_two_pdfs_with_parse_cache(tmp_path):
 
     doc = parse_cached(pdf, "pymupdf", tmp_path, parser=NoParser())
     assert doc.root is not None and "|" in doc.markdown
+
+
+def test_eval_imports_stay_light():
+    """The eval CLI module (imported by every `grounded` command) loads no model or heavy SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys, grounded.evaluation, grounded.evaluation.cli, grounded.evaluation.report; "
+            "heavy = [m for m in ('torch', 'sentence_transformers', 'faster_coco_eval', 'apted', 'bpe_openai', "
+            "'langchain_text_splitters', 'scipy', 'matplotlib', 'rapidfuzz') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import BackendUnavailableError
 from .content_data import DocumentContent
 from .teds import TableNode, s_teds, teds
 from .text_metrics import edit_distance, ned, normalize_text
@@ -119,9 +120,17 @@ def _merge_fragments(longs: list[Unit], shorts: list[Unit]) -> list[Unit]:
     return out
 
 
+def _hungarian() -> Any:
+    try:
+        from scipy.optimize import linear_sum_assignment
+    except ImportError as exc:
+        raise BackendUnavailableError("content matching (scipy)", "eval") from exc
+    return linear_sum_assignment
+
+
 def match_blocks(gt: Sequence[str], pred: Sequence[str], *, accept: float = ACCEPT_NED) -> list[BlockMatch]:
     """Adjacency search match of reference and predicted text blocks (module doc)."""
-    from scipy.optimize import linear_sum_assignment
+    linear_sum_assignment = _hungarian()
 
     gt_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(gt)) if t]
     pred_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(pred)) if t]
@@ -151,13 +160,11 @@ def table_text(table: TableNode) -> str:
 
 
 def _pair_tables(gt: Sequence[TableNode], pred: Sequence[TableNode]) -> list[tuple[int, int]]:
-    from scipy.optimize import linear_sum_assignment
-
     if not gt or not pred:
         return []
     gt_t, pred_t = [table_text(t) for t in gt], [table_text(t) for t in pred]
     cost = np.array([[ned(g, p) for p in pred_t] for g in gt_t], dtype=float)
-    rows, cols = linear_sum_assignment(cost)
+    rows, cols = _hungarian()(cost)
     return [(int(r), int(c)) for r, c in zip(rows, cols) if cost[r, c] < 1.0]
 
 
