@@ -278,7 +278,7 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
     parameters are the strategies' thesis defaults (semantic M = 0.5N; hierarchical B_h = 0.4N)."""
     from .chunking_eval import GroundedCorpusChunker
 
-    out = []
+    out: list[GroundedCorpusChunker] = []
     for strategy in strategies:
         for n in sizes:
             if strategy == "semantic":
