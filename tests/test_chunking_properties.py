@@ -6,12 +6,13 @@ import hashlib
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from grounded.chunking import Chunker
 from grounded.chunking.tokenizer import load_tokenizer
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from .chunk_checks import check_invariants
 
@@ -181,3 +182,16 @@ def test_small_subtrees_merge_into_one_chunk() -> None:
     result = Chunker("hierarchical", 256, tokenizer=TOKENIZER).chunk(root)
     assert len(result.chunks) == 1
     assert result.chunks[0].content.startswith("Dosing\n\nShort paragraph number 0.")
+
+
+def test_rich_tokens_point_into_their_elements() -> None:
+    root = ParsingResult("root", T.ROOT)
+    sec = root.add_child(ParsingResult("s", T.SECTION_HEADER, "Dosing of trastuzumab", metadata={"level": 1}))
+    sec.add_child(ParsingResult("p", T.PARAGRAPH, "Give 8 mg/kg, then 6 mg/kg every three weeks."))
+    stream = Chunker("fixed", 16, tokenizer=TOKENIZER).stream(root)
+    tokens = list(stream.rich_tokens(0, len(stream)))
+    assert [t.element_id for t in tokens][:1] == ["s"] and tokens[-1].element_id == "p"
+    by_id = {n.id: n for n in root.walk()}
+    for t in tokens:
+        assert t.element_id is not None
+        assert by_id[t.element_id].content[t.char_start : t.char_end].lower() == t.text.lower()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -71,5 +71,3 @@ def strategy_class(name: str) -> type[ChunkingStrategy]:
     except KeyError:
         raise ChunkingError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(STRATEGIES))}") from None
 
-
-Factory = Callable[..., ChunkingStrategy]
