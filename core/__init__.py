@@ -9,7 +9,15 @@ import importlib
 from typing import Any
 
 from .errors import GroundedError
-from .model import BoxMode, Chunk, ChunkingResult, ParsingBoundingBox, ParsingResult, ParsingResultType, RichToken
+from .model import (
+    BoxMode,
+    Chunk,
+    ChunkingResult,
+    ParsingBoundingBox,
+    ParsingResult,
+    ParsingResultType,
+    RichToken,
+)
 
 __version__ = "0.1.0"
 

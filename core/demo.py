@@ -13,6 +13,10 @@ import math
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .model import Chunk
 
 DEFAULT_QUESTION = "Which regimen is preferred for triple-negative breast cancer with residual disease after neoadjuvant therapy?"
 
@@ -36,7 +40,7 @@ def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2}
 
 
-def _best_chunk(question: str, chunks: list) -> object:
+def _best_chunk(question: str, chunks: list[Chunk]) -> Chunk:
     """The chunk sharing the rarest words with the question (IDF-weighted overlap; no model needed)."""
     bags = [_words(c.content) for c in chunks]
     query = _words(question)

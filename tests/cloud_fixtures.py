@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pymupdf
-from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from rapidfuzz.distance import Levenshtein
+
+from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 
 T = ParsingResultType
 

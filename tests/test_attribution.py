@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pymupdf
 import pytest
+
 from grounded.attribution import (
     DEFAULT_COLOR,
     HEADING_COLOR,

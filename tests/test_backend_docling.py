@@ -15,16 +15,16 @@ from types import SimpleNamespace
 
 import pymupdf
 import pytest
+from rapidfuzz.distance import Levenshtein
+
 from grounded.errors import BackendUnavailableError, ParserError
 from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from grounded.parsers import get_parser
 from grounded.parsers.docling_parser import DoclingParser, load_docling_document
-from rapidfuzz.distance import Levenshtein
 
 from .conftest import DOCLING_GT_PDFS, shared
 
 T = ParsingResultType
-pytest.importorskip("docling_core")
 
 
 class RecordedConverter:

@@ -15,19 +15,19 @@ from types import SimpleNamespace
 
 import pymupdf
 import pytest
+from PIL import Image
+from rapidfuzz.distance import Levenshtein
+
 from grounded.errors import BackendUnavailableError, ParserError
 from grounded.model import TEXT_TYPES, ParsingResultType
 from grounded.parsers import get_parser
 from grounded.parsers._docling_tree import docling_to_tree
 from grounded.parsers.docling_parser import load_docling_document
 from grounded.parsers.granite_docling_parser import DOCTAGS_GRID, DocTagsPages, GraniteDoclingParser
-from PIL import Image
-from rapidfuzz.distance import Levenshtein
 
 from .conftest import shared
 
 T = ParsingResultType
-pytest.importorskip("docling_core")
 
 GRID_TOL = 1.0 / DOCTAGS_GRID + 1e-9  # DocTags quantize every coordinate to 1/500 of the page
 

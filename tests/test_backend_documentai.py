@@ -17,6 +17,7 @@ import pymupdf
 import pytest
 from google.api_core import exceptions as gexc
 from google.cloud import documentai
+
 from grounded.errors import MissingCredentialsError, RemoteServiceError
 from grounded.model import ParsingResultType
 from grounded.parsers import get_parser, postprocess

@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pymupdf
 import pytest
 from google.genai import errors as genai_errors
+
 from grounded.errors import MissingCredentialsError, RemoteServiceError
 from grounded.model import ParsingResultType
 from grounded.parsers import get_parser

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+
 from grounded.errors import MissingCredentialsError, RemoteServiceError
 from grounded.model import ParsingResultType
 from grounded.parsers import get_parser

@@ -23,12 +23,13 @@ from typing import Any
 
 import pymupdf
 import pytest
+from rapidfuzz.distance import Levenshtein
+
 from grounded.errors import BackendUnavailableError, ParserError, SchemaError
 from grounded.model import TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers import get_parser
 from grounded.parsers._mineru_tree import block_text, html_table_rows, mineru_markdown, mineru_to_tree
 from grounded.parsers.mineru_parser import MinerUOutput, MinerUPipelineParser, MinerUVLMParser
-from rapidfuzz.distance import Levenshtein
 
 from .conftest import shared
 

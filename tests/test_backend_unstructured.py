@@ -13,6 +13,7 @@ import statistics
 from pathlib import Path
 
 import pytest
+
 from grounded.errors import BackendUnavailableError
 from grounded.model import ParsingResultType
 from grounded.parsers import get_parser

@@ -8,23 +8,20 @@ import json
 import subprocess
 import sys
 
+import chromadb
 import pytest
+from langchain_core.documents import Document
+from langchain_core.load import dumpd, load
+from langchain_core.vectorstores import InMemoryVectorStore
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, SchemaError
 from grounded.metadata import boxes_from_metadata, flatten_metadata, unflatten_metadata
+from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings
+from langchain_grounded.elements import ELEMENT_KEY, tree_from_payloads
 
-pytest.importorskip("langchain_core")
-
-from langchain_core.documents import Document  # noqa: E402
-from langchain_core.load import dumpd, load  # noqa: E402
-from langchain_core.vectorstores import InMemoryVectorStore  # noqa: E402
-
-from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings  # noqa: E402
-from langchain_grounded.elements import ELEMENT_KEY, tree_from_payloads  # noqa: E402
-
-from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body  # noqa: E402
-from .conftest import shared  # noqa: E402
+from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
+from .conftest import shared
 
 SCALARS = (str, int, float, bool)
 
@@ -206,7 +203,6 @@ def test_in_memory_store_retrieval_highlights_the_chunk(element_docs, embeddings
 
 @pytest.mark.slow
 def test_flat_metadata_round_trips_through_chroma(pdf, embeddings, chunk_docs):
-    chromadb = pytest.importorskip("chromadb")
     flat = GroundedPDFLoader(pdf, strategy="hierarchical", max_tokens=256, flat_metadata=True).load()
     assert all(isinstance(v, SCALARS) for d in flat for v in d.metadata.values())
     assert [unflatten_metadata(d.metadata) for d in flat] == [d.metadata for d in chunk_docs]

@@ -8,25 +8,22 @@ import json
 import subprocess
 import sys
 
+import chromadb
 import pytest
+from llama_index.core import Settings, SimpleDirectoryReader, VectorStoreIndex
+from llama_index.core.ingestion import IngestionCache, IngestionPipeline
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, GroundedError, NotAPDFError, SchemaError
 from grounded.metadata import PAYLOAD_KEYS, TREE_KEY, boxes_from_metadata, decode_tree
+from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding
+from llama_index_grounded.reader import document_from_tree
 
-pytest.importorskip("llama_index.core")
-
-from llama_index.core import Settings, SimpleDirectoryReader, VectorStoreIndex  # noqa: E402
-from llama_index.core.ingestion import IngestionCache, IngestionPipeline  # noqa: E402
-from llama_index.core.node_parser import SentenceSplitter  # noqa: E402
-from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode  # noqa: E402
-from llama_index.core.storage.docstore import SimpleDocumentStore  # noqa: E402
-
-from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding  # noqa: E402
-from llama_index_grounded.reader import document_from_tree  # noqa: E402
-
-from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body, body_coverage, norm  # noqa: E402
-from .conftest import shared  # noqa: E402
+from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body, body_coverage, norm
+from .conftest import shared
 
 
 @pytest.fixture(scope="module")
@@ -316,7 +313,6 @@ def test_settings_transformations_are_used_by_the_index(documents, embed_model, 
 
 @pytest.mark.slow
 def test_flat_metadata_round_trips_through_chroma(documents, embed_model, pdf):
-    chromadb = pytest.importorskip("chromadb")
     nested = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
     flat = GroundedNodeParser(max_tokens=256, flat_metadata=True).get_nodes_from_documents(documents)
     client = chromadb.EphemeralClient()

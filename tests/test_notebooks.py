@@ -5,11 +5,10 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 
+import ipykernel  # noqa: F401  (the python3 kernel the notebooks run in; part of the test extra)
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+
 from grounded.samples import SAMPLE_TITLE, sample_pdf_bytes, write_sample_pdf
 
 

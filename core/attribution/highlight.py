@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from ..model import Chunk, ChunkingResult
 from ..serialization import atomic_write_bytes
@@ -31,6 +31,30 @@ _LABEL_EDGE = 6.0  # points between a label and the page edge
 _PREVIEW_CHARS = 300
 
 Label = bool | Callable[[Chunk, int], str]
+
+
+@overload
+def highlight(
+    pdf: str | Path | bytes,
+    chunks: Chunk | ChunkingResult | Iterable[Chunk],
+    out: None = None,
+    *,
+    color: Color | str = ...,
+    heading_color: Color | str = ...,
+    label: Label = ...,
+) -> bytes: ...
+
+
+@overload
+def highlight(
+    pdf: str | Path | bytes,
+    chunks: Chunk | ChunkingResult | Iterable[Chunk],
+    out: str | Path,
+    *,
+    color: Color | str = ...,
+    heading_color: Color | str = ...,
+    label: Label = ...,
+) -> Path: ...
 
 
 def highlight(

@@ -217,9 +217,9 @@ class ChunkAssembler:
             geom.extend(self.boxes_for(_Extent(node, 0, len(node.content), 0, n, n), k, is_heading=True))
         seen_element_boxes: set[tuple] = set()
         for ext in extents:
-            k = st.node_index(ext.node.id)
-            assert k is not None
-            for box in self.boxes_for(ext, k):
+            node_k = st.node_index(ext.node.id)
+            assert node_k is not None
+            for box in self.boxes_for(ext, node_k):
                 if box.mode == BoxMode.ELEMENT.value and box.element_id != ext.node.id:
                     key = (box.element_id, box.page, box.left, box.top, box.right, box.bottom)
                     if key in seen_element_boxes:
@@ -227,7 +227,7 @@ class ChunkAssembler:
                     seen_element_boxes.add(key)
                 geom.append(box)
 
-        first_k = st.node_index(extents[0].node.id) if extents else None
+        first_k: int | None = st.node_index(extents[0].node.id) if extents else None
         heading_path = (
             [" ".join(h.content.split()) for h in heading_nodes]
             if group.headings

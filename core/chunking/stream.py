@@ -55,6 +55,10 @@ class DocumentText:
     starts: list[int]
     element_offsets: dict[str, int] = field(default_factory=dict)
 
+    def node_span(self, k: int) -> tuple[int, int]:
+        """Character span of node ``k`` in ``text``."""
+        return self.starts[k], self.starts[k] + len(self.nodes[k].content)
+
 
 def document_text(root: ParsingResult) -> DocumentText:
     """Join the tree's text nodes (depth-first = reading order) with structural delimiters."""

@@ -158,7 +158,7 @@ class CallableTokenizer(Tokenizer):
 
     def __init__(self, fn: Callable[[str], Sequence[Any]], name: str | None = None):
         self._fn = fn
-        self.name = name or getattr(fn, "__name__", "callable")
+        self.name = name or str(getattr(fn, "__name__", "callable"))
 
     def encode_batch(self, texts: Sequence[str]) -> list[tuple[list[int], Offsets]]:
         out = []

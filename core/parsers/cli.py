@@ -90,7 +90,7 @@ def _drop_types(keep: str) -> frozenset[ParsingResultType]:
 
 
 def _accepts(cls: type, name: str) -> bool:
-    return name in inspect.signature(cls.__init__).parameters
+    return name in inspect.signature(cls).parameters
 
 
 def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None] | None, image_dir: Path | None) -> Any:

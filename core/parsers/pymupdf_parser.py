@@ -421,6 +421,7 @@ class _TreeBuilder:
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
+            node: ParsingResult | None
             if label == "table":
                 node = self._table(box, pc, claimed, geom, meta, layer)
             elif label == "picture":
@@ -493,7 +494,8 @@ class _TreeBuilder:
             for c, cell_box in enumerate(row_boxes):
                 if cell_box is None:
                     continue
-                x0, y0, x1, y1 = _clip(*cell_box, pc.width, pc.height)
+                cx0, cy0, cx1, cy1 = cell_box
+                x0, y0, x1, y1 = _clip(cx0, cy0, cx1, cy1, pc.width, pc.height)
                 if x1 - x0 <= 0 or y1 - y0 <= 0:
                     continue
                 cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
@@ -556,8 +558,9 @@ class _TreeBuilder:
         numbered = {id(n): numbering_level(n.content) for n in sections}
         depths: dict[tuple[float, bool], Counter[int]] = {}
         for n in sections:
-            if numbered[id(n)] is not None:
-                depths.setdefault(style[id(n)].key, Counter())[numbered[id(n)]] += 1
+            depth = numbered[id(n)]
+            if depth is not None:
+                depths.setdefault(style[id(n)].key, Counter())[depth] += 1
         anchored = {key: c.most_common(1)[0][0] for key, c in depths.items()}  # style -> depth
         keys = sorted({style[id(n)].key for n in sections}, key=lambda k: (-k[0], not k[1]))
         ranks = {k: i + 1 for i, k in enumerate(keys)}

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -158,6 +159,7 @@ class PageChars:
         if not len(self.chars):
             return np.empty(0, dtype=np.int64)
         cx, cy = (self.word_cx, self.word_cy) if by_word else (self.cx, self.cy)
+        assert cx is not None and cy is not None
         mask = (cx >= x0 - tol) & (cx <= x1 + tol) & (cy >= y0 - tol) & (cy <= y1 + tol)
         return np.flatnonzero(mask)
 
@@ -477,7 +479,8 @@ def _fill_gaps(xs: Sequence[tuple[float, float]]) -> list[float]:
             out += (0.0, 0.0)
         elif left is None or right is None:
             edge = left if left is not None else right
-            out += (edge, edge)  # type: ignore[list-item]
+            assert edge is not None
+            out += (edge, edge)
         else:
             out += (left, right) if right >= left else (left, left)
     return out
@@ -497,7 +500,7 @@ def lines_to_spans(
     for ln in lines:
         pc = pages[ln.page] if isinstance(pages, dict) else pages[ln.box_index]
         w, h = pc.width, pc.height
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         if with_chars:
             kwargs = {"char_start": ln.start, "char_end": ln.end}
             if ln.char_x is not None:
