@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 LONG = REPO.parent / "shared" / "data" / "long"
 CACHE = Path(os.environ.get("GROUNDED_BENCH_CACHE", Path.home() / ".cache" / "grounded" / "bench"))
 N = 256
+SCRIPT = "benchmarks/chunk_speed.py"
 
 METHODS = [
     "bare_tokenizer",
@@ -219,36 +220,57 @@ def main() -> None:
     ap.add_argument("--copies", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--methods", nargs="*", default=METHODS, help="subset of methods to run")
     ap.add_argument("--sizes", nargs="*", type=int, default=[1, 16], help="document sizes as copies of the shared PDFs")
+    ap.add_argument("--save", type=Path, help="also write the table as Markdown, e.g. docs/results/chunk_speed.md")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.copies)))
         return
     parsed_trees()
     rows = [measure(m, c) for c in args.sizes for m in args.methods]
-    bare = {r["copies"]: r["tokens_per_s"] for r in rows if r["method"] == "bare_tokenizer" and "error" not in r}
-    lc = {r["copies"]: r["tokens_per_s"] for r in rows if r["method"] == "langchain_recursive" and "error" not in r}
-    print(f"\nChunking N={N}, no overlap, all-MiniLM-L6-v2 tokenizer; document = shared long PDFs x copies\n")
-    print("| method | copies | tokens | chunks | s | tokens/s | x bare | x LangChain | peak RSS MB |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lines = report(rows, args.sizes, args.methods)
+    print("\n".join(lines))
+    if args.save:
+        from grounded.serialization import atomic_write_text
+
+        atomic_write_text(args.save, "\n".join([f"# Chunking speed (`python {SCRIPT} --save {args.save}`)", "", *lines, ""]))
+        print(f"\nwritten {args.save}")
+
+
+def _per_copies(rows: list[dict], method: str) -> dict[int, float]:
+    return {r["copies"]: r["tokens_per_s"] for r in rows if r["method"] == method and "error" not in r}
+
+
+def report(rows: list[dict], sizes: list[int], methods: list[str]) -> list[str]:
+    """The Markdown table (+ linearity lines) for measured rows."""
+    bare = _per_copies(rows, "bare_tokenizer")
+    lc = _per_copies(rows, "langchain_recursive")
+    dl = _per_copies(rows, "docling_hybrid")
+    nan = float("nan")
+    out = [
+        f"Chunking N={N}, no overlap, all-MiniLM-L6-v2 tokenizer; document = shared long PDFs x copies",
+        "",
+        "| method | copies | tokens | chunks | s | tokens/s | x bare | x LangChain | x docling | peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         if "error" in r:
-            print(f"| {r['method']} | {r['copies']} | - | - | - | error: {r['error'][:60]} | | | |")
+            out.append(f"| {r['method']} | {r['copies']} | - | - | - | error: {r['error'][:60]} | | | | |")
             continue
-        xb = r["tokens_per_s"] / bare[r["copies"]] if r["copies"] in bare else float("nan")
-        xl = r["tokens_per_s"] / lc[r["copies"]] if r["copies"] in lc else float("nan")
-        print(
-            f"| {r['method']} | {r['copies']} | {r['tokens']} | {r['chunks']} | {r['seconds']:.2f} | {r['tokens_per_s']:,.0f} | "
-            f"{xb:.2f} | {xl:.1f} | {r['peak_rss_mb']:.0f} |"
+        c, tps = r["copies"], r["tokens_per_s"]
+        xb, xl, xd = (tps / ref[c] if c in ref else nan for ref in (bare, lc, dl))
+        out.append(
+            f"| {r['method']} | {c} | {r['tokens']} | {r['chunks']} | {r['seconds']:.2f} | {tps:,.0f} | "
+            f"{xb:.2f} | {xl:.1f} | {xd:.1f} | {r['peak_rss_mb']:.0f} |"
         )
-    if len(args.sizes) > 1:
-        lo, hi = min(args.sizes), max(args.sizes)
-        print(f"\nLinearity (tokens/s at {hi}x / tokens/s at {lo}x; 1.0 = linear cost):")
-        for m in args.methods:
+    if len(sizes) > 1:
+        lo, hi = min(sizes), max(sizes)
+        out += ["", f"Linearity (tokens/s at {hi}x / tokens/s at {lo}x; 1.0 = linear cost):", ""]
+        for m in methods:
             a = next((r for r in rows if r["method"] == m and r["copies"] == lo and "error" not in r), None)
             b = next((r for r in rows if r["method"] == m and r["copies"] == hi and "error" not in r), None)
             if a and b:
-                print(f"  {m}: {b['tokens_per_s'] / a['tokens_per_s']:.2f}")
-
+                out.append(f"- {m}: {b['tokens_per_s'] / a['tokens_per_s']:.2f}")
+    return out
 
 if __name__ == "__main__":
     main()

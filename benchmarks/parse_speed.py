@@ -136,6 +136,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="scale 1x/2x/4x instead of 1x/4x/16x")
     ap.add_argument("--json", type=Path, help="also write all measurements to this JSON file")
+    ap.add_argument("--save", type=Path, help="also write the printed report as Markdown, e.g. docs/results/parse_speed.md")
     ap.add_argument("--repeat", type=int, default=3, help="runs per configuration of the process-scaling test")
     ap.add_argument("--one", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--workers", type=int, default=1, help=argparse.SUPPRESS)
@@ -148,17 +149,23 @@ def main() -> int:
         print(json.dumps(measure(args.one, args.workers, args.layout_threads, args.warm)))
         return 0
 
+    printed: list[str] = []
+
+    def emit(line: str) -> None:
+        print(line, flush=True)
+        printed.append(line)
+
     scales = (1, 2, 4) if args.quick else (1, 4, 16)
     docs = {k: concatenated(k) for k in scales}
     mid = docs[scales[1]]
-    print(f"cpus: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  documents: "
+    emit(f"cpus: {os.cpu_count()}  load average: {os.getloadavg()[0]:.2f}  documents: "
           + ", ".join(f"{k}x={p.name}" for k, p in docs.items()))
-    print(f"{'run':<34} {'pages':>5} {'pages/s':>8} {'layout s':>9} {'ours s':>9} {'ours%':>7} "
+    emit(f"{'run':<34} {'pages':>5} {'pages/s':>8} {'layout s':>9} {'ours s':>9} {'ours%':>7} "
           f"{'RSS MB':>8} {'wrk MB':>8}")
     results: dict[str, dict] = {}
     for k, pdf in docs.items():
         results[f"scale_{k}x"] = r = run_isolated(pdf, workers=1)
-        print(_line(f"1 process, {k}x", r), flush=True)
+        emit(_line(f"1 process, {k}x", r))
     # process scaling: configurations interleaved, best of --repeat runs each (the machine may be shared)
     small = docs[scales[0]]
     configs = {
@@ -172,9 +179,9 @@ def main() -> int:
             runs[key].append(run_isolated(small, **kwargs))
     for key, (label, _) in configs.items():
         results[key] = r = min(runs[key], key=lambda x: x["total_s"])
-        print(_line(f"{label}, {scales[0]}x (best of {args.repeat})", r), flush=True)
+        emit(_line(f"{label}, {scales[0]}x (best of {args.repeat})", r))
     results["two_workers_cold"] = r = run_isolated(mid, workers=2, warm=False)
-    print(_line(f"2 workers, cold pool, {scales[1]}x", r), flush=True)
+    emit(_line(f"2 workers, cold pool, {scales[1]}x", r))
 
     def rate(key: str) -> float:
         return results[key]["pages"] / results[key]["total_s"]
@@ -182,20 +189,25 @@ def main() -> int:
     base = results[f"scale_{scales[0]}x"]
     big = results[f"scale_{scales[-1]}x"]
     share = _grounded_share(big) / big["layout_s"]
-    print()
-    print(f"grounded's share vs PyMuPDF layout pass ({scales[-1]}x): {_grounded_share(big):.1f} s vs "
+    emit("")
+    emit(f"grounded's share vs PyMuPDF layout pass ({scales[-1]}x): {_grounded_share(big):.1f} s vs "
           f"{big['layout_s']:.1f} s = {100 * share:.1f}%  (target <= 25%)")
-    print(f"2 workers vs 1 process, 1 ORT thread each (like for like): {rate('two_workers') / rate('one_thread'):.2f}x"
+    emit(f"2 workers vs 1 process, 1 ORT thread each (like for like): {rate('two_workers') / rate('one_thread'):.2f}x"
           "  (target >= 1.7x)")
-    print(f"2 workers vs 1 process, ORT default threads:             {rate('two_workers') / rate('default_warm'):.2f}x")
-    print(f"2 workers with pool start-up vs 1 process (cold, {scales[1]}x):     "
+    emit(f"2 workers vs 1 process, ORT default threads:             {rate('two_workers') / rate('default_warm'):.2f}x")
+    emit(f"2 workers with pool start-up vs 1 process (cold, {scales[1]}x):     "
           f"{rate('two_workers_cold') / rate(f'scale_{scales[1]}x'):.2f}x")
-    print(f"load average now: {os.getloadavg()[0]:.2f} (other processes on the machine distort the scaling ratios)")
-    print("pages/s by size: " + ", ".join(f"{k}x {rate(f'scale_{k}x'):.2f}" for k in scales)
+    emit(f"load average now: {os.getloadavg()[0]:.2f} (other processes on the machine distort the scaling ratios)")
+    emit("pages/s by size: " + ", ".join(f"{k}x {rate(f'scale_{k}x'):.2f}" for k in scales)
           + f"  ({scales[-1]}x/{scales[0]}x = {rate(f'scale_{scales[-1]}x') / rate(f'scale_{scales[0]}x'):.2f}, "
           "linear time = 1.0)")
-    print(f"peak RSS at {scales[-1]}x: {big['peak_rss_main_mb']:.0f} MB  (target < 2048 MB); "
+    emit(f"peak RSS at {scales[-1]}x: {big['peak_rss_main_mb']:.0f} MB  (target < 2048 MB); "
           f"at {scales[0]}x: {base['peak_rss_main_mb']:.0f} MB")
+    if args.save:
+        from grounded.serialization import atomic_write_text
+
+        report = "\n".join(printed)
+        atomic_write_text(args.save, f"# Parsing speed (`python benchmarks/parse_speed.py --save {args.save}`)\n\n```\n{report}\n```\n")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
     return 0
