@@ -9,7 +9,7 @@ from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import postprocess as pp
 from grounded.parsers.base import DEFAULT_DROP_TYPES
-from grounded.parsers.textlayer import TextLayer, build_lines
+from grounded.parsers.textlayer import JOIN_DROP, JOIN_KEEP, JOIN_SPACE, TextLayer, build_lines, hyphen_join
 
 from .conftest import shared
 
@@ -210,7 +210,7 @@ def test_fragments_of_one_line_merge_by_vertical_overlap(fragmented_pdf):
     # the merged line box covers both fragments
     assert spans[0].left == pytest.approx(50 / 400, abs=1e-3)
     assert spans[0].right == pytest.approx(151.4 / 400, abs=2e-3)
-    # a stricter threshold keeps the fragments apart (overlap 13.5/16.5 pt ~ 0.82)
+    # a stricter threshold keeps the fragments apart (char boxes capped at 12 pt: overlap 9/12 = 0.75)
     root2, el2 = _element(fragmented_pdf, "Hello world again second line")
     pp.attach_line_spans(root2, fragmented_pdf, merge_overlap=0.9)
     assert [el2.content[s.char_start : s.char_end] for s in el2.geom[0].spans] == ["Hello", "world again", "second line"]
@@ -316,3 +316,91 @@ def test_text_in_any_writing_direction_reads_in_order(tmp_path, rotate, has_char
     assert built.text == "first line of text second line here"
     assert [built.text[ln.start : ln.end] for ln in built.lines] == ["first line of text", "second line here"]
     assert all((ln.char_x is not None) == has_char_x for ln in built.lines)
+
+
+# -- de-hyphenation -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("token", "first", "join"),
+    [
+        ("treat-", "ment", JOIN_DROP),  # a plain lowercase word broken by hyphenation
+        ("Treat-", "ment", JOIN_DROP),  # sentence-initial capital: still a plain word
+        ("treat\u2010", "ment", JOIN_DROP),  # U+2010 HYPHEN
+        ("treat\u00ad", "Ment", JOIN_DROP),  # a soft hyphen is always a break
+        ("N-domain-", "selective", JOIN_KEEP),  # compound already hyphenated before the break
+        ("N-acetyl-Ser-", "Asp", JOIN_KEEP),
+        ("non-", "Hodgkin", JOIN_KEEP),  # next line starts with an uppercase letter
+        ("SARS-CoV-", "2", JOIN_KEEP),  # ... or a digit
+        ("10-", "20", JOIN_KEEP),
+        ("HIV-", "positive", JOIN_KEEP),  # acronym: not a plain lowercase word
+        ("33RE-", "binding", JOIN_KEEP),  # digits in the token
+        ("-", "next", JOIN_SPACE),  # a free-standing dash
+        ("word-", "(see", JOIN_SPACE),  # next line starts with punctuation
+        ("word", "next", JOIN_SPACE),
+        ("word\u2013", "next", JOIN_SPACE),  # an en dash is not a hyphen
+    ],
+)
+def test_hyphen_join_rule(token, first, join):
+    assert hyphen_join(token, first) == join
+
+
+HYPHEN_LINES = ["the N-domain-", "selective inhibitor treat-", "ment of HIV-", "positive and non-", "Hodgkin cases 10-", "20 with a -", "next one"]
+
+
+@pytest.fixture
+def hyphen_pdf(tmp_path):
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    for k, t in enumerate(HYPHEN_LINES):
+        page.insert_text((40, 40 + 14 * k), t, fontsize=11)
+    path = tmp_path / "hyphens.pdf"
+    doc.save(path)
+    return path
+
+
+def test_dehyphenation_keeps_compounds_and_char_boxes(hyphen_pdf):
+    with TextLayer(hyphen_pdf) as layer:
+        pc = layer.page(1)
+        sel = pc.select(0, 0, 400, 300)
+        built = build_lines([pc], [sel])
+        kept = build_lines([pc], [sel], keep_hyphens=True)
+    expected = "the N-domain-selective inhibitor treatment of HIV-positive and non-Hodgkin cases 10-20 with a - next one"
+    assert built.text == expected
+    assert not built.droppable
+    # only the broken word lost its hyphen; every line keeps its own text and char range
+    assert [built.text[ln.start : ln.end] for ln in built.lines] == [t.replace("treat-", "treat") for t in HYPHEN_LINES]
+    # with keep_hyphens all joining hyphens stay, listed as droppable for alignment
+    assert kept.text == expected.replace("treatment", "treat-ment")
+    assert [kept.text[ln.start : ln.end] for ln in kept.lines] == HYPHEN_LINES
+    assert [kept.text[i - 3 : i + 2] for i in sorted(kept.droppable)] == ["ain-s", "eat-m", "HIV-p", "non-H", " 10-2"]
+    # each text char's horizontal extent is its own PDF char's
+    words = {w[4]: w for w in pymupdf.open(hyphen_pdf)[0].get_text("words")}
+    for b in (built, kept):
+        for ln in b.lines:
+            assert len(ln.char_x) == 2 * (ln.end - ln.start)
+            for t in range(ln.start, ln.end):
+                i = b.source[t]
+                if i >= 0:
+                    off = 2 * (t - ln.start)
+                    assert ln.char_x[off : off + 2] == [pc.x0[i], pc.x1[i]] and b.text[t] == pc.chars[i]
+        first = b.lines[0]
+        hyphen = first.end - 1  # the kept line-final hyphen of "N-domain-"
+        assert b.text[hyphen] == "-"
+        assert first.char_x[-1] == pytest.approx(words["N-domain-"][2], abs=0.01)
+
+
+@pytest.mark.parametrize("content", ["the N-domain-selective", "the N-domainselective", "the N-domain- selective"])
+def test_compound_hyphen_at_line_end_aligns_with_or_without_it(tmp_path, content):
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=300)
+    page.insert_text((50, 100), "the N-domain-", fontsize=12)
+    page.insert_text((50, 116), "selective", fontsize=12)
+    path = tmp_path / "compound.pdf"
+    doc.save(path)
+    root, el = _element(path, content)
+    pp.attach_line_spans(root, path)
+    assert el.metadata["char_alignment"] == 1.0
+    first, second = el.geom[0].spans
+    assert el.content[first.char_start : first.char_end].rstrip() in ("the N-domain-", "the N-domain")
+    assert el.content[second.char_start : second.char_end] == "selective"

@@ -197,6 +197,31 @@ def test_content_is_dehyphenated_and_whitespace_normalized(clinsci):
     assert all(n.content == n.content.strip() for n in _text_nodes(out.root))
 
 
+def test_hyphenated_compound_broken_at_its_hyphen_keeps_the_hyphen(clinsci):
+    """p. 1: "... molecular basis for N-domain-" / "selective inhibition ..." -- the compound keeps
+    its hyphen ("N-domainselective" before), "ap-" / "proved" still loses its one, and the
+    kept hyphen's char box is the PDF's."""
+    out, path = clinsci
+    text = "\n".join(n.content for n in _text_nodes(out.root))
+    assert "molecular basis for N-domain-selective inhibition" in text
+    assert "N-domain-specific Tyr369" in text  # p. 6, the same break
+    assert "N-domainselective" not in text and "N-domainspecific" not in text
+    assert "approved for clinical use" in text
+    node = next(n for n in _text_nodes(out.root) if "molecular basis for N-domain-selective inhibition" in n.content)
+    words = pymupdf.open(path)[0].get_text("words")
+    start = node.content.index("N-domain-selective inhibition")
+    spans = [s for b in node.geom for s in b.spans]
+    first = next(s for s in spans if s.char_start <= start < s.char_end)
+    second = next(s for s in spans if s.char_start <= start + len("N-domain-") < s.char_end)
+    assert first is not second and node.content[first.char_end - 9 : first.char_end] == "N-domain-"
+    assert node.content[second.char_start : second.char_start + 9] == "selective"
+    w, h = out.root.metadata["pages"][0]["width"], out.root.metadata["pages"][0]["height"]
+    for span, lo, word in ((first, start, "N-domain-"), (second, start + 9, "selective")):
+        ref = next(wd for wd in words if wd[4] == word and span.top * h <= (wd[1] + wd[3]) / 2 <= span.bottom * h)
+        box = span.char_box(lo, lo + len(word))
+        assert box.left * w == pytest.approx(ref[0], abs=0.05) and box.right * w == pytest.approx(ref[2], abs=0.05)
+
+
 def test_markdown_follows_reading_order(clinsci):
     out, _ = clinsci
     md = out.markdown

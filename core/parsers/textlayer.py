@@ -8,6 +8,19 @@ applied) so they match element boxes, which are always fractions of the displaye
 step 3: fragments of one line are merged when their vertical overlap exceeds a fraction of the
 smaller height) and into the element text with, for each line, the character range it covers
 and every character's horizontal extent -- the material exact chunk boxes are made of.
+
+Line boxes are kept tight, so a highlighted line does not cover its neighbours:
+
+* MuPDF's char boxes span the font's whole ascender-to-descender range, which for many fonts
+  (base-14 Times/Helvetica substitutes, symbol fonts) is 1.3-2.5x the font size -- taller than
+  the line pitch. :meth:`PageChars.from_page` caps each char box at one em (the font size) about
+  its baseline, keeping the font's ascender/descender proportion (PyMuPDF's "small glyph
+  heights" box, computed here without its process-wide switch; quad corrections are off anyway
+  once ``pymupdf.layout`` is imported). Costs a few vectorized operations per page.
+* A line's extent across the text is the median of its glyphs' extents (a superscript, a math
+  symbol drawn off the baseline or one larger fragment does not stretch it), widened to cover
+  every glyph's centre; consecutive lines of one box that still overlap are cut at the middle
+  of their overlap (never past a glyph centre).
 """
 
 from __future__ import annotations
@@ -25,7 +38,7 @@ from ..model import ParsingBoundingBox
 
 __all__ = [
     "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
-    "RIGHT", "DOWN", "LEFT", "UP",
+    "hyphen_join", "JOIN_SPACE", "JOIN_DROP", "JOIN_KEEP", "RIGHT", "DOWN", "LEFT", "UP",
 ]
 
 #: Hyphen characters that may be dropped when a word is broken across lines.
@@ -33,6 +46,8 @@ HYPHENS = frozenset("-\u2010\u00ad")
 _SOFT_HYPHEN = "\u00ad"
 # A char belongs to a box when its centre lies inside the box grown by this many points.
 BOX_TOLERANCE_PT = 1.5
+#: A char box is at most this many font sizes tall across the text (see the module docstring).
+MAX_GLYPH_HEIGHT_EM = 1.0
 
 
 def _text_flags() -> int:
@@ -102,6 +117,11 @@ class PageChars:
         sizes: list[float] = []
         bolds: list[bool] = []
         directions: list[int] = []
+        # per span: chars taken, writing direction in unrotated space (-1: not axis-aligned),
+        # first char's bbox and origin (flat: x0, y0, x1, y1, ox, oy)
+        span_count: list[int] = []
+        span_axis: list[int] = []
+        span_ref: list[float] = []
         line_id = -1
         for block in raw["blocks"]:
             if block.get("type") != 0:
@@ -111,9 +131,11 @@ class PageChars:
                 dx, dy = line.get("dir", (1.0, 0.0))
                 ddx, ddy = m.a * dx + m.c * dy, m.b * dx + m.d * dy  # direction as displayed
                 directions.append(_direction(ddx, ddy))
+                axis = _direction(dx, dy) if max(abs(dx), abs(dy)) > 0.999 else -1
                 for span in line["spans"]:
                     size = float(span.get("size", 0.0))
                     bold = bool(span.get("flags", 0) & 16) or _bold_font_name(span.get("font", ""))
+                    before = len(chars)
                     for ch in span["chars"]:
                         c = ch["c"]
                         if not c:
@@ -123,8 +145,20 @@ class PageChars:
                         line_ids.append(line_id)
                         sizes.append(size)
                         bolds.append(bold)
+                    if len(chars) > before:
+                        first = span["chars"][0]
+                        span_count.append(len(chars) - before)
+                        span_axis.append(axis)
+                        span_ref.extend(first["bbox"])
+                        span_ref.extend(first["origin"])
         n = len(chars)
         box = np.asarray(coords, dtype=np.float64).reshape(n, 4)
+        size_arr = np.asarray(sizes, dtype=np.float32)
+        if n:
+            counts = np.asarray(span_count)
+            axis_arr = np.asarray(span_axis)
+            base = _baseline_share(axis_arr, np.asarray(span_ref, dtype=np.float64).reshape(-1, 6))
+            _cap_glyph_heights(box, size_arr, np.repeat(axis_arr, counts), np.repeat(base, counts))
         # unrotated page space -> displayed page space (exact for multiples of 90 degrees)
         xa = m.a * box[:, 0] + m.c * box[:, 1] + m.e
         ya = m.b * box[:, 0] + m.d * box[:, 1] + m.f
@@ -145,7 +179,7 @@ class PageChars:
             x1=x1,
             y1=y1,
             line=np.asarray(line_ids, dtype=np.int64),
-            size=np.asarray(sizes, dtype=np.float32),
+            size=size_arr,
             bold=np.asarray(bolds, dtype=bool),
             line_dir=directions,
         )
@@ -176,6 +210,46 @@ def _direction(dx: float, dy: float) -> int:
     if abs(dx) >= abs(dy):
         return RIGHT if dx >= 0 else LEFT
     return DOWN if dy > 0 else UP
+
+
+# Glyph "up" is towards y0 for RIGHT, y1 for LEFT, x1 for DOWN and x0 for UP (y grows downwards):
+# the glyph top is at the low coordinate for RIGHT and UP.
+
+
+def _baseline_share(axis: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """Where the baseline lies across each span's char boxes, 0 at the glyph top and 1 at the
+    glyph bottom (``ref``: x0, y0, x1, y1, origin x, origin y of the span's first char)."""
+    horizontal = np.isin(axis, (RIGHT, LEFT))
+    lo = np.where(horizontal, ref[:, 1], ref[:, 0])
+    hi = np.where(horizontal, ref[:, 3], ref[:, 2])
+    base = np.where(horizontal, ref[:, 5], ref[:, 4])
+    height = hi - lo
+    from_top = np.where(np.isin(axis, (RIGHT, UP)), base - lo, hi - base)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        share = np.where(height > 0, from_top / height, 0.0)
+    return np.clip(share, 0.0, 1.0)
+
+
+def _cap_glyph_heights(box: np.ndarray, size: np.ndarray, axis: np.ndarray, base: np.ndarray) -> None:
+    """Shrink char boxes (unrotated page space, in place) taller than MAX_GLYPH_HEIGHT_EM font
+    sizes across the text to that height, about the baseline (``base``: see _baseline_share).
+    Chars of lines that are not axis-aligned (``axis`` -1) are left alone."""
+    for horizontal, (lo_col, hi_col) in ((True, (1, 3)), (False, (0, 2))):
+        rows = np.flatnonzero(np.isin(axis, (RIGHT, LEFT) if horizontal else (DOWN, UP)))
+        if not len(rows):
+            continue
+        lo, hi = box[rows, lo_col], box[rows, hi_col]
+        height = hi - lo
+        cap = size[rows].astype(np.float64) * MAX_GLYPH_HEIGHT_EM
+        tall = np.flatnonzero((height > cap) & (cap > 0))
+        if not len(tall):
+            continue
+        rows, lo, hi, height, cap = rows[tall], lo[tall], hi[tall], height[tall], cap[tall]
+        cut_top = base[rows] * (height - cap)  # the glyph top moves this far towards the baseline
+        top_low = np.isin(axis[rows], (RIGHT, UP))
+        new_lo = np.where(top_low, lo + cut_top, hi - cut_top - cap)
+        box[rows, lo_col] = new_lo
+        box[rows, hi_col] = new_lo + cap
 
 
 def _frame(direction: int, x0: float, y0: float, x1: float, y1: float) -> tuple[float, float, float, float]:
@@ -261,7 +335,8 @@ class TextLine:
 class BuiltText:
     """Text rebuilt from the text layer with its lines and, per text char, the source char
     (page char index, or -1 for an inserted space). ``droppable`` holds text positions of
-    line-final hyphens that joined a broken word (only when ``keep_hyphens``)."""
+    line-final hyphens that joined two lines without a space -- a broken word's hyphen or a
+    compound's (only when ``keep_hyphens``)."""
 
     text: str
     lines: list[TextLine]
@@ -369,6 +444,94 @@ def _is_lower(c: str) -> bool:
     return c.isalpha() and c.islower()
 
 
+#: How a line-final hyphen joins the next line (see :func:`hyphen_join`).
+JOIN_SPACE, JOIN_DROP, JOIN_KEEP = "space", "drop", "keep"
+
+
+def hyphen_join(token: str, first: str) -> str:
+    """How a line ending in ``token`` (its last run of non-space chars) joins a line starting
+    with ``first``: ``JOIN_SPACE`` (with a space), ``JOIN_DROP`` (broken word: drop the final
+    hyphen, no space) or ``JOIN_KEEP`` (hyphenated compound broken after its hyphen: keep the
+    hyphen, no space).
+
+    A soft hyphen is always dropped. A hyphen ending a plain word of letters whose last letter
+    is lowercase, continued by a lowercase letter, is dropped ("treat-" + "ment"). A hyphen
+    attached to anything else -- a token that already contains a hyphen ("N-domain-" +
+    "selective"), digits ("2.17-" + "2.06"), an uppercase letter ("FAA-" + "approved") -- or
+    followed by an uppercase letter or a digit ("non-" + "Hodgkin") is kept. A free-standing
+    hyphen (a dash) or a next line starting with punctuation joins with a space.
+    """
+    if not token or token[-1] not in HYPHENS or not first:
+        return JOIN_SPACE
+    if token[-1] == _SOFT_HYPHEN:
+        return JOIN_DROP
+    word = token[:-1]
+    if not word or not first[0].isalnum():
+        return JOIN_SPACE
+    if word.isalpha() and _is_lower(word[-1]) and _is_lower(first[0]) and not any(h in word for h in HYPHENS):
+        return JOIN_DROP
+    return JOIN_KEEP
+
+
+def _tail_token(text: list[str], start: int) -> str:
+    """The last run of non-space chars of ``text`` (not reaching before ``start``)."""
+    k = len(text)
+    while k > start and not text[k - 1].isspace():
+        k -= 1
+    return "".join(text[k:])
+
+
+def _across_extent(pc: PageChars, solid: list[int], horizontal: bool) -> tuple[float, float, float, float]:
+    """A line's extent across the text (y for horizontal lines, x for vertical ones): the median
+    of its glyphs' extents, widened to cover every glyph centre; also the centres' range."""
+    a0, a1 = (pc.y0, pc.y1) if horizontal else (pc.x0, pc.x1)
+    a0, a1 = a0.take(solid), a1.take(solid)
+    lo, hi = float(a0.min()), float(a1.max())
+    if lo == a0.max() and hi == a1.min():  # all glyphs alike (the usual case)
+        mid = (lo + hi) * 0.5
+        return lo, hi, mid, mid
+    mid_all = (a0 + a1) * 0.5
+    c0, c1 = float(mid_all.min()), float(mid_all.max())
+    k = len(solid) // 2
+    lo, hi = float(np.partition(a0, k)[k]), float(np.partition(a1, k)[k])
+    return min(lo, c0), max(hi, c1), c0, c1
+
+
+def _separate_lines(lines: list[TextLine], across: list[tuple[int, float, float]]) -> None:
+    """Cut consecutive lines of one box whose boxes overlap at the middle of their overlap
+    across the text, never past a glyph centre (``across``: direction and glyph-centre range
+    per line). Lines side by side (no overlap along the text, e.g. table header cells) are left
+    alone: their boxes do not intersect."""
+    for k in range(len(lines) - 1):
+        (da, ca0, ca1), (db, cb0, cb1) = across[k], across[k + 1]
+        if da != db:
+            continue
+        a, b = lines[k], lines[k + 1]
+        along = (a.x0, a.x1, b.x0, b.x1) if da in (RIGHT, LEFT) else (a.y0, a.y1, b.y0, b.y1)
+        if min(along[1], along[3]) <= max(along[0], along[2]):
+            continue
+        # extents in the reading frame: v grows from one line to the next
+        if da == RIGHT:
+            va1, vb0, ca, cb = a.y1, b.y0, ca1, cb0
+        elif da == LEFT:
+            va1, vb0, ca, cb = -a.y0, -b.y1, -ca0, -cb1
+        elif da == DOWN:
+            va1, vb0, ca, cb = -a.x0, -b.x1, -ca0, -cb1
+        else:
+            va1, vb0, ca, cb = a.x1, b.x0, ca1, cb0
+        if va1 <= vb0 or ca > cb:
+            continue  # apart already, or glyphs interleaved (not two stacked lines)
+        cut = min(max((va1 + vb0) * 0.5, ca), cb)
+        if da == RIGHT:
+            a.y1, b.y0 = cut, cut
+        elif da == LEFT:
+            a.y0, b.y1 = -cut, -cut
+        elif da == DOWN:
+            a.x0, b.x1 = -cut, -cut
+        else:
+            a.x1, b.x0 = cut, cut
+
+
 def build_lines(
     layer_pages: Sequence[PageChars],
     selections: Sequence[np.ndarray],
@@ -380,8 +543,10 @@ def build_lines(
 
     ``layer_pages[i]``/``selections[i]`` are the page and char indices of geom box ``i``.
     Whitespace is normalized to single spaces; lines are joined with a space, or without one
-    when a line-final hyphen between lowercase letters breaks a word (the hyphen is dropped
-    unless ``keep_hyphens``; then its position is listed in ``droppable``).
+    after a line-final hyphen that breaks a word or a hyphenated compound (:func:`hyphen_join`).
+    A word-breaking hyphen is dropped unless ``keep_hyphens``; then its position is listed in
+    ``droppable``, as is a kept compound hyphen at a line end (content from another backend may
+    or may not have either). Line boxes are tight across the text (see the module docstring).
     """
     text: list[str] = []
     source: list[int] = []
@@ -391,6 +556,8 @@ def build_lines(
     droppable: set[int] = set()
     for box_index, (pc, sel) in enumerate(zip(layer_pages, selections, strict=True)):
         chars = pc.chars
+        box_first = len(lines)
+        across: list[tuple[int, float, float]] = []  # per line of this box: direction, glyph-centre range
         for group in _merge_fragments(_fragments(pc, sel), merge_overlap):
             # characters of the visual line with inserted spaces between fragments
             seq: list[int] = []
@@ -412,11 +579,15 @@ def build_lines(
             first = chars[norm[0]]
             # join with the previous line (space, or de-hyphenation)
             if text:
-                prev = text[-1]
-                broken = prev in HYPHENS and (
-                    prev == _SOFT_HYPHEN or (len(text) > 1 and _is_lower(text[-2]) and _is_lower(first[:1]))
-                )
-                if broken and not keep_hyphens:
+                join = hyphen_join(_tail_token(text, lines[-1].start), first)
+                if join == JOIN_SPACE:
+                    text.append(" ")
+                    source.append(-1)
+                    line_of.append(-1)
+                    xs.append((math.nan, math.nan))
+                elif keep_hyphens:
+                    droppable.add(len(text) - 1)
+                elif join == JOIN_DROP:
                     text.pop()
                     source.pop()
                     line_of.pop()
@@ -424,15 +595,10 @@ def build_lines(
                     lines[-1].end -= 1
                     if lines[-1].char_x is not None:
                         del lines[-1].char_x[-2:]
-                elif broken:
-                    droppable.add(len(text) - 1)
-                else:
-                    text.append(" ")
-                    source.append(-1)
-                    line_of.append(-1)
-                    xs.append((math.nan, math.nan))
+                # JOIN_KEEP: the hyphen stays, no space
             start = len(text)
             line_no = len(lines)
+            solid: list[int] = []
             for i in norm:
                 if i < 0:
                     text.append(" ")
@@ -443,25 +609,34 @@ def build_lines(
                 c = chars[i]
                 if c.isspace():
                     c = " "
+                else:
+                    solid.append(i)
                 for cc in c:
                     text.append(cc)
                     source.append(i)
                     line_of.append(line_no)
                     xs.append((float(pc.x0[i]), float(pc.x1[i])))
             horizontal = group[0].horizontal
+            lo, hi, c0, c1 = _across_extent(pc, solid, horizontal)
+            if horizontal:
+                x0, x1, y0, y1 = min(f.x0 for f in group), max(f.x1 for f in group), lo, hi
+            else:
+                x0, x1, y0, y1 = lo, hi, min(f.y0 for f in group), max(f.y1 for f in group)
+            across.append((group[0].direction, c0, c1))
             lines.append(
                 TextLine(
                     page=pc.page,
                     box_index=box_index,
-                    x0=min(f.x0 for f in group),
-                    y0=min(f.y0 for f in group),
-                    x1=max(f.x1 for f in group),
-                    y1=max(f.y1 for f in group),
+                    x0=x0,
+                    y0=y0,
+                    x1=x1,
+                    y1=y1,
                     start=start,
                     end=len(text),
                     char_x=_fill_gaps(xs[start:]) if horizontal else None,
                 )
             )
+        _separate_lines(lines[box_first:], across)
     return BuiltText("".join(text), lines, source, line_of, droppable)
 
 
