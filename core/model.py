@@ -393,14 +393,26 @@ class ParsingResult:
         raise KeyError(f"page {page} not described in the root metadata")
 
     # -- equality / serialization ---------------------------------------------------------------
+    # Trees are walked with explicit stacks (never one Python frame per level) so that malformed,
+    # very deep backend output can still be compared, serialized and loaded.
     def __eq__(self, other: object) -> bool:
+        """Same as ``self.to_dict() == other.to_dict()``, compared node by node."""
         if not isinstance(other, ParsingResult):
             return NotImplemented
-        return self.to_dict() == other.to_dict()
+        stack = [(self, other)]
+        while stack:
+            a, b = stack.pop()
+            if a is b:
+                continue
+            if len(a.children) != len(b.children) or a._own_dict() != b._own_dict():
+                return False
+            stack.extend(zip(a.children, b.children))
+        return True
 
     __hash__ = None  # type: ignore[assignment]
 
-    def to_dict(self) -> dict[str, Any]:
+    def _own_dict(self) -> dict[str, Any]:
+        """This node's serialized fields without ``children`` (which always comes last)."""
         d: dict[str, Any] = {"id": self.id, "type": self.type.value, "content": self.content}
         if self.geom:
             d["geom"] = [b.to_dict() for b in self.geom]
@@ -408,13 +420,31 @@ class ParsingResult:
             d["metadata"] = self.metadata
         if self.image is not None:
             d["image"] = self.image
-        if self.children:
-            d["children"] = [c.to_dict() for c in self.children]
         return d
+
+    def to_dict(self) -> dict[str, Any]:
+        """Nested dict of the subtree (keys: id, type, content[, geom][, metadata][, image][, children])."""
+        root = self._own_dict()
+        if not self.children:
+            return root
+        # a stack of child iterators: dicts are created in pre-order, as a recursive build would
+        # ("children" is the last key, so adding it before the children are filled keeps key order)
+        stack = [(iter(self.children), root.setdefault("children", []))]
+        while stack:
+            children, kids = stack[-1]
+            for child in children:
+                d = child._own_dict()
+                kids.append(d)
+                if child.children:
+                    stack.append((iter(child.children), d.setdefault("children", [])))
+                    break
+            else:
+                stack.pop()
+        return root
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ParsingResult:
-        # iterative to survive very long documents without hitting the recursion limit
+        # iterative: no recursion limit on the tree depth
         root = cls._node_from_dict(d)
         stack = [(root, d)]
         while stack:

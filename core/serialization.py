@@ -3,12 +3,18 @@
 Stored documents carry ``{"schema": ..., "version": ...}`` so files written by an older release
 stay readable: :func:`loads_parsing_result` / :func:`loads_chunking_result` accept every version
 listed in ``_READABLE`` and refuse anything else with a :class:`SchemaError`.
+
+Parse trees of any depth round-trip: :mod:`json` recurses once per nesting level and gives up
+at the interpreter's recursion limit (a tree a few hundred levels deep), so such documents are
+written and read by the iterative :func:`_dumps_tree` / :func:`_loads_deep` instead, with the
+same text as :func:`json.dumps` would produce.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Iterable
@@ -93,15 +99,140 @@ def _check(data: Any, schema: str, source: str) -> dict[str, Any]:
 
 
 def dumps_parsing_result(root: ParsingResult, indent: int | None = None) -> str:
-    return json.dumps(_envelope(PARSE_SCHEMA, "root", root.to_dict()), ensure_ascii=False, indent=indent)
+    try:
+        return json.dumps(_envelope(PARSE_SCHEMA, "root", root.to_dict()), ensure_ascii=False, indent=indent)
+    except RecursionError:  # a tree deeper than json's recursion allows
+        head = json.dumps(_envelope(PARSE_SCHEMA, "root", None), ensure_ascii=False, indent=indent)
+        before, _, after = head.rpartition("null")  # "root" is the last key
+        return before + _dumps_tree(root, indent, level=1) + after
 
 
 def loads_parsing_result(text: str, source: str = "<string>") -> ParsingResult:
     try:
-        data = json.loads(text)
+        try:
+            data = json.loads(text)
+        except RecursionError:  # nested deeper than json's recursion allows
+            data = _loads_deep(text)
     except json.JSONDecodeError as exc:
         raise SchemaError(f"{source}: invalid JSON ({exc})") from exc
     return ParsingResult.from_dict(_check(data, PARSE_SCHEMA, source)["root"])
+
+
+def _dumps_tree(root: ParsingResult, indent: int | str | None, level: int = 0) -> str:
+    """``json.dumps(root.to_dict(), ensure_ascii=False, indent=indent)`` as if nested at ``level``,
+    built without recursion: each node's own fields are dumped by :mod:`json`, the ``children``
+    arrays (always the last key) are spliced in from an explicit stack."""
+    pad = None if indent is None else (" " * indent if isinstance(indent, int) else str(indent))
+
+    def nl(depth: int) -> str:
+        return "" if pad is None else "\n" + pad * depth
+
+    sep = ", " if pad is None else ","
+    parts: list[str] = []
+    stack: list[tuple[ParsingResult, int] | str] = [(root, level)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            parts.append(item)
+            continue
+        node, depth = item
+        text = json.dumps(node._own_dict(), ensure_ascii=False, indent=indent)
+        if pad:  # re-indent to this depth (JSON strings hold no raw newlines)
+            text = text.replace("\n", nl(depth))
+        if not node.children:
+            parts.append(text)
+            continue
+        closing = nl(depth) + "}"
+        parts.append(text[: -len(closing)] + sep + nl(depth + 1) + '"children": [' + nl(depth + 2))
+        stack.append(nl(depth + 1) + "]" + closing)
+        between = sep + nl(depth + 2)
+        for i in range(len(node.children) - 1, -1, -1):
+            stack.append((node.children[i], depth + 2))
+            if i:
+                stack.append(between)
+    return "".join(parts)
+
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"(-?(?:0|[1-9]\d*))(\.\d+)?([eE][-+]?\d+)?")
+_CONSTANTS = {"null": None, "true": True, "false": False, "NaN": float("nan"),
+              "Infinity": float("inf"), "-Infinity": float("-inf")}
+
+
+def _loads_deep(s: str) -> Any:
+    """:func:`json.loads` (default options) with explicit stacks instead of recursion."""
+    scanstring = json.decoder.scanstring  # type: ignore[attr-defined]  # the C string scanner json uses
+    error = json.JSONDecodeError
+
+    def ws(i: int) -> int:  # index of the first non-whitespace character at or after i
+        m = _WS.match(s, i)
+        return m.end() if m else i
+
+    def key_at(i: int) -> tuple[str, int]:
+        if s[i : i + 1] != '"':
+            raise error("Expecting property name enclosed in double quotes", s, i)
+        key, i = scanstring(s, i + 1, True)
+        i = ws(i)
+        if s[i : i + 1] != ":":
+            raise error("Expecting ':' delimiter", s, i)
+        return key, ws(i + 1)
+
+    stack: list[list[Any]] = []  # [open container, pending key (objects)]
+    idx = ws(0)
+    while True:
+        # -- one value starting at idx
+        c = s[idx : idx + 1]
+        value: Any
+        if c == "{":
+            idx = ws(idx + 1)
+            if s[idx : idx + 1] != "}":
+                key, idx = key_at(idx)
+                stack.append([{}, key])
+                continue
+            value, idx = {}, idx + 1
+        elif c == "[":
+            idx = ws(idx + 1)
+            if s[idx : idx + 1] != "]":
+                stack.append([[], None])
+                continue
+            value, idx = [], idx + 1
+        elif c == '"':
+            value, idx = scanstring(s, idx + 1, True)
+        else:
+            m = _NUMBER.match(s, idx)
+            if m is not None:
+                integer, frac, exp = m.groups()
+                value = float(integer + (frac or "") + (exp or "")) if frac or exp else int(integer)
+                idx = m.end()
+            else:
+                name = next((n for n in _CONSTANTS if s.startswith(n, idx)), None)
+                if name is None:
+                    raise error("Expecting value", s, idx)
+                value, idx = _CONSTANTS[name], idx + len(name)
+        # -- store it; close every container it completes
+        while True:
+            idx = ws(idx)
+            if not stack:
+                if idx != len(s):
+                    raise error("Extra data", s, idx)
+                return value
+            top = stack[-1]
+            container = top[0]
+            is_obj = isinstance(container, dict)
+            if is_obj:
+                container[top[1]] = value
+            else:
+                container.append(value)
+            c = s[idx : idx + 1]
+            if c == ",":
+                idx = ws(idx + 1)
+                if is_obj:
+                    top[1], idx = key_at(idx)
+                break
+            if c != ("}" if is_obj else "]"):
+                raise error("Expecting ',' delimiter", s, idx)
+            stack.pop()
+            value, idx = container, idx + 1
 
 
 def dumps_chunking_result(result: ChunkingResult, indent: int | None = None) -> str:

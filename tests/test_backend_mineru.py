@@ -250,6 +250,58 @@ def test_html_table_rows_place_spanning_cells():
         [("a", 0, 0), ("b", 0, 1)],
         [("c", 1, 1), ("d & e", 1, 2)],
     ]
+    # a 4x4 grid: spans from the left and from rows above, an empty <tr> under row spans
+    rows = html_table_rows(
+        "<table><tr><td rowspan=3>a</td><td colspan=2>b</td><td rowspan=2>c</td></tr>"
+        "<tr><td>d</td><td>e</td></tr><tr><td colspan=3>f</td></tr>"
+        "<tr><td rowspan=2 colspan=4>g</td></tr><tr></tr><tr><td>h</td></tr></table>"
+    )
+    assert [[(c["text"], c["row"], c["col"], c["row_span"], c["col_span"]) for c in r] for r in rows] == [
+        [("a", 0, 0, 3, 1), ("b", 0, 1, 1, 2), ("c", 0, 3, 2, 1)],
+        [("d", 1, 1, 1, 1), ("e", 1, 2, 1, 1)],
+        [("f", 2, 1, 1, 3)],
+        [("g", 3, 0, 2, 4)],
+        [],
+        [("h", 5, 0, 1, 1)],
+    ]
+
+
+def test_html_table_rows_cell_text():
+    """th like td, <br> and nested tags, entities, whitespace, bad spans, tables nested in a cell."""
+    rows = html_table_rows(
+        "<table><thead><tr><th>H&nbsp;1</th><th colspan='x'>H<sub>2</sub>O</th></tr></thead>"
+        "<tbody><tr><td>x<br>y<br/>z</td><td>\n  <b>a &lt;b&gt;</b> &#955; &quot;q&quot;  </td></tr>"
+        "<tr><td rowspan='0'>out<table><tr><td>in</td><td>2</td></tr></table>tail</td><td></td></tr></tbody></table>"
+    )
+    assert [[(c["text"], c["row"], c["col"], c["row_span"], c["col_span"]) for c in r] for r in rows] == [
+        [("H 1", 0, 0, 1, 1), ("H2O", 0, 1, 1, 1)],
+        [("x y z", 1, 0, 1, 1), ('a <b> λ "q"', 1, 1, 1, 1)],
+        [("out in 2 tail", 2, 0, 1, 1), ("", 2, 1, 1, 1)],
+    ]
+    assert html_table_rows("") == [] and html_table_rows("<tr><td>a</td></tr>") == [
+        [{"text": "a", "row": 0, "col": 0, "row_span": 1, "col_span": 1}]
+    ]
+
+
+def test_real_tables_tile_their_grid():
+    """Every cell of the real tables (with row/col spans) lands on free grid slots, filling a rectangle."""
+    root = pipeline_parser()._transform(pipeline_output())
+    tables = [n for n in root.walk() if n.type == T.TABLE]
+    assert len(tables) == 3
+    for table in tables:
+        slots: Counter[tuple[int, int]] = Counter()
+        for r, row in enumerate(table.children):
+            assert row.type == T.TABLE_ROW and row.metadata["row"] == r
+            for cell in row.children:
+                m = cell.metadata
+                assert m["row"] == r
+                slots.update(
+                    (m["row"] + dr, m["col"] + dc) for dr in range(m["row_span"]) for dc in range(m["col_span"])
+                )
+        n_rows, n_cols = max(r for r, _ in slots) + 1, max(c for _, c in slots) + 1
+        assert set(slots.values()) == {1} and len(slots) == n_rows * n_cols == len(table.children) * n_cols
+    assert [(len(t.children), max(c.metadata["col"] + c.metadata["col_span"] for r in t.children for c in r.children))
+            for t in tables] == [(6, 4), (13, 14), (7, 13)]
 
 
 def test_not_a_middle_json_is_a_typed_error(tmp_path: Path):

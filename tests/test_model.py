@@ -16,11 +16,15 @@ from grounded.model import (
     RichToken,
 )
 from grounded.serialization import (
+    _dumps_tree,
+    _loads_deep,
     dumps_chunking_result,
     dumps_parsing_result,
+    load_parsing_result,
     loads_chunking_result,
     loads_parsing_result,
     read_chunks_jsonl,
+    save_parsing_result,
     write_chunks_jsonl,
 )
 
@@ -130,14 +134,86 @@ def test_unreadable_schema_is_refused():
         loads_parsing_result('{"root": {}}')
 
 
-def test_deep_tree_round_trip():
-    # far deeper than any inferred section hierarchy (to_dict recurses, so not unbounded)
-    root = ParsingResult("root", T.ROOT)
+def _chain(depth: int) -> ParsingResult:
+    """ROOT -> n0 -> n1 -> ... (depth levels), with boxes, metadata, images and a few side leaves."""
+    root = ParsingResult("root", T.ROOT, metadata={"pages": [{"page": 1, "width": 612.0, "height": 792.0}]})
     node = root
-    for i in range(200):
-        node = node.add_child(ParsingResult(f"e{i + 1}", T.SECTION_HEADER, f"h{i}", metadata={"level": i + 1}))
-    assert len(list(root.walk())) == 201
-    assert loads_parsing_result(dumps_parsing_result(root)).find("e200").content == "h199"
+    for i in range(depth):
+        node = node.add_child(
+            ParsingResult(f"n{i}", T.SECTION_HEADER, f"h{i} ä\n\"q\"", [Box(1, 0.1, 0.2, 0.3, 0.4)], metadata={"level": i + 1})
+        )
+        if i % 97 == 0:
+            node.add_child(ParsingResult(f"leaf{i}", T.FIGURE, image=f"img{i}.png"))
+    return root
+
+
+def _recursive_to_dict(node: ParsingResult) -> dict:
+    """The former recursive ParsingResult.to_dict (reference for key order)."""
+    d: dict = {"id": node.id, "type": node.type.value, "content": node.content}
+    if node.geom:
+        d["geom"] = [b.to_dict() for b in node.geom]
+    if node.metadata:
+        d["metadata"] = node.metadata
+    if node.image is not None:
+        d["image"] = node.image
+    if node.children:
+        d["children"] = [_recursive_to_dict(c) for c in node.children]
+    return d
+
+
+def test_to_dict_matches_the_recursive_layout():
+    for root in (_sample_tree(), _chain(150)):
+        d = root.to_dict()
+        assert json.dumps(d) == json.dumps(_recursive_to_dict(root))  # same keys in the same order
+        assert ParsingResult.from_dict(d) == root
+
+
+def test_equality_is_structural():
+    a, b = _chain(3000), _chain(3000)
+    assert a == b
+    deepest = b.find("n2999")
+    deepest.metadata["level"] = 0
+    assert a != b
+    deepest.metadata["level"] = 3000
+    deepest.add_child(ParsingResult("extra", T.PARAGRAPH))
+    assert a != b and b != a
+    assert a != "root"
+
+
+def test_deep_tree_round_trip(tmp_path):
+    """Malformed backend output can nest far deeper than json/recursion allow: save/load still work."""
+    root = _chain(5000)
+    path = save_parsing_result(root, tmp_path / "deep.json")
+    text = path.read_text(encoding="utf-8")
+    again = load_parsing_result(path)
+    assert again == root
+    assert dumps_parsing_result(again) == text
+    assert len(list(again.walk())) == len(list(root.walk())) == 5000 + 1 + 52
+    deepest = again.find("n4999")
+    assert deepest.content == "h4999 ä\n\"q\"" and len(deepest.ancestors()) == 5000
+    assert deepest.geom == [Box(1, 0.1, 0.2, 0.3, 0.4)] and deepest.metadata == {"level": 5000}
+    assert again.find("leaf4947").image == "img4947.png" and again.find("leaf4947").parent.id == "n4947"
+    medium = _chain(600)  # still too deep for json; indented text grows with depth squared
+    for indent in (0, 2):
+        assert loads_parsing_result(dumps_parsing_result(medium, indent=indent)) == medium
+    assert ParsingResult.from_dict(root.to_dict()) == root
+
+
+@pytest.mark.parametrize("indent", [None, 0, 2, "\t"])
+def test_deep_tree_writer_and_reader_match_json(indent):
+    """The recursion-free writer/reader used for deep trees give exactly json.dumps'/json.loads' results."""
+    for root in (_sample_tree(), _chain(120)):
+        assert _dumps_tree(root, indent) == json.dumps(root.to_dict(), ensure_ascii=False, indent=indent)
+        text = dumps_parsing_result(root, indent=indent)
+        assert json.dumps(_loads_deep(text)) == json.dumps(json.loads(text))
+    values = ['{"a": [1, -2.5e-3, 1E+2, true, false, null, NaN, -Infinity], "b": {}, "c": [], "\\u00e4": "\\"x\\n"}']
+    for v in values:
+        assert json.dumps(_loads_deep(v)) == json.dumps(json.loads(v))
+    for bad in ("", "[1,]", '{"a" 1}', "[1 2]", "{1: 2}", "tru", "[1] x", "[", '{"a": 1,}'):
+        with pytest.raises(json.JSONDecodeError):
+            _loads_deep(bad)
+    with pytest.raises(SchemaError):
+        loads_parsing_result("[" * 5000 + "]" * 4999)  # deep and broken: still a typed error
 
 
 def test_chunking_result_round_trips(tmp_path):

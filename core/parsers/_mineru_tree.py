@@ -23,11 +23,11 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from html.parser import HTMLParser
 from typing import Any
 
 from ..errors import SchemaError
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._native import parse_html_table
 from .base import map_label
 
 __all__ = ["MINERU_LABEL_MAP", "mineru_to_tree", "mineru_markdown", "block_text", "html_table_rows"]
@@ -127,59 +127,20 @@ def block_text(lines: list[Mapping[str, Any]]) -> str:
     return "".join(out).strip()
 
 
-class _TableHTML(HTMLParser):
-    """Rows of (text, rowspan, colspan) from MinerU's table HTML."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.rows: list[list[tuple[str, int, int]]] = []
-        self._cell: list[str] | None = None
-        self._spans = (1, 1)
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "tr":
-            self.rows.append([])
-        elif tag in ("td", "th"):
-            if not self.rows:
-                self.rows.append([])
-            a = dict(attrs)
-            self._cell = []
-            self._spans = (_int(a.get("rowspan")), _int(a.get("colspan")))
-        elif tag == "br" and self._cell is not None:
-            self._cell.append(" ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._cell is not None:
-            self.rows[-1].append((" ".join("".join(self._cell).split()), *self._spans))
-            self._cell = None
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-
-def _int(value: str | None) -> int:
-    try:
-        return max(1, int(value or 1))
-    except ValueError:
-        return 1
-
-
 def html_table_rows(html: str) -> list[list[dict[str, Any]]]:
-    """Parse table HTML into rows of cells ``{"text", "row", "col", "row_span", "col_span"}``
-    (column indices account for row/col spans)."""
-    parser = _TableHTML()
-    parser.feed(html or "")
-    parser.close()
+    """Parse table HTML (:func:`~grounded.parsers._native.parse_html_table`) into rows of cells
+    ``{"text", "row", "col", "row_span", "col_span"}``; a cell's column skips the grid slots taken
+    by row/col spans from the left and from rows above (empty ``<tr>`` rows count)."""
     occupied: set[tuple[int, int]] = set()
     rows: list[list[dict[str, Any]]] = []
-    for r, raw in enumerate(parser.rows):
+    for r, cells in enumerate(parse_html_table(html or "", keep_empty_rows=True)):
         row: list[dict[str, Any]] = []
         col = 0
-        for text, rs, cs in raw:
+        for cell in cells:
+            rs, cs = cell.row_span, cell.col_span
             while (r, col) in occupied:
                 col += 1
-            row.append({"text": text, "row": r, "col": col, "row_span": rs, "col_span": cs})
+            row.append({"text": cell.text, "row": r, "col": col, "row_span": rs, "col_span": cs})
             for dr in range(rs):
                 for dc in range(cs):
                     occupied.add((r + dr, col + dc))

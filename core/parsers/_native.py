@@ -62,11 +62,17 @@ class TableCell:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
-class _TableHTMLParser(HTMLParser):
-    """Collects rows of cells; tolerant of missing ``<tr>`` (``<thead><th>..`` as unstructured emits)."""
+_NESTED_BREAKS = frozenset({"table", "tr", "td", "th", "br"})
 
-    def __init__(self) -> None:
+
+class _TableHTMLParser(HTMLParser):
+    """Collects rows of cells; tolerant of missing ``<tr>`` (``<thead><th>..`` as unstructured emits)
+    and of unclosed ``<td>``/``<tr>``. ``keep_empty_rows``: keep rows without cells (a ``<tr></tr>``
+    whose cells are all covered by rowspans above still occupies a grid row)."""
+
+    def __init__(self, keep_empty_rows: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        self.keep_empty_rows = keep_empty_rows
         self.rows: list[list[TableCell]] = []
         self._row: list[TableCell] | None = None
         self._cell: TableCell | None = None
@@ -84,15 +90,18 @@ class _TableHTMLParser(HTMLParser):
 
     def _close_row(self) -> None:
         self._close_cell()
-        if self._row:
+        if self._row or (self.keep_empty_rows and self._row is not None):
             self.rows.append(self._row)
         self._row = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "table":
             self._depth += 1
+        if self._depth > 1:  # inside a nested table: only its text counts, words kept apart
+            if tag in _NESTED_BREAKS and self._cell is not None:
+                self._text.append(" ")
             return
-        if self._depth > 1:
+        if tag == "table":
             return
         if tag == "thead":
             self._in_head = True
@@ -110,6 +119,8 @@ class _TableHTMLParser(HTMLParser):
             self._text.append(" ")
 
     def handle_endtag(self, tag: str) -> None:
+        if self._depth > 1 and tag in _NESTED_BREAKS and self._cell is not None:
+            self._text.append(" ")
         if tag == "table":
             self._depth -= 1
             if self._depth == 0:
@@ -137,9 +148,14 @@ def _span(value: str | None) -> int:
         return 1
 
 
-def parse_html_table(html: str) -> list[list[TableCell]]:
-    """Rows of cells of the first-level ``<table>`` in ``html`` (rowspan/colspan kept per cell)."""
-    parser = _TableHTMLParser()
+def parse_html_table(html: str, *, keep_empty_rows: bool = False) -> list[list[TableCell]]:
+    """Rows of cells of the first-level ``<table>`` in ``html`` (rowspan/colspan kept per cell).
+
+    Cell text has entities decoded, ``<br>`` as a space, other tags dropped and whitespace
+    collapsed; a table nested in a cell becomes part of that cell's text. ``<th>`` cells and cells
+    inside ``<thead>`` are ``header``. Rows without cells are dropped unless ``keep_empty_rows``.
+    """
+    parser = _TableHTMLParser(keep_empty_rows)
     if "<table" not in html.lower():
         html = f"<table>{html}</table>"
     parser.feed(html)
