@@ -126,7 +126,7 @@ def _decode_char_x(text: str) -> tuple[float, ...]:
     return tuple(int.from_bytes(raw[i : i + 2], "little") / _CHAR_X_SCALE for i in range(0, len(raw), 2))
 
 
-@dataclass(eq=True)
+@dataclass(eq=True, slots=True)
 class ParsingBoundingBox:
     """A box on one page, LTRB fractions of the page, origin top-left; ``spans`` are line boxes.
 
@@ -196,10 +196,10 @@ class ParsingBoundingBox:
     ) -> ParsingBoundingBox:
         """Build from coordinates taken from already validated boxes, skipping validation (hot path)."""
         box = object.__new__(cls)
-        box.__dict__.update(
-            page=page, left=left, top=top, right=right, bottom=bottom, spans=spans if spans is not None else [],
-            char_start=None, char_end=None, char_x=None, mode=mode, element_id=element_id, is_heading=is_heading,
-        )
+        box.page, box.left, box.top, box.right, box.bottom = page, left, top, right, bottom
+        box.spans = spans if spans is not None else []
+        box.char_start = box.char_end = box.char_x = None
+        box.mode, box.element_id, box.is_heading = mode, element_id, is_heading
         return box
 
     @classmethod

@@ -51,26 +51,29 @@ def _group_by_page(
 ) -> list[ParsingBoundingBox]:
     """Consecutive lines on one page -> one box (enclosing) with the lines as spans."""
     out: list[ParsingBoundingBox] = []
-    run: list[ParsingBoundingBox] = []
-    for ln in [*lines, None]:
-        if ln is not None and (not run or run[-1].page == ln.page):
-            run.append(ln)
-            continue
-        if run:
-            out.append(
-                ParsingBoundingBox.trusted(
-                    run[0].page,
-                    min(b.left for b in run),
-                    min(b.top for b in run),
-                    max(b.right for b in run),
-                    max(b.bottom for b in run),
-                    run,
-                    mode=mode.value,
-                    element_id=element_id,
-                    is_heading=is_heading,
-                )
+    mode_value = mode.value
+    i, n = 0, len(lines)
+    while i < n:
+        first = lines[i]
+        page, left, top, right, bottom = first.page, first.left, first.top, first.right, first.bottom
+        j = i + 1
+        while j < n and lines[j].page == page:
+            ln = lines[j]
+            if ln.left < left:
+                left = ln.left
+            if ln.top < top:
+                top = ln.top
+            if ln.right > right:
+                right = ln.right
+            if ln.bottom > bottom:
+                bottom = ln.bottom
+            j += 1
+        out.append(
+            ParsingBoundingBox.trusted(
+                page, left, top, right, bottom, lines[i:j], mode=mode_value, element_id=element_id, is_heading=is_heading
             )
-        run = [ln] if ln is not None else []
+        )
+        i = j
     return out
 
 
