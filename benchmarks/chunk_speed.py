@@ -5,7 +5,8 @@ Run: ``python benchmarks/chunk_speed.py`` (parses ../shared/data/long once, cach
 All chunkers use the same all-MiniLM-L6-v2 tokenizer and N=256 tokens, no overlap, on the same
 document text (``document_text`` of the parse tree; the 16x document concatenates the trees, each
 copy's element texts tagged `` [c]`` so no chunker can reuse per-text caches across copies).
-Each measurement is one cold run after building the chunker.
+Each measurement is one cold run after building the chunker, in a fresh process; the fastest of
+``--repeat`` (default 3) such processes is reported.
 
 Printed: tokens/s (document tokens by the bare tokenizer / wall time), ratio to the bare
 ``tokenizers`` batch encode (the floor of any token-exact chunker) and to LangChain, and peak RSS.
@@ -214,19 +215,27 @@ def measure(method: str, copies: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def best_of(method: str, copies: int, repeat: int) -> dict:
+    """The fastest of ``repeat`` cold runs, each in its own process (the machine may be shared)."""
+    runs = [measure(method, copies) for _ in range(max(1, repeat))]
+    ok = [r for r in runs if "error" not in r]
+    return min(ok, key=lambda r: r["seconds"]) if ok else runs[0]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--copies", type=int, default=1, help=argparse.SUPPRESS)
     ap.add_argument("--methods", nargs="*", default=METHODS, help="subset of methods to run")
     ap.add_argument("--sizes", nargs="*", type=int, default=[1, 16], help="document sizes as copies of the shared PDFs")
+    ap.add_argument("--repeat", type=int, default=3, help="fresh processes per measurement; the fastest is reported")
     ap.add_argument("--save", type=Path, help="also write the table as Markdown, e.g. docs/results/chunk_speed.md")
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(worker(args.worker, args.copies)))
         return
     parsed_trees()
-    rows = [measure(m, c) for c in args.sizes for m in args.methods]
+    rows = [best_of(m, c, args.repeat) for c in args.sizes for m in args.methods]
     lines = report(rows, args.sizes, args.methods)
     print("\n".join(lines))
     if args.save:
@@ -247,7 +256,8 @@ def report(rows: list[dict], sizes: list[int], methods: list[str]) -> list[str]:
     dl = _per_copies(rows, "docling_hybrid")
     nan = float("nan")
     out = [
-        f"Chunking N={N}, no overlap, all-MiniLM-L6-v2 tokenizer; document = shared long PDFs x copies",
+        f"Chunking N={N}, no overlap, all-MiniLM-L6-v2 tokenizer; document = shared long PDFs x copies; "
+        "best of fresh-process cold runs",
         "",
         "| method | copies | tokens | chunks | s | tokens/s | x bare | x LangChain | x docling | peak RSS MB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",

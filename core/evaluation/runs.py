@@ -1,14 +1,15 @@
 """The evaluation runs behind ``grounded eval``: data sets + parser/chunkers -> results.
 
-Parses are cached on disk (``<cache>/parses/<parser>-<grounded version>-<tool version hash>/
-<stem>-<sha256[:16]>.json|.md``, keyed by the PDF's bytes, the parser, the grounded version and the
-backend tool's version) so re-running an evaluation does not re-parse; pass ``--no-cache`` after
-changing parser code within one release. The embedding cache lives beside it
+Parses are cached on disk (``<cache>/parses/<parser>-<grounded version>-<tool version + parser
+code hash>/<stem>-<sha256[:16]>.json|.md``, keyed by the PDF's bytes, the parser, the grounded
+version, the backend tool's version and the source of grounded's parsing code, so an edit to a
+parser never serves a stale parse) and re-running an evaluation does not re-parse. The embedding cache lives beside it
 (:mod:`.embeddings`). The default cache root is ``$GROUNDED_CACHE_DIR`` or ``~/.cache/grounded``.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -88,6 +89,17 @@ class ParsedDocument:
     error: str | None = None
 
 
+@functools.cache
+def _parser_code_hash() -> str:
+    """Hash of the source of grounded's parsing code (model + parsers package), computed once."""
+    core = Path(__file__).resolve().parent.parent
+    sha = hashlib.sha256()
+    for f in [core / "model.py", *sorted((core / "parsers").glob("*.py"))]:
+        sha.update(f.name.encode())
+        sha.update(f.read_bytes())
+    return sha.hexdigest()[:12]
+
+
 def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path | None = None,
                  use_cache: bool = True, parser: Any = None) -> ParsedDocument:
     """Parse ``pdf`` (or load the cached parse). A parser failure is returned as ``error`` (logged),
@@ -96,7 +108,7 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
 
     if parser is None:
         parser = _parser(parser_name)
-    tool = hashlib.sha256(str(parser.version()).encode("utf-8")).hexdigest()[:8]
+    tool = hashlib.sha256(f"{parser.version()}|{_parser_code_hash()}".encode()).hexdigest()[:8]
     digest = hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
     folder = cache_root(cache_dir) / "parses" / f"{parser_name}-{__version__}-{tool}"
     stem = f"{pdf.stem}-{digest}"
