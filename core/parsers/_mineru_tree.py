@@ -27,7 +27,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._native import parse_html_table
+from ._native import grid_columns, parse_html_table
 from .base import map_label
 
 __all__ = ["MINERU_LABEL_MAP", "mineru_to_tree", "mineru_markdown", "block_text", "html_table_rows"]
@@ -131,22 +131,14 @@ def html_table_rows(html: str) -> list[list[dict[str, Any]]]:
     """Parse table HTML (:func:`~grounded.parsers._native.parse_html_table`) into rows of cells
     ``{"text", "row", "col", "row_span", "col_span"}``; a cell's column skips the grid slots taken
     by row/col spans from the left and from rows above (empty ``<tr>`` rows count)."""
-    occupied: set[tuple[int, int]] = set()
-    rows: list[list[dict[str, Any]]] = []
-    for r, cells in enumerate(parse_html_table(html or "", keep_empty_rows=True)):
-        row: list[dict[str, Any]] = []
-        col = 0
-        for cell in cells:
-            rs, cs = cell.row_span, cell.col_span
-            while (r, col) in occupied:
-                col += 1
-            row.append({"text": cell.text, "row": r, "col": col, "row_span": rs, "col_span": cs})
-            for dr in range(rs):
-                for dc in range(cs):
-                    occupied.add((r + dr, col + dc))
-            col += cs
-        rows.append(row)
-    return rows
+    grid = parse_html_table(html or "", keep_empty_rows=True)
+    return [
+        [
+            {"text": cell.text, "row": r, "col": col, "row_span": cell.row_span, "col_span": cell.col_span}
+            for cell, col in zip(cells, cols)
+        ]
+        for r, (cells, cols) in enumerate(zip(grid, grid_columns(grid)))
+    ]
 
 
 class _Builder:

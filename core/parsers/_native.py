@@ -22,6 +22,7 @@ __all__ = [
     "parse_html_table",
     "parse_markdown_table",
     "add_table_rows",
+    "grid_columns",
     "grid_to_markdown",
     "group_list_items",
     "enclosing_per_page",
@@ -210,14 +211,33 @@ def grid_to_markdown(rows: list[list[str]]) -> str:
     return "\n".join([fmt(rows[0]), "|" + "---|" * width, *(fmt(r) for r in rows[1:])])
 
 
-def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: NodeFactory) -> None:
-    """Append TABLE_ROW / TABLE_CELL children (cells carry row/col index and spans in metadata)."""
+def grid_columns(rows: list[list[TableCell]]) -> list[list[int]]:
+    """Column of every cell in the table grid, as HTML lays it out: a cell takes the first slot of
+    its row not already covered by a row span from above or a col span from the left."""
+    occupied: set[tuple[int, int]] = set()
+    out: list[list[int]] = []
     for r, row in enumerate(rows):
+        cols: list[int] = []
+        col = 0
+        for cell in row:
+            while (r, col) in occupied:
+                col += 1
+            cols.append(col)
+            for dr in range(cell.row_span):
+                for dc in range(cell.col_span):
+                    occupied.add((r + dr, col + dc))
+            col += cell.col_span
+        out.append(cols)
+    return out
+
+
+def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: NodeFactory) -> None:
+    """Append TABLE_ROW / TABLE_CELL children (cells carry row/col grid position and spans in metadata)."""
+    for r, (row, cols) in enumerate(zip(rows, grid_columns(rows))):
         row_node = table.add_child(factory.node(T.TABLE_ROW, metadata={"row": r}))
         if row and all(c.header for c in row):
             row_node.metadata["header"] = True
-        col = 0
-        for cell in row:
+        for cell, col in zip(row, cols):
             meta: dict[str, Any] = {"row": r, "col": col, **cell.metadata}
             if cell.row_span > 1:
                 meta["row_span"] = cell.row_span
@@ -226,7 +246,6 @@ def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: N
             if cell.header:
                 meta["header"] = True
             row_node.add_child(factory.node(T.TABLE_CELL, cell.text, metadata=meta))
-            col += cell.col_span
 
 
 _CONTAINER_OF = {T.LIST_ITEM: T.LIST, T.REFERENCE_ITEM: T.REFERENCE_LIST}
