@@ -111,6 +111,7 @@ class ChunkAssembler:
         self._lines: dict[int, list[ParsingBoundingBox]] = {}
         self._exact_ok: dict[int, bool] = {}
         self._heading_path: dict[int, list[str]] = {}
+        self._heading_geom: dict[int, list[ParsingBoundingBox]] = {}
 
     # -- per element helpers ------------------------------------------------------------------
     def _lines_of(self, k: int) -> list[ParsingBoundingBox]:
@@ -195,6 +196,17 @@ class ChunkAssembler:
             for b in holder.geom
         ]
 
+    def _heading_boxes(self, k: int) -> list[ParsingBoundingBox]:
+        """Boxes of heading node ``k`` prepended to a chunk: built once, shared by every chunk under
+        that heading (boxes are never mutated after assembly)."""
+        boxes = self._heading_geom.get(k)
+        if boxes is None:
+            st = self.stream
+            n = int(st.node_last[k] - st.node_first[k]) if st.node_first[k] >= 0 else 0
+            node = st.doc.nodes[k]
+            boxes = self._heading_geom[k] = self.boxes_for(_Extent(node, 0, len(node.content), 0, n, n), k, is_heading=True)
+        return boxes
+
     # -- assembly ------------------------------------------------------------------------------
     def heading_tokens(self, headings: tuple[int, ...]) -> int:
         if not headings:
@@ -215,9 +227,7 @@ class ChunkAssembler:
 
         geom: list[ParsingBoundingBox] = []
         for k in group.headings:
-            n = int(st.node_last[k] - st.node_first[k]) if st.node_first[k] >= 0 else 0
-            node = doc.nodes[k]
-            geom.extend(self.boxes_for(_Extent(node, 0, len(node.content), 0, n, n), k, is_heading=True))
+            geom.extend(self._heading_boxes(k))
         seen_element_boxes: set[tuple] = set()
         for ext in extents:
             node_k = st.node_index(ext.node.id)
