@@ -17,14 +17,19 @@ layer and falls back to line, then element, per element.
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from ..errors import ChunkingError
 from ..model import BoxMode, Chunk, ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .base import TokenGroup
+from .ids import chunk_id as _chunk_id
+from .ids import text_key
 from .stream import TokenStream
 
 __all__ = ["ChunkAssembler", "BOX_MODES", "element_lines"]
@@ -97,14 +102,15 @@ class _Extent:
 class ChunkAssembler:
     """Turns token groups of one stream into chunks (one instance per document)."""
 
-    def __init__(self, stream: TokenStream, root: ParsingResult, *, strategy: str, box_mode: str = "auto", doc_key: str = ""):
+    def __init__(self, stream: TokenStream, root: ParsingResult, *, strategy: str, box_mode: str = "auto", doc_key: str = "", fingerprint: str = ""):
         if box_mode not in BOX_MODES:
             raise ChunkingError(f"box_mode must be one of {BOX_MODES}, got {box_mode!r}")
         self.stream = stream
         self.root = root
         self.strategy = strategy
         self.box_mode = box_mode
-        self.doc_key = doc_key
+        self.doc_key = doc_key  # the source key of grounded.chunking.ids (PDF sha256 + parser, or a text hash)
+        self.fingerprint = fingerprint  # Chunker.fingerprint: the chunking configuration
         tok = stream.tokenizer
         self._sep_line = tok.count("\n") if tok is not None else 0
         self._sep_body = tok.count("\n\n") if tok is not None else 0
@@ -261,5 +267,53 @@ class ChunkAssembler:
             metadata["heading_ids"] = [h.id for h in heading_nodes]
         if params:
             metadata.update(params)
-        chunk_id = f"{self.doc_key}-{self.strategy}-{index:05d}" if self.doc_key else f"{self.strategy}-{index:05d}"
+        metadata["index"] = index
+        chunk_id = _chunk_id(self.doc_key or text_key(doc.text), self.fingerprint or self.strategy, body_start, body_end)
         return Chunk(id=chunk_id, content=prefix + body, metadata=metadata, geom=geom)
+
+    # -- arbitrary character spans (grounding, re-split parts) ---------------------------------
+    def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:
+        """Boxes for characters ``[start, end)`` of the document text (``document_text(root).text``).
+
+        Made exactly as for a chunk body covering those characters: per element, exact boxes where
+        the element has per-character extents, else the line / element fallbacks; any number of
+        pages, in reading order; no heading boxes are prepended. An element is included when the
+        span overlaps one of its tokens; at the span's ends the element part is cut at ``start`` /
+        ``end`` and trimmed to its tokens (no whitespace-only edges). For a chunk,
+        ``boxes_for_chars(start_char, end_char)`` equals its body boxes.
+        """
+        st = self.stream
+        doc = st.doc
+        nodes, starts = doc.nodes, doc.starts
+        start, end = max(0, int(start)), min(int(end), len(doc.text))
+        if end <= start or not nodes:
+            return []
+        k = max(0, bisect_right(starts, start) - 1)
+        touched: list[tuple[int, int, int, int, int]] = []  # (k, char_lo, char_hi, tok_lo, tok_hi)
+        while k < len(nodes) and starts[k] < end:
+            base = starts[k]
+            if base + len(nodes[k].content) > start and st.node_first[k] >= 0:
+                off = st._seg_offsets(int(st._node_seg[k]))
+                tok_lo = int(np.searchsorted(off[:, 1], start, side="right"))
+                tok_hi = int(np.searchsorted(off[:, 0], end, side="left"))
+                if tok_hi > tok_lo:
+                    char_lo = max(start, int(off[tok_lo, 0])) - base
+                    char_hi = min(end, int(off[tok_hi - 1, 1])) - base
+                    touched.append((k, char_lo, char_hi, tok_lo, tok_hi))
+            k += 1
+        geom: list[ParsingBoundingBox] = []
+        seen_element_boxes: set[tuple] = set()
+        last = len(touched) - 1
+        for i, (k, char_lo, char_hi, tok_lo, tok_hi) in enumerate(touched):
+            node = nodes[k]
+            n_tokens = int(st.node_last[k] - st.node_first[k])
+            if 0 < i < last:  # inner elements lie wholly inside the span (as in chunk assembly)
+                char_lo, char_hi, tok_lo, tok_hi = 0, len(node.content), 0, n_tokens
+            for box in self.boxes_for(_Extent(node, char_lo, char_hi, tok_lo, tok_hi, n_tokens), k):
+                if box.mode == BoxMode.ELEMENT.value and box.element_id != node.id:
+                    key = (box.element_id, box.page, box.left, box.top, box.right, box.bottom)
+                    if key in seen_element_boxes:
+                        continue
+                    seen_element_boxes.add(key)
+                geom.append(box)
+        return geom

@@ -14,6 +14,8 @@ from ..model import Chunk, ChunkingResult, ParsingResult
 from ..model import ParsingResultType as T
 from .assembly import BOX_MODES, ChunkAssembler
 from .base import ChunkingStrategy, strategy_class
+from .ids import source_key as _source_key
+from .ids import stable_hash
 from .stream import TokenStream, build_stream, document_text
 from .tokenizer import Tokenizer, load_tokenizer
 
@@ -56,34 +58,75 @@ class Chunker:
             self.strategy = strategy_class(strategy)(max_tokens, _resolve_overlap(overlap, max_tokens), **options)
         self.tokenizer: Tokenizer = load_tokenizer(tokenizer)
         self.box_mode = box_mode
+        self._fingerprint: str | None = None
 
     @property
     def max_tokens(self) -> int:
         return self.strategy.max_tokens
+
+    def config(self) -> dict[str, Any]:
+        """Everything that decides the chunks of a tree: strategy (class, name, all parameters,
+        semantic embedder), tokenizer identity and box mode (what :attr:`fingerprint` hashes)."""
+        strategy = self.strategy
+        cls = type(strategy)
+        config: dict[str, Any] = {
+            "strategy": strategy.name,
+            "strategy_class": f"{cls.__module__}.{cls.__qualname__}",
+            "parameters": strategy.params(),
+            "tokenizer": _tokenizer_identity(self.tokenizer),
+            "box_mode": self.box_mode,
+        }
+        if hasattr(strategy, "_embedder"):  # semantic: the embedder decides the breakpoints
+            embedder = getattr(strategy, "_embedder", None)
+            config["embedder"] = "default" if embedder is None else _callable_identity(embedder)
+        return config
+
+    @property
+    def fingerprint(self) -> str:
+        """Stable hex hash of :meth:`config` (same across processes and runs): part of every chunk id,
+        so two configurations never share ids."""
+        if self._fingerprint is None:
+            self._fingerprint = stable_hash(self.config())
+        return self._fingerprint
 
     def stream(self, root: ParsingResult) -> TokenStream:
         if root.type != T.ROOT:
             raise ChunkingError(f"chunking needs a ROOT node, got {root.type}")
         return build_stream(root, self.tokenizer, document_text(root))
 
-    def iter_chunks(self, root: ParsingResult) -> Iterator[Chunk]:
-        """Lazily yield chunks in reading order."""
+    def iter_chunks(self, root: ParsingResult, *, source_key: str | None = None) -> Iterator[Chunk]:
+        """Lazily yield chunks in reading order.
+
+        Chunk ids come from :func:`grounded.chunking.ids.chunk_id` of the source key (default: the
+        PDF's sha256 + parser from the root metadata, or a hash of the text), :attr:`fingerprint`
+        and the chunk's char span. Pass ``source_key`` to name the source yourself (an adapter
+        chunking plain text passes its document id, so equal texts of two documents differ)."""
         stream = self.stream(root)
-        assembler = ChunkAssembler(stream, root, strategy=self.strategy.name, box_mode=self.box_mode, doc_key=_doc_key(root, stream))
+        key = source_key or _source_key(root.metadata, stream.text)
+        assembler = ChunkAssembler(
+            stream, root, strategy=self.strategy.name, box_mode=self.box_mode, doc_key=key, fingerprint=self.fingerprint
+        )
+        seen: dict[str, int] = {}
         for index, group in enumerate(self.strategy.groups(stream, root)):
             if group.end <= group.start:
                 continue
-            yield assembler.assemble(group, index)
+            chunk = assembler.assemble(group, index)
+            repeats = seen.get(chunk.id, 0)
+            seen[chunk.id] = repeats + 1
+            if repeats:  # one body span twice (a custom strategy): still one id per chunk
+                chunk.id = f"{chunk.id}~{repeats}"
+            yield chunk
 
-    def chunk(self, root: ParsingResult) -> ChunkingResult:
+    def chunk(self, root: ParsingResult, *, source_key: str | None = None) -> ChunkingResult:
         started = time.perf_counter()
         with _gc_paused():
-            chunks = list(self.iter_chunks(root))
+            chunks = list(self.iter_chunks(root, source_key=source_key))
         metadata = {
             "strategy": self.strategy.name,
             "parameters": self.strategy.params(),
             "box_mode": self.box_mode,
             "tokenizer": self.tokenizer.describe(),
+            "fingerprint": self.fingerprint,
             "elapsed_seconds": round(time.perf_counter() - started, 4),
             "chunk_count": len(chunks),
             "document": {k: v for k, v in root.metadata.items()},
@@ -105,11 +148,25 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _doc_key(root: ParsingResult, stream: TokenStream) -> str:
-    sha = root.metadata.get("source", {}).get("sha256") if isinstance(root.metadata.get("source"), dict) else None
-    if not sha:
-        sha = hashlib.sha256(stream.text.encode("utf-8")).hexdigest()
-    return str(sha)[:12]
+def _callable_identity(fn: Any) -> str:
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    model = getattr(fn, "model_name", None) or getattr(fn, "name", None)
+    return f"{module}.{name}" + (f"[{model}]" if isinstance(model, str) else "")
+
+
+def _tokenizer_identity(tokenizer: Tokenizer) -> dict[str, Any]:
+    """Name, kind and - where the tokenizer can be serialized - a hash of its vocabulary/config,
+    so two tokenizer.json files at one path (or one vocabulary under two names) are told apart."""
+    identity: dict[str, Any] = {**tokenizer.describe(), "class": f"{type(tokenizer).__module__}.{type(tokenizer).__qualname__}"}
+    inner = getattr(tokenizer, "_tok", None)
+    to_str = getattr(inner, "to_str", None)
+    if callable(to_str):
+        identity["vocab_sha256"] = hashlib.sha256(str(to_str()).encode("utf-8")).hexdigest()
+    fn = getattr(tokenizer, "_fn", None)
+    if fn is not None:
+        identity["callable"] = _callable_identity(fn)
+    return identity
 
 
 def _jsonable(value: Any) -> Any:

@@ -1,0 +1,66 @@
+"""Chunk ids: one source of truth for every adapter (and the core chunker).
+
+A chunk id is derived from three things only, never from a per-call counter:
+
+* the **source** (:func:`source_key`): the PDF's sha256 plus the parser that read it (two parsers
+  give two document texts, so equal char spans would be different text), or, for a tree without a
+  source PDF (plain text), a hash of the text - adapters that chunk plain text pass a key that also
+  names the document (its id), so two documents with identical text get different ids;
+* the **chunking configuration** (:attr:`grounded.chunking.Chunker.fingerprint`): strategy, all its
+  parameters, the tokenizer's identity and the box mode;
+* the chunk's own **char span** ``[start, end)`` in the document text.
+
+Ids read as ``<source 12 hex>-<source+config 10 hex>-<start>-<end>``, e.g.
+``258c0905aecb-3f1c9a02d4-1024-2311``: the prefix is the first 12 hex digits of the PDF's sha256
+(or of the text hash), so ids of one PDF sort together, and the same PDF at 512 and 128 tokens,
+batch or interleaved splitting, or another parser give distinct ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["chunk_id", "source_key", "text_key", "stable_hash"]
+
+
+def stable_hash(value: Any, length: int = 64) -> str:
+    """Hex sha256 of a JSON-able value (keys sorted, compact): stable across processes and runs
+    (unlike ``hash()``); non-JSON values are written with ``repr``."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def text_key(text: str, *, name: str = "") -> str:
+    """The source key of plain text: sha256 of ``name`` (e.g. the document id) and the text."""
+    digest = hashlib.sha256()
+    if name:
+        digest.update(name.encode("utf-8"))
+        digest.update(b"\0")
+    digest.update(text.encode("utf-8"))
+    return digest.hexdigest()
+
+
+def source_key(root_metadata: Mapping[str, Any], text: str | None = None) -> str:
+    """The source key of a parse tree from its root metadata: ``<pdf sha256>`` followed by
+    ``:<parser>`` when the parser is recorded; without a source sha256, :func:`text_key` of
+    ``text`` (the document text; required then)."""
+    raw = root_metadata.get("source")
+    sha = str(raw.get("sha256") or "") if isinstance(raw, Mapping) else ""
+    if sha:
+        parser = str(root_metadata.get("parser") or "")
+        return f"{sha}:{parser}" if parser else sha
+    if text is None:
+        raise ValueError("a tree without a source sha256 needs its text for a source key")
+    return text_key(text)
+
+
+def chunk_id(source_key: str, config_fingerprint: str, start: int, end: int) -> str:
+    """Deterministic id of the chunk covering chars ``[start, end)`` of one source's document text
+    under one chunking configuration (see the module docstring for the format)."""
+    if not source_key:
+        raise ValueError("chunk_id needs a non-empty source key")
+    middle = hashlib.sha256(f"{source_key}\0{config_fingerprint}".encode()).hexdigest()[:10]
+    return f"{source_key[:12]}-{middle}-{int(start)}-{int(end)}"
