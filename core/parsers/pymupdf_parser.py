@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import BackendUnavailableError, EmptyDocumentError, ParserError
 from ..markdown import table_to_markdown
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .postprocess import numbering_level
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
@@ -130,7 +131,8 @@ def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
     return [_strip_page(p) for p in parsed.pages]
 
 
-def _worker_init() -> None:
+def _worker_init(parent: ParentInfo | None = None) -> None:
+    die_with_parent(parent)  # no orphaned workers after a kill -9 of the parent (#14.6)
     _load_layout(1)
 
 
@@ -281,7 +283,9 @@ class PyMuPDFParser(BaseParser):
 
             # spawn: no fork of a process whose ONNX Runtime threads already run
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(ParentInfo(),)
+            )
         return self._pool
 
     # -- step 1: layout -------------------------------------------------------------------------
