@@ -2,23 +2,33 @@
 
 Two forms of the same payload:
 
-* **nested** (default): ``boxes`` is a list of small dicts, lists stay lists - fine for in-memory
-  stores and JSON document stores;
-* **flat**: every list becomes a compact JSON string, so stores that accept only
-  ``str | int | float | bool`` values (Chroma, many SQL-backed stores) keep it.
+* **flat** (default): every list becomes a compact JSON string and every other value is a scalar,
+  so any vector store keeps it (Chroma, ``filter_complex_metadata``, SQL-backed stores);
+* **nested** (``flat=False``): ``boxes`` is a list of small dicts, lists stay lists - for
+  in-memory stores and JSON document stores.
 
 A box dict uses short keys: ``p`` page (1-based), ``b`` ``[left, top, right, bottom]`` fractions of
 the page (origin top-left, rounded to 5 decimals ~ 0.01 pt), ``s`` its line boxes (omitted when the
 box is a single line), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
 :func:`boxes_from_metadata` reads either form (and full ``ParsingBoundingBox.to_dict`` dicts) back.
+
+``text_hash`` (:data:`TEXT_HASH_KEY`) is a short hash of the exact text the boxes belong to (a
+Document's ``page_content``, a node's text). A splitter that copies metadata onto parts of that
+text (LangChain's ``RecursiveCharacterTextSplitter``, LlamaIndex's ``SentenceSplitter``) copies the
+hash too, so ``boxes_from_metadata(metadata, text=part_text)`` sees the mismatch and returns no
+boxes (one :class:`GroundingWarning`) instead of the whole parent's boxes.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -29,6 +39,11 @@ from .serialization import dumps_parsing_result, loads_parsing_result
 
 __all__ = [
     "BOXES_KEY",
+    "TEXT_HASH_KEY",
+    "GroundingWarning",
+    "text_hash",
+    "pdf_metadata",
+    "PDF_METADATA_KEYS",
     "LIST_KEYS",
     "PAYLOAD_KEYS",
     "TREE_KEY",
@@ -45,6 +60,8 @@ __all__ = [
 ]
 
 BOXES_KEY = "boxes"
+#: short hash of the exact text the boxes were made for (see :func:`text_hash`)
+TEXT_HASH_KEY = "text_hash"
 #: a compressed parse tree kept on a source document so a splitter can chunk it with boxes
 TREE_KEY = "grounded_tree"
 #: list-valued keys of :func:`chunk_metadata` (JSON strings in flat mode)
@@ -63,10 +80,28 @@ PAYLOAD_KEYS = (
     "heading_path",
     "element_ids",
     "heading_ids",
+    TEXT_HASH_KEY,
     TREE_KEY,
 )
 _DECIMALS = 5
 _TREE_PREFIX = "z2:"
+
+
+class GroundingWarning(UserWarning):
+    """Boxes were withheld because they do not belong to the text at hand (it was re-split or
+    edited after grounding); highlighting them would point at the wrong region."""
+
+
+def text_hash(text: str) -> str:
+    """16 hex digits of the sha256 of ``text`` (UTF-8): identifies the exact text boxes belong to."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_STALE_MESSAGE = (
+    "boxes withheld: the text differs from the text its boxes were made for (metadata 'text_hash'), "
+    "so it was re-split or edited after grounding and the boxes would show another region. Split with "
+    "GroundedTextSplitter / GroundedNodeParser to get the boxes of every part."
+)
 
 
 def _compact(value: Any) -> str:
@@ -126,14 +161,24 @@ def _box_from_any(d: Any) -> ParsingBoundingBox:
     raise SchemaError(f"not a grounded box: {str(d)[:80]!r}")
 
 
-def boxes_from_metadata(meta_or_value: Any) -> list[ParsingBoundingBox]:
+def boxes_from_metadata(meta_or_value: Any, text: str | None = None) -> list[ParsingBoundingBox]:
     """Boxes from a metadata mapping (reads its ``boxes`` key) or from the value itself: a flat JSON
     string, a list of compact dicts, a list of ``ParsingBoundingBox.to_dict`` dicts or of boxes.
+
+    With ``text`` (the Document's ``page_content`` / the node's text) and a mapping that records
+    ``text_hash``, boxes made for another text (a part of a re-split chunk that copied its parent's
+    metadata) are not returned: ``[]`` and one :class:`GroundingWarning`. Without ``text_hash`` (or
+    without ``text``) the boxes are returned unchecked.
 
     A mapping without ``boxes`` gives ``[]``; anything unreadable raises :class:`SchemaError`.
     """
     value = meta_or_value
     if isinstance(value, Mapping) and not ("p" in value and "b" in value):
+        if text is not None:
+            recorded = value.get(TEXT_HASH_KEY)
+            if recorded is not None and value.get(BOXES_KEY) and str(recorded) != text_hash(text):
+                warnings.warn(_STALE_MESSAGE, GroundingWarning, stacklevel=2)
+                return []
         value = value.get(BOXES_KEY)
         if value is None:
             return []
@@ -152,13 +197,17 @@ def boxes_from_metadata(meta_or_value: Any) -> list[ParsingBoundingBox]:
         raise SchemaError(f"box metadata is malformed ({type(exc).__name__}: {exc})") from exc
 
 
-def chunk_metadata(chunk: Chunk, flat: bool = False, *, line_spans: bool = True) -> dict[str, Any]:
+def chunk_metadata(chunk: Chunk, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
     """The metadata an adapter attaches to a chunk's node/document.
 
     Keys: ``chunk_id``, ``strategy``, ``token_count``, ``start_char``/``end_char`` (body offsets in
     the document text), ``body_start`` (body offset inside the chunk content), ``pages``,
-    ``page_start``/``page_end``, ``section`` (heading path joined with " > "), ``heading_path``,
-    ``element_ids``, ``heading_ids`` (when headings were prepended) and ``boxes``.
+    ``page_start``/``page_end`` (1-based), ``section`` (heading path joined with " > "),
+    ``heading_path``, ``element_ids``, ``heading_ids`` (when headings were prepended), ``boxes`` and
+    ``text_hash`` of ``text`` (the text the adapter stores: default the chunk content).
+
+    ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
+    vector store; ``flat=False`` keeps lists.
     """
     md = chunk.metadata
     pages = sorted({int(p) for p in md.get("pages") or chunk.pages})
@@ -177,6 +226,7 @@ def chunk_metadata(chunk: Chunk, flat: bool = False, *, line_spans: bool = True)
         "heading_path": heading_path,
         "element_ids": [str(e) for e in md.get("element_ids", ())],
         BOXES_KEY: boxes_to_metadata(chunk.geom, line_spans=line_spans),
+        TEXT_HASH_KEY: text_hash(chunk.content if text is None else text),
     }
     if md.get("heading_ids"):
         out["heading_ids"] = [str(h) for h in md["heading_ids"]]
@@ -283,9 +333,50 @@ def source_info(root: ParsingResult) -> dict[str, Any]:
 
 def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
     """A :class:`~grounded.model.Chunk` back from a retrieved node/document (text + metadata in
-    nested or flat form), ready for ``grounded.attribution.render``/``highlight``."""
+    nested or flat form), ready for ``grounded.attribution.render``/``highlight``. Boxes recorded
+    for another text (see :func:`boxes_from_metadata`) are dropped with a :class:`GroundingWarning`."""
     plain = unflatten_metadata(meta)
-    geom = boxes_from_metadata(plain)
+    geom = boxes_from_metadata(plain, text=content)
     keep = ("strategy", "token_count", "start_char", "end_char", "body_start", "pages", "heading_path", "element_ids", "heading_ids")
     metadata = {k: plain[k] for k in keep if k in plain}
     return Chunk(id=str(chunk_id or plain.get("chunk_id", "")), content=content, metadata=metadata, geom=geom)
+
+
+#: PDF document metadata keys, named as LangChain's ``PyMuPDFLoader`` names them
+PDF_METADATA_KEYS = ("title", "author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
+
+
+def _pdf_date(value: str) -> str:
+    """``D:20230115093000+01'00'`` -> ``2023-01-15T09:30:00+01:00`` (as ``PyMuPDFLoader``); other
+    values are returned stripped."""
+    raw = value.strip()
+    for fmt in ("D:%Y%m%d%H%M%S%z", "D:%Y%m%d%H%M%S"):
+        try:
+            return datetime.strptime(raw.replace("'", ""), fmt).isoformat("T")
+        except ValueError:
+            continue
+    return raw
+
+
+def pdf_metadata(pdf: str | Path | bytes, password: str | None = None) -> dict[str, str]:
+    """The PDF's document information (:data:`PDF_METADATA_KEYS`; empty strings when absent), read
+    with PyMuPDF from a path or the PDF bytes. Dates are ISO 8601 like LangChain's
+    ``PyMuPDFLoader``. A PDF that cannot be opened gives empty values (parsing reports the cause)."""
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(stream=pdf, filetype="pdf") if isinstance(pdf, (bytes, bytearray)) else pymupdf.open(str(pdf))
+    except Exception:  # noqa: BLE001 - MuPDF's own errors; the parser raises the typed error
+        return dict.fromkeys(PDF_METADATA_KEYS, "")
+    try:
+        if doc.needs_pass and not (password and doc.authenticate(password)):
+            return dict.fromkeys(PDF_METADATA_KEYS, "")
+        info = doc.metadata or {}
+    finally:
+        doc.close()
+    names = {"creationdate": "creationDate", "moddate": "modDate"}
+    out: dict[str, str] = {}
+    for key in PDF_METADATA_KEYS:
+        value = info.get(names.get(key, key)) or ""
+        out[key] = _pdf_date(str(value)) if key in names else str(value).strip()
+    return out

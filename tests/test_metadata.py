@@ -3,14 +3,21 @@
 from __future__ import annotations
 
 import json
+import warnings
 
+import pymupdf
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import SchemaError
 from grounded.metadata import (
     BOXES_KEY,
     LIST_KEYS,
+    PDF_METADATA_KEYS,
+    TEXT_HASH_KEY,
+    GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,
     chunk_from_metadata,
@@ -18,6 +25,8 @@ from grounded.metadata import (
     decode_tree,
     encode_tree,
     flatten_metadata,
+    pdf_metadata,
+    text_hash,
     text_tree,
     unflatten_metadata,
 )
@@ -149,7 +158,7 @@ def test_chunk_metadata_survives_json_and_flat_forms(clinsci_chunks):
     multi_page = [c for c in clinsci_chunks if len(c.pages) > 1]
     assert multi_page, "the article has chunks across page breaks"
     for chunk in clinsci_chunks:
-        nested = chunk_metadata(chunk)
+        nested = chunk_metadata(chunk, flat=False)
         assert json.loads(json.dumps(nested)) == nested
         assert nested["pages"] == chunk.pages
         assert nested["page_start"] == chunk.pages[0] and nested["page_end"] == chunk.pages[-1]
@@ -183,3 +192,58 @@ def test_chunk_from_metadata_gives_a_renderable_chunk(clinsci_chunks):
     assert back.metadata["heading_path"] == chunk.metadata["heading_path"]
     pngs = render(shared("long", "cermine_web_example3_clinsci.pdf"), back, dpi=40)
     assert len(pngs) == len(chunk.pages) and all(p.startswith(b"\x89PNG") for p in pngs)
+
+
+def test_default_chunk_metadata_is_store_safe_and_records_the_text_hash(clinsci_chunks):
+    for chunk in clinsci_chunks:
+        meta = chunk_metadata(chunk)
+        assert all(isinstance(v, SCALARS) for v in meta.values()), {k: type(v) for k, v in meta.items()}
+        assert meta[TEXT_HASH_KEY] == text_hash(chunk.content)
+        assert boxes_from_metadata(meta, text=chunk.content) == boxes_from_metadata(chunk_metadata(chunk, flat=False))
+        # an adapter that stores another text (e.g. the body only) hashes that text
+        assert chunk_metadata(chunk, text=chunk.body)[TEXT_HASH_KEY] == text_hash(chunk.body)
+
+
+# -- stale boxes: a part of a re-split text must not get its parent's boxes -------------------------
+@given(text=st.text(min_size=2, max_size=200), cut=st.integers(min_value=1, max_value=199))
+def test_text_hash_tells_every_proper_part_from_the_whole(text, cut):
+    part = text[: min(cut, len(text) - 1)]
+    assert len(text_hash(text)) == 16 and text_hash(text) == text_hash(str(text))
+    assert text_hash(part) != text_hash(text)
+
+
+def test_boxes_made_for_another_text_are_withheld_with_one_warning():
+    meta = {BOXES_KEY: boxes_to_metadata(two_page_boxes(), flat=True), TEXT_HASH_KEY: text_hash("the whole chunk text")}
+    assert boxes_from_metadata(meta, text="the whole chunk text") == boxes_from_metadata(meta)
+    assert len(boxes_from_metadata(meta)) == 3  # without text: unchecked
+    with pytest.warns(GroundingWarning, match="re-split") as caught:
+        assert boxes_from_metadata(meta, text="the whole chunk") == []
+    assert len(caught) == 1
+    # the default warning filter shows it once, however many parts are read
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("default")
+        for i in range(20):
+            boxes_from_metadata(meta, text=f"part {i}")
+    assert len([w for w in seen if issubclass(w.category, GroundingWarning)]) == 1
+    # metadata without a hash (older stores) is read unchecked; chunk_from_metadata checks its content
+    assert len(boxes_from_metadata({BOXES_KEY: meta[BOXES_KEY]}, text="anything")) == 3
+    with pytest.warns(GroundingWarning):
+        assert chunk_from_metadata("another text", meta).geom == []
+
+
+def test_pdf_metadata_reads_the_document_information_like_pymupdfloader(tmp_path):
+    path = tmp_path / "info.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "Dosing table")
+    doc.set_metadata({"title": " Oncology guideline ", "author": "Tumour board", "creationDate": "D:20240115093000+01'00'",
+                      "modDate": "D:20240201120000Z", "producer": "unit test"})
+    doc.save(path)
+    doc.close()
+    meta = pdf_metadata(path)
+    assert set(meta) == set(PDF_METADATA_KEYS)
+    assert meta["title"] == "Oncology guideline" and meta["author"] == "Tumour board" and meta["producer"] == "unit test"
+    assert meta["creationdate"] == "2024-01-15T09:30:00+01:00"
+    assert meta["moddate"].startswith("2024-02-01T12:00:00")
+    assert meta["subject"] == ""
+    assert pdf_metadata(path.read_bytes()) == meta
+    assert pdf_metadata(tmp_path / "missing.pdf") == dict.fromkeys(PDF_METADATA_KEYS, "")
