@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from .errors import InvalidBoxError
+from .errors import InvalidBoxError, SchemaError
 
 __all__ = [
     "ParsingResultType",
@@ -122,8 +122,110 @@ def _encode_char_x(values: tuple[float, ...]) -> str:
 
 
 def _decode_char_x(text: str) -> tuple[float, ...]:
-    raw = base64.b64decode(text)
+    raw = base64.b64decode(text, validate=True)
+    if len(raw) % 2:
+        raise ValueError(f"{len(raw)} bytes of char_x data (two per value expected)")
     return tuple(int.from_bytes(raw[i : i + 2], "little") / _CHAR_X_SCALE for i in range(0, len(raw), 2))
+
+
+# -- validation of stored JSON ----------------------------------------------------------------------
+# ``from_dict`` reads what json.loads produced from a file that may be damaged: every field is
+# checked for presence and type, and anything wrong becomes a SchemaError naming where it is
+# (``element 'p3-e12': geom[0].spans[2]: missing 'right'``); the serialization layer adds the file.
+_MAX_METADATA_DEPTH = 64
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else {dict: "an object", list: "an array", str: "a string", bool: "a boolean",
+                                         int: "an integer", float: "a number"}.get(type(value), type(value).__name__)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SchemaError(f"{where}: expected an object, got {_kind(value)}")
+    return value
+
+
+def _array(d: dict[str, Any], key: str, where: str) -> list[Any]:
+    value = d.get(key, ())
+    if value is None or value == ():
+        return []
+    if not isinstance(value, list):
+        raise SchemaError(f"{where}: {key!r} must be an array, got {_kind(value)}")
+    return value
+
+
+def _text(d: dict[str, Any], key: str, where: str, *, required: bool = False, default: str | None = None) -> str | None:
+    if key not in d:
+        if required:
+            raise SchemaError(f"{where}: missing {key!r}")
+        return default
+    value = d[key]
+    if value is None and not required:
+        return default
+    if not isinstance(value, str):
+        raise SchemaError(f"{where}: {key!r} must be a string, got {_kind(value)}")
+    return value
+
+
+def _opt_int(d: dict[str, Any], key: str, where: str) -> int | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if _is_int(value):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    raise SchemaError(f"{where}: {key!r} must be an integer, got {_kind(value)} {value!r:.40}")
+
+
+def _metadata(d: dict[str, Any], where: str) -> dict[str, Any]:
+    value = d.get("metadata")
+    if value is None:
+        return {}
+    meta = dict(_object(value, f"{where}: metadata"))
+    # no value nested deeper than _MAX_METADATA_DEPTH (consumers copy metadata recursively)
+    stack: list[tuple[Any, int]] = [(meta, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > _MAX_METADATA_DEPTH:
+            raise SchemaError(f"{where}: metadata nested deeper than {_MAX_METADATA_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return meta
+
+
+def _check_root_metadata(meta: dict[str, Any], where: str) -> None:
+    """The root metadata keys consumers rely on: page sizes, page count, source."""
+    pages = meta.get("pages")
+    if pages is not None:
+        if not isinstance(pages, list):
+            raise SchemaError(f"{where}: metadata.pages must be an array, got {_kind(pages)}")
+        for i, p in enumerate(pages):
+            at = f"{where}: metadata.pages[{i}]"
+            _object(p, at)
+            if not _is_int(p.get("page")) or p["page"] < 1:
+                raise SchemaError(f"{at}: 'page' must be an integer >= 1, got {p.get('page')!r:.40}")
+            for key in ("width", "height"):
+                v = p.get(key)
+                if not _is_number(v) or not math.isfinite(v) or v <= 0:
+                    raise SchemaError(f"{at}: {key!r} must be a positive number, got {v!r:.40}")
+    count = meta.get("page_count")
+    if count is not None and (not _is_int(count) or count < 0):
+        raise SchemaError(f"{where}: metadata.page_count must be an integer >= 0, got {count!r:.40}")
+    source = meta.get("source")
+    if source is not None and not isinstance(source, dict):
+        raise SchemaError(f"{where}: metadata.source must be an object, got {_kind(source)}")
 
 
 @dataclass(eq=True, slots=True)
@@ -302,22 +404,61 @@ class ParsingBoundingBox:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ParsingBoundingBox:
-        char_x = d.get("char_x")
-        return cls(
-            page=int(d["page"]),
-            left=d["left"],
-            top=d["top"],
-            right=d["right"],
-            bottom=d["bottom"],
-            spans=[cls.from_dict(s) for s in d.get("spans", ())],
-            char_start=d.get("char_start"),
-            char_end=d.get("char_end"),
-            char_x=_decode_char_x(char_x) if isinstance(char_x, str) else (tuple(char_x) if char_x else None),
-            mode=d.get("mode"),
-            element_id=d.get("element_id"),
-            is_heading=bool(d.get("is_heading", False)),
-        )
+    def from_dict(cls, d: dict[str, Any], where: str = "box") -> ParsingBoundingBox:
+        """Inverse of :meth:`to_dict`; a malformed dict raises :class:`~grounded.errors.SchemaError`."""
+        _object(d, where)
+        page = d.get("page")
+        if isinstance(page, float) and page.is_integer():
+            page = int(page)
+        if not isinstance(page, int) or isinstance(page, bool):
+            raise SchemaError(f"{where}: " + ("missing 'page'" if "page" not in d else f"'page' must be an integer, got {_kind(page)}"))
+        coords = []
+        for key in ("left", "top", "right", "bottom"):
+            if key not in d:
+                raise SchemaError(f"{where}: missing {key!r}")
+            v = d[key]
+            if not _is_number(v):
+                raise SchemaError(f"{where}: {key!r} must be a number, got {_kind(v)}")
+            coords.append(v)
+        spans = [cls.from_dict(s, f"{where}.spans[{i}]") for i, s in enumerate(_array(d, "spans", where))]
+        char_start, char_end = _opt_int(d, "char_start", where), _opt_int(d, "char_end", where)
+        if (char_start is None) != (char_end is None):
+            raise SchemaError(f"{where}: 'char_start' and 'char_end' must be given together")
+        if char_start is not None and char_end is not None and not 0 <= char_start <= char_end:
+            raise SchemaError(f"{where}: character range [{char_start}, {char_end}) is not valid")
+        raw_x = d.get("char_x")
+        char_x: tuple[float, ...] | None = None
+        if isinstance(raw_x, str):
+            try:
+                char_x = _decode_char_x(raw_x)
+            except ValueError as exc:  # binascii.Error is a ValueError
+                raise SchemaError(f"{where}: 'char_x' is not valid base64 data ({exc})") from None
+        elif isinstance(raw_x, list):
+            if not all(_is_number(v) and math.isfinite(v) for v in raw_x):
+                raise SchemaError(f"{where}: 'char_x' must hold numbers only")
+            char_x = tuple(raw_x) or None
+        elif raw_x is not None:
+            raise SchemaError(f"{where}: 'char_x' must be a string or an array, got {_kind(raw_x)}")
+        is_heading = d.get("is_heading", False)
+        if not isinstance(is_heading, bool):
+            raise SchemaError(f"{where}: 'is_heading' must be true or false, got {_kind(is_heading)}")
+        try:
+            return cls(
+                page=page,
+                left=coords[0],
+                top=coords[1],
+                right=coords[2],
+                bottom=coords[3],
+                spans=spans,
+                char_start=char_start,
+                char_end=char_end,
+                char_x=char_x,
+                mode=_text(d, "mode", where),
+                element_id=_text(d, "element_id", where),
+                is_heading=is_heading,
+            )
+        except InvalidBoxError as exc:
+            raise SchemaError(f"{where}: invalid box ({exc})") from None
 
 
 @dataclass(eq=False)
@@ -444,27 +585,52 @@ class ParsingResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ParsingResult:
-        # iterative: no recursion limit on the tree depth
-        root = cls._node_from_dict(d)
+        """Inverse of :meth:`to_dict`, iterative (no recursion limit on the tree depth).
+
+        Every node is validated (keys, types, element type, boxes, character ranges); a malformed
+        dict raises :class:`~grounded.errors.SchemaError` naming the element.
+        """
+        root = cls._node_from_dict(d, "root")
+        if root.type == T.ROOT:
+            _check_root_metadata(root.metadata, "root")
         stack = [(root, d)]
         while stack:
             node, data = stack.pop()
-            for cd in data.get("children", ()):
-                child = cls._node_from_dict(cd)
+            for i, cd in enumerate(_array(data, "children", f"element {node.id!r}")):
+                child = cls._node_from_dict(cd, f"child {i} of element {node.id!r}")
                 node.add_child(child)
                 stack.append((child, cd))
         return root
 
     @classmethod
-    def _node_from_dict(cls, d: dict[str, Any]) -> ParsingResult:
-        return cls(
-            id=str(d["id"]),
-            type=ParsingResultType(d["type"]),
-            content=d.get("content", ""),
-            geom=[ParsingBoundingBox.from_dict(b) for b in d.get("geom", ())],
-            metadata=dict(d.get("metadata", {})),
-            image=d.get("image"),
-        )
+    def _node_from_dict(cls, d: dict[str, Any], where: str) -> ParsingResult:
+        _object(d, where)
+        raw_id = d.get("id")
+        if not isinstance(raw_id, str) and not _is_int(raw_id):
+            raise SchemaError(f"{where}: " + ("missing 'id'" if "id" not in d else f"'id' must be a string, got {_kind(raw_id)}"))
+        where = f"element {str(raw_id)!r}"
+        raw_type = d.get("type")
+        try:
+            kind = ParsingResultType(raw_type)
+        except ValueError:
+            raise SchemaError(
+                f"{where}: " + ("missing 'type'" if "type" not in d else f"unknown element type {raw_type!r:.40}")
+            ) from None
+        content = _text(d, "content", where, default="") or ""
+        geom = [ParsingBoundingBox.from_dict(b, f"{where}: geom[{i}]") for i, b in enumerate(_array(d, "geom", where))]
+        for i, box in enumerate(geom):  # character ranges index into this element's content
+            for j, span in enumerate((box, *box.spans)):
+                if span.char_end is not None and span.char_end > len(content):
+                    part = f"geom[{i}]" + (f".spans[{j - 1}]" if j else "")
+                    raise SchemaError(
+                        f"{where}: {part} covers characters up to {span.char_end}, but the content has {len(content)}"
+                    )
+        metadata = _metadata(d, where)
+        level = metadata.get("level")
+        if level is not None and not (_is_int(level) or (isinstance(level, float) and level.is_integer())):
+            raise SchemaError(f"{where}: metadata.level must be an integer, got {_kind(level)}")
+        return cls(id=str(raw_id), type=kind, content=content, geom=geom, metadata=metadata,
+                   image=_text(d, "image", where))
 
 
 @dataclass(slots=True)
@@ -511,13 +677,38 @@ class Chunk:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Chunk:
-        return cls(
-            id=str(d["id"]),
-            content=d["content"],
-            metadata=dict(d.get("metadata", {})),
-            geom=[ParsingBoundingBox.from_dict(b) for b in d.get("geom", ())],
-        )
+    def from_dict(cls, d: dict[str, Any], where: str = "chunk") -> Chunk:
+        """Inverse of :meth:`to_dict`; a malformed dict raises :class:`~grounded.errors.SchemaError`."""
+        _object(d, where)
+        raw_id = d.get("id")
+        if not isinstance(raw_id, str) and not _is_int(raw_id):
+            raise SchemaError(f"{where}: " + ("missing 'id'" if "id" not in d else f"'id' must be a string, got {_kind(raw_id)}"))
+        where = f"chunk {str(raw_id)!r}"
+        content = _text(d, "content", where, required=True) or ""
+        metadata = _metadata(d, where)
+        _check_chunk_metadata(metadata, len(content), where)
+        geom = [ParsingBoundingBox.from_dict(b, f"{where}: geom[{i}]") for i, b in enumerate(_array(d, "geom", where))]
+        return cls(id=str(raw_id), content=content, metadata=metadata, geom=geom)
+
+
+_CHUNK_INT_KEYS = ("token_count", "start_char", "end_char", "body_start")
+_CHUNK_LIST_KEYS = {"pages": _is_int, "heading_path": lambda v: isinstance(v, str),
+                    "element_ids": lambda v: isinstance(v, str), "heading_ids": lambda v: isinstance(v, str)}
+
+
+def _check_chunk_metadata(meta: dict[str, Any], length: int, where: str) -> None:
+    """The chunk metadata keys readers rely on have the types the chunker writes."""
+    for key in _CHUNK_INT_KEYS:
+        v = meta.get(key)
+        if v is not None and (not _is_int(v) or v < 0):
+            raise SchemaError(f"{where}: metadata.{key} must be an integer >= 0, got {_kind(v)} {v!r:.40}")
+    body_start = meta.get("body_start")
+    if body_start is not None and body_start > length:
+        raise SchemaError(f"{where}: metadata.body_start {body_start} lies beyond the content ({length} characters)")
+    for key, ok in _CHUNK_LIST_KEYS.items():
+        v = meta.get(key)
+        if v is not None and (not isinstance(v, list) or not all(ok(x) for x in v)):
+            raise SchemaError(f"{where}: metadata.{key} must be an array of {'integers' if key == 'pages' else 'strings'}")
 
 
 @dataclass(eq=True)
@@ -533,4 +724,7 @@ class ChunkingResult:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> ChunkingResult:
-        return cls(chunks=[Chunk.from_dict(c) for c in d.get("chunks", ())], metadata=dict(d.get("metadata", {})))
+        """Inverse of :meth:`to_dict`; a malformed dict raises :class:`~grounded.errors.SchemaError`."""
+        _object(d, "result")
+        chunks = [Chunk.from_dict(c, f"chunks[{i}]") for i, c in enumerate(_array(d, "chunks", "result"))]
+        return cls(chunks=chunks, metadata=_metadata(d, "result"))

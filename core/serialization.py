@@ -17,7 +17,8 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -89,13 +90,55 @@ def _check(data: Any, schema: str, source: str) -> dict[str, Any]:
     if not isinstance(data, dict) or "schema" not in data:
         raise SchemaError(f"{source}: not a grounded JSON document (no 'schema' field)")
     if data["schema"] != schema:
-        raise SchemaError(f"{source}: schema is {data['schema']!r}, expected {schema!r}")
-    if data.get("version") not in _READABLE[schema]:
+        raise SchemaError(f"{source}: schema is {data['schema']!r:.80}, expected {schema!r}")
+    version = data.get("version")
+    if not (isinstance(version, int) and not isinstance(version, bool)) or version not in _READABLE[schema]:
         raise SchemaError(
-            f"{source}: {schema} version {data.get('version')!r} is not readable by this release "
+            f"{source}: {schema} version {version!r:.40} is not readable by this release "
             f"(readable: {sorted(_READABLE[schema])})"
         )
     return data
+
+
+def _payload(data: dict[str, Any], key: str, source: str) -> Any:
+    if key not in data:
+        raise SchemaError(f"{source}: the document has no {key!r} field")
+    return data[key]
+
+
+_LOAD_ERRORS = (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError)
+
+
+@contextmanager
+def _loading(source: str) -> Iterator[None]:
+    """Any failure while decoding a stored document becomes one :class:`SchemaError` naming ``source``.
+
+    The model's validators raise SchemaError with the element at fault; what they do not foresee
+    (a damaged file can hold anything) still ends as a typed error with a short cause, never a
+    traceback.
+    """
+    try:
+        yield
+    except SchemaError as exc:
+        if str(exc).startswith(f"{source}: "):
+            raise
+        raise SchemaError(f"{source}: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise SchemaError(
+            f"{source}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start}); the file is damaged"
+        ) from exc
+    except json.JSONDecodeError as exc:
+        raise SchemaError(f"{source}: invalid JSON ({exc})") from exc
+    except RecursionError as exc:
+        raise SchemaError(f"{source}: nested too deeply to read") from exc
+    except _LOAD_ERRORS as exc:
+        cause = f"{type(exc).__name__}: {exc}"
+        raise SchemaError(f"{source}: malformed document ({cause[:200]})") from exc
+
+
+def _read_text(path: Path) -> str:
+    """The file's text; undecodable bytes raise UnicodeDecodeError (turned into SchemaError by ``_loading``)."""
+    return path.read_bytes().decode("utf-8")
 
 
 def dumps_parsing_result(root: ParsingResult, indent: int | None = None) -> str:
@@ -107,15 +150,16 @@ def dumps_parsing_result(root: ParsingResult, indent: int | None = None) -> str:
         return before + _dumps_tree(root, indent, level=1) + after
 
 
-def loads_parsing_result(text: str, source: str = "<string>") -> ParsingResult:
-    try:
+def loads_parsing_result(text: str | bytes, source: str = "<string>") -> ParsingResult:
+    """Parse tree from JSON text; anything malformed raises :class:`SchemaError` naming ``source``."""
+    with _loading(source):
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
         try:
             data = json.loads(text)
         except RecursionError:  # nested deeper than json's recursion allows
             data = _loads_deep(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{source}: invalid JSON ({exc})") from exc
-    return ParsingResult.from_dict(_check(data, PARSE_SCHEMA, source)["root"])
+        return ParsingResult.from_dict(_payload(_check(data, PARSE_SCHEMA, source), "root", source))
 
 
 def _dumps_tree(root: ParsingResult, indent: int | str | None, level: int = 0) -> str:
@@ -239,12 +283,13 @@ def dumps_chunking_result(result: ChunkingResult, indent: int | None = None) -> 
     return json.dumps(_envelope(CHUNKS_SCHEMA, "result", result.to_dict()), ensure_ascii=False, indent=indent)
 
 
-def loads_chunking_result(text: str, source: str = "<string>") -> ChunkingResult:
-    try:
+def loads_chunking_result(text: str | bytes, source: str = "<string>") -> ChunkingResult:
+    """Chunking result from JSON text; anything malformed raises :class:`SchemaError` naming ``source``."""
+    with _loading(source):
+        if isinstance(text, (bytes, bytearray)):
+            text = bytes(text).decode("utf-8")
         data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{source}: invalid JSON ({exc})") from exc
-    return ChunkingResult.from_dict(_check(data, CHUNKS_SCHEMA, source)["result"])
+        return ChunkingResult.from_dict(_payload(_check(data, CHUNKS_SCHEMA, source), "result", source))
 
 
 def save_parsing_result(root: ParsingResult, path: str | Path) -> Path:
@@ -252,7 +297,10 @@ def save_parsing_result(root: ParsingResult, path: str | Path) -> Path:
 
 
 def load_parsing_result(path: str | Path) -> ParsingResult:
-    return loads_parsing_result(Path(path).read_text(encoding="utf-8"), source=str(path))
+    """Read a parse tree written by :func:`save_parsing_result` (typed errors name the file)."""
+    with _loading(str(path)):
+        text = _read_text(Path(path))
+    return loads_parsing_result(text, source=str(path))
 
 
 def save_chunking_result(result: ChunkingResult, path: str | Path) -> Path:
@@ -260,10 +308,13 @@ def save_chunking_result(result: ChunkingResult, path: str | Path) -> Path:
 
 
 def load_chunking_result(path: str | Path) -> ChunkingResult:
+    """Read chunks written by :func:`save_chunking_result` (.json) or :func:`write_chunks_jsonl` (.jsonl)."""
     path = Path(path)
-    if path.suffix == ".jsonl":
+    if path.suffix.lower() == ".jsonl":
         return read_chunks_jsonl(path)
-    return loads_chunking_result(path.read_text(encoding="utf-8"), source=str(path))
+    with _loading(str(path)):
+        text = _read_text(path)
+    return loads_chunking_result(text, source=str(path))
 
 
 def write_chunks_jsonl(result: ChunkingResult, path: str | Path) -> Path:
@@ -274,14 +325,20 @@ def write_chunks_jsonl(result: ChunkingResult, path: str | Path) -> Path:
 
 
 def read_chunks_jsonl(path: str | Path) -> ChunkingResult:
+    """Read a file written by :func:`write_chunks_jsonl`; a damaged line raises :class:`SchemaError`
+    naming the file and the line number."""
     source = str(path)
-    with open(path, encoding="utf-8") as fh:
-        lines = [ln for ln in fh.read().splitlines() if ln.strip()]
-    if not lines:
-        raise SchemaError(f"{source}: empty chunks file")
-    try:
-        head = _check(json.loads(lines[0]), CHUNKS_SCHEMA, source)
-        chunks = [Chunk.from_dict(json.loads(ln)) for ln in lines[1:]]
-    except json.JSONDecodeError as exc:
-        raise SchemaError(f"{source}: invalid JSON line ({exc})") from exc
-    return ChunkingResult(chunks=chunks, metadata=dict(head["result"].get("metadata", {})))
+    with _loading(source):
+        lines = [(n, ln) for n, ln in enumerate(_read_text(Path(path)).splitlines(), 1) if ln.strip()]
+        if not lines:
+            raise SchemaError(f"{source}: empty chunks file")
+        head = _check(json.loads(lines[0][1]), CHUNKS_SCHEMA, source)
+        result = _payload(head, "result", source)
+        if not isinstance(result, dict):
+            raise SchemaError(f"{source}: line {lines[0][0]}: 'result' must be an object")
+        meta = ChunkingResult.from_dict({"metadata": result.get("metadata")}).metadata
+        chunks = []
+        for n, line in lines[1:]:
+            with _loading(f"{source}: line {n}"):
+                chunks.append(Chunk.from_dict(json.loads(line), "chunk"))
+        return ChunkingResult(chunks=chunks, metadata=meta)
