@@ -24,10 +24,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import warnings
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -346,16 +347,34 @@ def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | N
 PDF_METADATA_KEYS = ("title", "author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
 
 
+_PDF_DATE = re.compile(
+    r"^D:(?P<y>\d{4})(?P<mo>\d{2})?(?P<d>\d{2})?(?P<h>\d{2})?(?P<mi>\d{2})?(?P<s>\d{2})?"
+    r"(?:(?P<z>[Zz])|(?P<sign>[+-])(?P<th>\d{2})'?(?P<tm>\d{2})?'?)?"
+)
+
+
 def _pdf_date(value: str) -> str:
-    """``D:20230115093000+01'00'`` -> ``2023-01-15T09:30:00+01:00`` (as ``PyMuPDFLoader``); other
+    """``D:20230115093000+01'00'`` -> ``2023-01-15T09:30:00+01:00`` (ISO 8601, as ``PyMuPDFLoader``
+    writes what it can parse; also ``Z``, ``Z00'00'`` and dates without seconds or zone); other
     values are returned stripped."""
     raw = value.strip()
-    for fmt in ("D:%Y%m%d%H%M%S%z", "D:%Y%m%d%H%M%S"):
-        try:
-            return datetime.strptime(raw.replace("'", ""), fmt).isoformat("T")
-        except ValueError:
-            continue
-    return raw
+    match = _PDF_DATE.match(raw)
+    if not match:
+        return raw
+    g = match.groupdict()
+    try:
+        tz: timezone | None = None
+        if g["z"]:
+            tz = timezone.utc
+        elif g["sign"]:
+            offset = timedelta(hours=int(g["th"]), minutes=int(g["tm"] or 0))
+            tz = timezone(offset if g["sign"] == "+" else -offset)
+        moment = datetime(
+            int(g["y"]), int(g["mo"] or 1), int(g["d"] or 1), int(g["h"] or 0), int(g["mi"] or 0), int(g["s"] or 0), tzinfo=tz
+        )
+    except ValueError:
+        return raw
+    return moment.isoformat("T")
 
 
 def pdf_metadata(pdf: str | Path | bytes, password: str | None = None) -> dict[str, str]:
