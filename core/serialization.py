@@ -8,21 +8,33 @@ Parse trees of any depth round-trip: :mod:`json` recurses once per nesting level
 at the interpreter's recursion limit (a tree a few hundred levels deep), so such documents are
 written and read by the iterative :func:`_dumps_tree` / :func:`_loads_deep` instead, with the
 same text as :func:`json.dumps` would produce.
+
+Writes are atomic (temp file in the target folder + rename). Temp files are named
+``.<target name>.<pid>-<random>.grounded.tmp``; a process killed mid-write can leave one behind,
+and the next atomic write into that folder removes those whose writer is gone (never other files).
+A parse writes ``<name>.json`` + ``<name>.md`` as a pair: both temp files first, then both
+renames, and the JSON envelope records the Markdown's sha256 (``markdown_sha256``) so
+:func:`load_parse_pair` can tell a consistent pair from a mixed one.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import json
+import logging
 import os
 import re
 import stat
+import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import SchemaError
+from .errors import GroundedError, SchemaError
 from .model import Chunk, ChunkingResult, ParsingResult
 
 __all__ = [
@@ -41,7 +53,15 @@ __all__ = [
     "read_chunks_jsonl",
     "atomic_write_text",
     "atomic_write_bytes",
+    "atomic_write_files",
+    "save_parse_pair",
+    "load_parse_pair",
+    "refuse_overwriting_inputs",
+    "clean_stale_temp_files",
+    "OutputError",
 ]
+
+log = logging.getLogger(__name__)
 
 PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
@@ -52,38 +72,214 @@ _UMASK = os.umask(0o022)
 os.umask(_UMASK)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+class OutputError(GroundedError, OSError):
+    """An output file cannot be written (name too long, no permission, disk full, or it would
+    replace one of the inputs); ``path`` and ``cause`` are kept as attributes."""
+
+    def __init__(self, path: str | Path, cause: str):
+        self.path = str(path)
+        self.cause = cause
+        super().__init__(f"{self.path}: {cause}")
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temp file in the same folder + rename: never half-written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+# -- atomic writes ------------------------------------------------------------------------------------
+_TMP_SUFFIX = ".grounded.tmp"
+_TMP_NAME = re.compile(r"^\..+\.(\d+)-[0-9a-z_]+" + re.escape(_TMP_SUFFIX) + "$")
+_TMP_NAME_CHARS = 100  # the target name is cut to this in the temp name (which must fit NAME_MAX)
+_STALE_AGE = 86400.0  # where a writer's liveness cannot be checked, its temp files expire after a day
+_cleaned_dirs: set[str] = set()
+
+
+def _name_max(folder: Path) -> int:
     try:
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file normal permissions
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (AttributeError, OSError, ValueError):
+        return 255
+
+
+def _existing_parent(path: Path) -> Path:
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return parent
+
+
+def _output_error(path: Path, exc: OSError) -> OutputError:
+    if isinstance(exc, OutputError):
+        return exc
+    if exc.errno == errno.ENAMETOOLONG:
+        return OutputError(path, f"file name too long ({len(path.name.encode())} bytes; the limit is "
+                                 f"{_name_max(_existing_parent(path))}): choose a shorter name")
+    return OutputError(path, f"cannot write: {exc.strerror or exc}")
+
+
+def _pid_start_time(pid: int) -> float | None:
+    """Start time (epoch seconds) of process ``pid`` from /proc (Linux), None when unknown."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[19])  # field 22 of the whole line: start time in clock ticks after boot
+        boot = next(int(ln.split()[1]) for ln in Path("/proc/stat").read_text().splitlines() if ln.startswith("btime"))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return None
+
+
+def _writer_gone(pid: int, mtime: float) -> bool:
+    """True when the process that wrote a temp file (pid from its name, last written at ``mtime``)
+    no longer runs: the pid is free, or it now belongs to a process started after the file."""
+    if pid == os.getpid():
+        return False
+    if sys.platform == "win32":  # os.kill would terminate the process: only the age tells
+        return time.time() - mtime > _STALE_AGE
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, owned by another user
+        pass
+    except OSError:
+        return False
+    started = _pid_start_time(pid)
+    if started is not None:
+        return started > mtime + 1.0  # the pid was reused by a process younger than the file
+    return time.time() - mtime > _STALE_AGE
+
+
+def clean_stale_temp_files(folder: str | Path) -> list[Path]:
+    """Remove temp files of interrupted atomic writes (our naming pattern only) whose writer is
+    gone; returns what was removed. Temp files of live writers and all other files stay."""
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TMP_NAME.match(entry.name)
+        if m is None:
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or not _writer_gone(int(m.group(1)), entry.stat().st_mtime):
+                continue
+            os.unlink(entry.path)
+        except OSError as exc:
+            log.debug("cannot remove stale temp file %s: %s", entry.path, exc)
+            continue
+        removed.append(Path(entry.path))
+        log.info("removed %s (left by an interrupted write)", entry.path)
+    return removed
+
+
+def _clean_once(folder: Path) -> None:
+    """Clean a folder of stale temp files at the first write into it in this process."""
+    key = os.path.abspath(folder)
+    if key not in _cleaned_dirs:
+        _cleaned_dirs.add(key)
+        clean_stale_temp_files(folder)
+
+
+def _write_temp(path: Path, data: bytes) -> str:
+    prefix = f".{path.name[:_TMP_NAME_CHARS]}.{os.getpid()}-"
+    fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=_TMP_SUFFIX, dir=path.parent)
+    try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         # mkstemp creates 0600; give the file the mode a plain open() would (or keep the old one)
         os.chmod(tmp, stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o666 & ~_UMASK)
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return path
+    return tmp
+
+
+def _fsync_dir(folder: Path) -> None:
+    """Make the renames durable (best effort; not possible on every platform)."""
+    if sys.platform == "win32":
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
+    """Write several files so that none is ever half-written: every temp file is written and
+    synced first, then each is renamed over its target, in the order given.
+
+    A crash can leave a temp file (removed by the next write into that folder) or, between two
+    renames, new files beside old ones (:func:`save_parse_pair` records a hash to detect that).
+    Any OS failure raises :class:`OutputError` naming the target file.
+    """
+    targets = [(Path(p), data) for p, data in files]
+    for path, _ in targets:
+        if len(path.name.encode()) > _name_max(_existing_parent(path)):
+            raise _output_error(path, OSError(errno.ENAMETOOLONG, "File name too long"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise _output_error(path, exc) from exc
+        if path.is_dir():
+            raise OutputError(path, "is a directory, not a file name")
+        _clean_once(path.parent)
+    temps: list[str] = []
+    current = targets[0][0] if targets else Path()
+    try:
+        for path, data in targets:
+            current = path
+            temps.append(_write_temp(path, data))
+        for (path, _), tmp in zip(targets, temps):
+            current = path
+            os.replace(tmp, path)
+    except OSError as exc:
+        raise _output_error(current, exc) from exc
+    finally:
+        for tmp in temps:  # only left when something failed
+            if os.path.lexists(tmp):
+                Path(tmp).unlink(missing_ok=True)
+    for folder in dict.fromkeys(path.parent for path, _ in targets):
+        _fsync_dir(folder)
+    return [path for path, _ in targets]
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` via a temp file in the same folder + rename: never half-written."""
+    return atomic_write_files([(path, data)])[0]
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _envelope(schema: str, payload_key: str, payload: Any) -> dict[str, Any]:
-    return {"schema": schema, "version": SCHEMA_VERSION, payload_key: payload}
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+        return a.resolve() == b.resolve()
+    except OSError:
+        return False
+
+
+def refuse_overwriting_inputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path]) -> None:
+    """Raise :class:`OutputError` when an output is one of the inputs (the same file after
+    resolving links, or a hard link to it): grounded never replaces what the user gave."""
+    given = [Path(i) for i in inputs]
+    for out in outputs:
+        out = Path(out)
+        for src in given:
+            if _same_file(out, src):
+                raise OutputError(out, f"refusing to overwrite the input file {src}; choose another output name")
+
+
+def _envelope(schema: str, payload_key: str, payload: Any, **extra: Any) -> dict[str, Any]:
+    """``{"schema", "version", **extra, payload_key}``: the payload is always the last key."""
+    return {"schema": schema, "version": SCHEMA_VERSION, **extra, payload_key: payload}
 
 
 def _check(data: Any, schema: str, source: str) -> dict[str, Any]:
@@ -141,25 +337,32 @@ def _read_text(path: Path) -> str:
     return path.read_bytes().decode("utf-8")
 
 
-def dumps_parsing_result(root: ParsingResult, indent: int | None = None) -> str:
+def dumps_parsing_result(root: ParsingResult, indent: int | None = None, *, markdown_sha256: str | None = None) -> str:
+    """JSON text of the tree; ``markdown_sha256`` (the companion .md's hash) goes into the envelope."""
+    extra = {} if markdown_sha256 is None else {"markdown_sha256": markdown_sha256}
     try:
-        return json.dumps(_envelope(PARSE_SCHEMA, "root", root.to_dict()), ensure_ascii=False, indent=indent)
+        return json.dumps(_envelope(PARSE_SCHEMA, "root", root.to_dict(), **extra), ensure_ascii=False, indent=indent)
     except RecursionError:  # a tree deeper than json's recursion allows
-        head = json.dumps(_envelope(PARSE_SCHEMA, "root", None), ensure_ascii=False, indent=indent)
+        head = json.dumps(_envelope(PARSE_SCHEMA, "root", None, **extra), ensure_ascii=False, indent=indent)
         before, _, after = head.rpartition("null")  # "root" is the last key
         return before + _dumps_tree(root, indent, level=1) + after
+
+
+def _parse_envelope(text: str | bytes, schema: str, source: str) -> dict[str, Any]:
+    """JSON text -> the checked envelope dict (call inside ``_loading``)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    try:
+        data = json.loads(text)
+    except RecursionError:  # nested deeper than json's recursion allows
+        data = _loads_deep(text)
+    return _check(data, schema, source)
 
 
 def loads_parsing_result(text: str | bytes, source: str = "<string>") -> ParsingResult:
     """Parse tree from JSON text; anything malformed raises :class:`SchemaError` naming ``source``."""
     with _loading(source):
-        if isinstance(text, (bytes, bytearray)):
-            text = bytes(text).decode("utf-8")
-        try:
-            data = json.loads(text)
-        except RecursionError:  # nested deeper than json's recursion allows
-            data = _loads_deep(text)
-        return ParsingResult.from_dict(_payload(_check(data, PARSE_SCHEMA, source), "root", source))
+        return ParsingResult.from_dict(_payload(_parse_envelope(text, PARSE_SCHEMA, source), "root", source))
 
 
 def _dumps_tree(root: ParsingResult, indent: int | str | None, level: int = 0) -> str:
@@ -294,6 +497,41 @@ def loads_chunking_result(text: str | bytes, source: str = "<string>") -> Chunki
 
 def save_parsing_result(root: ParsingResult, path: str | Path) -> Path:
     return atomic_write_text(path, dumps_parsing_result(root))
+
+
+def save_parse_pair(root: ParsingResult, markdown: str, json_path: str | Path, md_path: str | Path) -> tuple[Path, Path]:
+    """Write the tree and its Markdown as a pair: both temp files, then both renames (JSON
+    first). The JSON records the Markdown's sha256, so a pair mixed by a crash between the two
+    renames is detected by :func:`load_parse_pair`."""
+    md = markdown.encode("utf-8")
+    text = dumps_parsing_result(root, markdown_sha256=hashlib.sha256(md).hexdigest())
+    json_out, md_out = atomic_write_files([(json_path, text.encode("utf-8")), (md_path, md)])
+    return json_out, md_out
+
+
+def load_parse_pair(json_path: str | Path, md_path: str | Path | None = None) -> tuple[ParsingResult, str]:
+    """Read ``<name>.json`` + ``<name>.md`` written by :func:`save_parse_pair` (``md_path``
+    defaults to the .json's sibling) and check that they belong together: Markdown whose sha256
+    differs from the one the JSON recorded raises :class:`SchemaError`. Pairs written without a
+    recorded hash (older releases) are returned unchecked."""
+    json_path = Path(json_path)
+    md_file = Path(md_path) if md_path is not None else json_path.with_suffix(".md")
+    source = str(json_path)
+    with _loading(source):
+        data = _parse_envelope(_read_text(json_path), PARSE_SCHEMA, source)
+        root = ParsingResult.from_dict(_payload(data, "root", source))
+        expected = data.get("markdown_sha256")
+    try:
+        md = md_file.read_bytes()
+    except OSError as exc:
+        raise SchemaError(f"{md_file}: cannot read the Markdown of {json_path} ({exc.strerror or exc})") from exc
+    if expected is not None and hashlib.sha256(md).hexdigest() != expected:
+        raise SchemaError(
+            f"{md_file}: does not belong to {json_path} (its sha256 differs from the one the JSON recorded: "
+            "the two were written by different runs); parse the PDF again"
+        )
+    with _loading(str(md_file)):
+        return root, md.decode("utf-8")
 
 
 def load_parsing_result(path: str | Path) -> ParsingResult:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import GroundedError, ParserError
+from ..errors import EmptyDocumentError, GroundedError, ParserError
 from ..model import ParsingResult, ParsingResultType
-from ..serialization import atomic_write_text, dumps_parsing_result
+from ..serialization import refuse_overwriting_inputs, save_parse_pair
 from . import postprocess
 from .pdf_input import PDFInfo, inspect_pdf
 
@@ -60,12 +60,22 @@ class ParseOutput:
     markdown: str
 
     def save(self, out_dir: str | Path, name: str | None = None) -> tuple[Path, Path]:
-        """Write ``<name>.json`` and ``<name>.md`` atomically into ``out_dir``."""
+        """Write ``<name>.json`` and ``<name>.md`` into ``out_dir`` as a consistent pair.
+
+        Both files are written to temp files first and then renamed (JSON first); the JSON
+        records the Markdown's sha256 so :func:`~grounded.serialization.load_parse_pair` detects
+        a pair mixed by a crash. Stale temp files of interrupted writes in ``out_dir`` are removed.
+        An output that is the source PDF itself (e.g. a PDF named ``paper.md``) is refused with
+        :class:`~grounded.serialization.OutputError`, as is any file that cannot be written.
+        """
         out = Path(out_dir)
-        stem = name or Path(str(self.root.metadata.get("source", {}).get("path", "document"))).stem
-        json_path = atomic_write_text(out / f"{stem}.json", dumps_parsing_result(self.root))
-        md_path = atomic_write_text(out / f"{stem}.md", self.markdown)
-        return json_path, md_path
+        source = self.root.metadata.get("source")
+        source_path = source.get("path") if isinstance(source, dict) else None
+        stem = name or Path(str(source_path or "document")).stem
+        json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
+        if source_path:
+            refuse_overwriting_inputs((json_path, md_path), [source_path])
+        return save_parse_pair(self.root, self.markdown, json_path, md_path)
 
 
 class BaseParser(ABC):
@@ -150,7 +160,17 @@ class BaseParser(ABC):
         """Post-process a transformed tree and fill the root metadata (public so fixtures can use it)."""
         if root.type != T.ROOT:
             raise ParserError(info.path, f"parser '{self.name}' returned a {root.type} node, not ROOT")
+        # page facts a backend recorded (e.g. how the layout saw the page), merged below
+        backend_pages = {
+            int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
+        }
+        kept = postprocess.keep_body_furniture(root, self.drop_types, info.path)
         postprocess.filter_elements(root, self.drop_types)
+        report, total = postprocess.page_report(
+            root, info.page_count, info.text_pages, info.damaged_pages, info.page_warnings
+        )
+        if not total:  # checked after filtering: text that was filtered away is not a result
+            raise EmptyDocumentError(info.path, _empty_reason(info, self.name))
         if self.infer_hierarchy:
             postprocess.infer_hierarchy(root)
         if self.line_spans:
@@ -163,7 +183,29 @@ class BaseParser(ABC):
                 "elapsed_seconds": round(time.perf_counter() - started, 4),
                 "source": {"path": str(info.path), "sha256": info.sha256, "name": info.path.name},
                 "page_count": info.page_count,
-                "pages": [{"page": i + 1, "width": w, "height": h} for i, (w, h) in enumerate(info.page_sizes)],
+                "pages": [
+                    {
+                        **{k: v for k, v in backend_pages.get(i + 1, {}).items() if k not in ("width", "height")},
+                        "page": i + 1,
+                        "width": w,
+                        "height": h,
+                        **report[i + 1],
+                        **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
+                    }
+                    for i, (w, h) in enumerate(info.page_sizes)
+                ],
             }
         )
+        if info.warnings or info.repaired:
+            root.metadata["pdf_warnings"] = list(info.warnings)
+            root.metadata["pdf_repaired"] = info.repaired
         return ParseOutput(root=root, markdown=markdown)
+
+
+def _empty_reason(info: PDFInfo, parser: str) -> str:
+    if not info.text_pages:
+        return f"parser '{parser}' found no text and no page has a text layer (blank or image-only PDF)"
+    return (
+        f"no text left: parser '{parser}' found no text to keep on the {len(info.text_pages)} page(s) with a "
+        "text layer (after removing the element types it drops)"
+    )
