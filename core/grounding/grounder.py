@@ -1,0 +1,502 @@
+"""Grounding: map any text back onto the document text and from there onto the PDF.
+
+Algorithm (linear-ish in the document length):
+
+1. The document text (:func:`~grounded.chunking.stream.document_text`) is reduced once to its
+   letter/digit stream (:mod:`.normalize`: whitespace, hyphenation, ligatures, quotes, dashes, markup
+   and case no longer matter) and every k-gram (k=12) of that stream is indexed (:mod:`.index`).
+2. A query text is reduced the same way (after :func:`strip_markup`). Its k-grams are looked up in
+   the index - first in a window around ``near`` (the neighbouring chunk's end or a running cursor),
+   then, if that does not explain the text, in the whole document - giving seeds
+   ``(query position, document position)``.
+3. Seeds are clustered by document position (gaps up to ``gap`` characters join a cluster: words
+   changed, dropped or added, sentences or table cells re-ordered inside the chunk all stay in one
+   cluster). The cluster explaining most of the query wins (among near-equal ones: the occurrence
+   nearest ``near``); further clusters are added while each explains enough *new* query text
+   (non-contiguous pieces). Unmatched query ends are extended fuzzily (Levenshtein) when the text's
+   first/last words were edited.
+4. ``coverage`` = query letters explained, ``precision`` = matched share of the chosen document
+   spans; ``score`` = their harmonic mean. Below ``min_score`` (or ``min_coverage``) the text is
+   refused: no spans, no boxes, a reason. Otherwise the spans' boxes are made by the chunk
+   assembly itself (:meth:`~grounded.chunking.assembly.ChunkAssembler.boxes_for_chars`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from rapidfuzz.distance import Levenshtein
+
+from ..chunking.assembly import ChunkAssembler
+from ..chunking.stream import TokenStream, build_stream, document_text
+from ..chunking.tokenizer import load_tokenizer
+from ..errors import ChunkingError
+from ..model import ParsingBoundingBox, ParsingResult
+from ..model import ParsingResultType as T
+from .index import KgramIndex, kgram_hashes
+from .normalize import AlnumText, alnum_text, strip_markup
+
+__all__ = ["Grounding", "Grounder", "GroundingStatus", "ground", "ground_quote"]
+
+GroundingStatus = Literal["exact", "fuzzy", "partial", "refused"]
+
+_MARKUP_CHARS = "*_#|>`~"
+
+
+@dataclass(frozen=True)
+class Grounding:
+    """Where a text is in the document.
+
+    ``spans``: character spans in ``document_text(root).text`` (several for a text made of
+    non-contiguous pieces), in document order. ``score`` in [0, 1]. ``boxes``: the chunk assembly's
+    boxes for those spans (empty when refused). ``status``: ``exact`` (the text's letters and digits
+    equal the span's), ``fuzzy`` (aligned with edits), ``partial`` (part of the text was not found;
+    ``reason`` says how much) or ``refused`` (no boxes; ``reason`` says why). ``coverage``: share of
+    the text's letters/digits found in the spans."""
+
+    spans: list[tuple[int, int]]
+    score: float
+    boxes: list[ParsingBoundingBox]
+    status: GroundingStatus
+    reason: str = ""
+    coverage: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True unless refused."""
+        return self.status != "refused"
+
+    @property
+    def start(self) -> int | None:
+        return self.spans[0][0] if self.spans else None
+
+    @property
+    def end(self) -> int | None:
+        return self.spans[-1][1] if self.spans else None
+
+    @property
+    def pages(self) -> list[int]:
+        return sorted({b.page for b in self.boxes})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "spans": [list(s) for s in self.spans],
+            "score": self.score,
+            "status": self.status,
+            "reason": self.reason,
+            "coverage": self.coverage,
+            "boxes": [b.to_dict() for b in self.boxes],
+        }
+
+
+def _refused(reason: str, score: float = 0.0, coverage: float = 0.0) -> Grounding:
+    return Grounding(spans=[], score=round(score, 4), boxes=[], status="refused", reason=reason, coverage=round(coverage, 4))
+
+
+@dataclass
+class _Piece:
+    """One chosen cluster: document stream range ``[lo, hi)`` and the query positions it explains."""
+
+    lo: int
+    hi: int
+    q_mask: np.ndarray
+    doc_matched: int
+    q_first: int  # smallest / largest query position explained, and their document positions
+    q_last: int
+    d_of_q_first: int
+    d_of_q_last: int
+    extra_matched: int = 0
+
+
+@dataclass
+class _Alignment:
+    pieces: list[_Piece] = field(default_factory=list)
+    coverage: float = 0.0
+    precision: float = 0.0
+
+    @property
+    def score(self) -> float:
+        c, p = self.coverage, self.precision
+        return 2 * c * p / (c + p) if c + p else 0.0
+
+
+def _union_mask(starts: np.ndarray, k: int, length: int) -> np.ndarray:
+    diff = np.zeros(length + k + 1, dtype=np.int32)
+    np.add.at(diff, starts, 1)
+    np.add.at(diff, starts + k, -1)
+    return np.cumsum(diff)[:length] > 0
+
+
+class Grounder:
+    """Grounds texts in one document; build once per document (cost: one pass over its text, a
+    k-gram index and - unless ``stream`` is given - its token stream for the boxes).
+
+    ``near`` (a document-text offset, e.g. the previous chunk's end) picks among repeated
+    occurrences and lets the search stay local; :meth:`ground_all` keeps a running cursor.
+    """
+
+    def __init__(
+        self,
+        root: ParsingResult,
+        *,
+        stream: TokenStream | None = None,
+        tokenizer: Any = None,
+        box_mode: str = "auto",
+        k: int = 12,
+        min_score: float = 0.6,
+        min_coverage: float = 0.5,
+        partial_below: float = 0.9,
+    ) -> None:
+        if root.type != T.ROOT:
+            raise ChunkingError(f"grounding needs a ROOT node, got {root.type}")
+        if not 4 <= k <= 64:
+            raise ChunkingError(f"k must be in [4, 64], got {k!r}")
+        if not (0.0 < min_score <= 1.0 and 0.0 < min_coverage <= 1.0 and 0.0 < partial_below <= 1.0):
+            raise ChunkingError("min_score, min_coverage and partial_below must lie in (0, 1]")
+        if stream is None:
+            stream = build_stream(root, load_tokenizer(tokenizer), document_text(root))
+        self.root = root
+        self.stream = stream
+        self.text = stream.doc.text
+        self.assembler = ChunkAssembler(stream, root, strategy="grounding", box_mode=box_mode)
+        self.k = k
+        self.min_score = min_score
+        self.min_coverage = min_coverage
+        self.partial_below = partial_below
+        self.norm: AlnumText = alnum_text(self.text)
+        self.index = KgramIndex(self.norm.codes(), k)
+
+    # -- public API -------------------------------------------------------------------------------
+    def ground(self, text: str, *, near: int | None = None) -> Grounding:
+        """Spans, score, status and boxes of ``text`` in this document."""
+        cleaned = strip_markup(text)
+        query = alnum_text(cleaned).text
+        m = len(query)
+        if m == 0:
+            return _refused("the text has no letters or digits")
+        near_pos = self.norm.position(near) if near is not None else None
+        if m < 2 * self.k:
+            return self._ground_short(query, cleaned, near_pos)
+        qh = kgram_hashes(np.frombuffer(query.encode("utf-32-le"), dtype=np.uint32), self.k)
+        best: _Alignment | None = None
+        n = len(self.norm)
+        if near_pos is not None:
+            lo, hi = max(0, near_pos - m - 1000), min(n, near_pos + 2 * m + 4000)
+            best = self._align(query, qh, lo, hi, near_pos, cap=16)
+            if best is not None and (best.coverage < self.partial_below or best.score < self.min_score):
+                wide = self._align(query, qh, 0, n, near_pos, cap=64)
+                if wide is not None and wide.score > best.score + 0.02:
+                    best = wide
+        if best is None and near_pos is None:
+            best = self._align(query, qh, 0, n, None, cap=64)
+        elif best is None:
+            best = self._align(query, qh, 0, n, near_pos, cap=64)
+        if best is None or best.coverage < self.partial_below:
+            window = None
+            if best is not None and best.pieces:
+                window = (min(p.lo for p in best.pieces) - m, max(p.hi for p in best.pieces) + m)
+            elif near_pos is not None:
+                window = (near_pos - m - 1000, near_pos + 2 * m + 4000)
+            if window is not None:
+                by_words = self._align_words(cleaned, m, max(0, window[0]), min(n, window[1]))
+                if by_words is not None and (best is None or by_words.score > best.score):
+                    best = by_words
+        if best is None or not best.pieces:
+            return _refused("no part of the text was found in the document")
+        return self._finish(best, query, cleaned)
+
+    def ground_all(self, texts: Iterable[str], *, near: int | None = None) -> list[Grounding]:
+        """Ground texts that follow each other in the document (a splitter's chunks): each is
+        searched near the previous one's end first, so repeated passages resolve to the right
+        occurrence and the cost stays linear in the number of texts."""
+        out = []
+        cursor = near
+        for text in texts:
+            g = self.ground(text, near=cursor)
+            out.append(g)
+            if g.spans:
+                cursor = g.spans[-1][1]
+        return out
+
+    def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:
+        return self.assembler.boxes_for_chars(start, end)
+
+    # -- alignment --------------------------------------------------------------------------------
+    def _align(self, query: str, qh: np.ndarray, lo: int, hi: int, near_pos: int | None, cap: int) -> _Alignment | None:
+        k, m = self.k, len(query)
+        qp, dp = self.index.lookup(qh, lo, hi, cap)
+        if not len(dp):
+            return None
+        order = np.lexsort((qp, dp))
+        qp, dp = qp[order], dp[order]
+        gap = max(4 * k, 64)
+        cuts = np.nonzero(np.diff(dp) > gap)[0] + 1
+        bounds = np.concatenate([[0], cuts, [len(dp)]]).astype(np.int64)
+        sizes = np.diff(bounds)
+        # only clusters that can matter: the 48 largest (a query of m letters has m - k + 1 k-grams)
+        cand = np.argsort(-sizes, kind="stable")[:48]
+        pieces: list[_Piece] = []
+        for c in cand.tolist():
+            a, b = int(bounds[c]), int(bounds[c + 1])
+            if b - a < 2 and len(pieces) > 0:
+                continue
+            piece = self._piece(qp[a:b], dp[a:b], m)
+            if piece is not None:
+                pieces.append(piece)
+        if not pieces:
+            return None
+        cover = [int(p.q_mask.sum()) for p in pieces]
+        top = max(cover)
+        tied = [i for i, c in enumerate(cover) if c >= 0.9 * top]
+        if near_pos is not None:
+            first = min(tied, key=lambda i: (abs(pieces[i].lo - near_pos), -cover[i]))
+        else:
+            first = min(tied, key=lambda i: (-cover[i], pieces[i].lo))
+        chosen = [pieces[first]]
+        covered = pieces[first].q_mask.copy()
+        min_new = max(k + 8, int(0.05 * m))
+        for i in sorted(range(len(pieces)), key=lambda i: -cover[i]):
+            if i == first:
+                continue
+            new = int((pieces[i].q_mask & ~covered).sum())
+            if new >= min_new:
+                chosen.append(pieces[i])
+                covered |= pieces[i].q_mask
+        chosen.sort(key=lambda p: p.lo)
+        self._extend_ends(chosen, query, covered)
+        matched_q = int(covered.sum()) + sum(p.extra_matched for p in chosen)
+        doc_len = sum(p.hi - p.lo for p in chosen)
+        doc_matched = sum(p.doc_matched + p.extra_matched for p in chosen)
+        return _Alignment(chosen, min(1.0, matched_q / m), min(1.0, doc_matched / doc_len) if doc_len else 0.0)
+
+    def _align_words(self, cleaned: str, m: int, lo: int, hi: int) -> _Alignment | None:
+        """Bag-of-words alignment inside a window, for texts whose k-grams were destroyed (table
+        cells re-ordered, short fields): the run of document words maximizing letters of query
+        words minus letters of other words (maximum subarray), scored by multiset overlap."""
+        q_words, _ = alnum_text(cleaned).words(0, m)
+        want = Counter(q_words)
+        words, starts = self.norm.words(lo, hi)
+        if not words or not want:
+            return None
+        best_sum, best_a, best_b = 0, 0, -1
+        cur, cur_a = 0, 0
+        for i, w in enumerate(words):
+            cur += len(w) if w in want else -len(w)
+            if cur <= 0:
+                cur, cur_a = 0, i + 1
+            elif cur > best_sum:
+                best_sum, best_a, best_b = cur, cur_a, i
+        if best_b < best_a:
+            return None
+        got = Counter(words[best_a : best_b + 1])
+        matched = sum(len(w) * min(c, got[w]) for w, c in want.items())
+        d_lo = int(starts[best_a])
+        d_hi = d_lo + sum(len(w) for w in words[best_a : best_b + 1])
+        piece = _Piece(d_lo, d_hi, np.zeros(m, dtype=bool), matched, 0, m, d_lo, d_hi)
+        return _Alignment([piece], min(1.0, matched / m), min(1.0, matched / (d_hi - d_lo)))
+
+    def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece | None:
+        """A cluster of seeds (sorted by document position) -> a piece, after trimming stray seeds
+        at its ends (a k-gram matched alone - two k-grams in a row on one diagonal at least)."""
+        k = self.k
+        qp, dp = _one_seed_per_query_position(qp, dp)
+        if len(dp) >= 3:
+            same_run = (np.diff(dp) == 1) & (np.diff(qp) == 1)
+            run_id = np.concatenate([[0], np.cumsum(~same_run)])
+            run_len = np.bincount(run_id)[run_id]
+            solid = np.nonzero(run_len >= 2)[0]
+            if len(solid):
+                a, b = int(solid[0]), int(solid[-1]) + 1
+                qp, dp = qp[a:b], dp[a:b]
+        lo, hi = int(dp[0]), int(dp[-1]) + k
+        q_mask = _union_mask(qp, k, m)
+        doc_matched = int(_union_mask(dp - lo, k, hi - lo).sum())
+        i_first, i_last = int(np.argmin(qp)), int(np.argmax(qp))
+        return _Piece(lo, hi, q_mask, doc_matched, int(qp[i_first]), int(qp[i_last]) + k, int(dp[i_first]), int(dp[i_last]) + k)
+
+    def _extend_ends(self, chosen: list[_Piece], query: str, covered: np.ndarray) -> None:
+        """Align the query's unexplained head (tail) with the document just before (after) the piece
+        whose start (end) explains the query's start (end): the first/last words were edited."""
+        m, doc = len(query), self.norm.text
+        q_first = min(p.q_first for p in chosen)
+        head = next(p for p in chosen if p.q_first == q_first)
+        if 0 < q_first <= 64 and head.d_of_q_first - head.lo <= self.k and not covered[:q_first].any():
+            piece = query[:q_first]
+            window = doc[max(0, head.lo - len(piece) - len(piece) // 3 - 2) : head.lo]
+            best = _best_suffix(piece, window)
+            if best is not None:
+                used, dist = best
+                head.lo -= used
+                head.extra_matched += len(piece) - dist
+        q_last = max(p.q_last for p in chosen)
+        tail = next(p for p in chosen if p.q_last == q_last)
+        rest = m - q_last
+        if 0 < rest <= 64 and tail.hi - tail.d_of_q_last <= self.k and not covered[q_last:].any():
+            piece = query[q_last:]
+            window = doc[tail.hi : tail.hi + len(piece) + len(piece) // 3 + 2]
+            best = _best_suffix(piece[::-1], window[::-1])
+            if best is not None:
+                used, dist = best
+                tail.hi += used
+                tail.extra_matched += len(piece) - dist
+
+    def _ground_short(self, query: str, cleaned: str, near_pos: int | None) -> Grounding:
+        """Texts shorter than two k-grams: verbatim (normalized) occurrences only."""
+        doc = self.norm.text
+        hits: list[int] = []
+        i = doc.find(query)
+        while i >= 0 and len(hits) < 10000:
+            hits.append(i)
+            i = doc.find(query, i + 1)
+        if not hits:
+            return _refused(f"the text is short ({len(query)} letters/digits) and does not occur verbatim in the document")
+        pos = min(hits, key=lambda h: abs(h - near_pos)) if near_pos is not None else hits[0]
+        piece = _Piece(pos, pos + len(query), np.ones(len(query), dtype=bool), len(query), 0, len(query), pos, pos + len(query))
+        return self._finish(_Alignment([piece], 1.0, 1.0), query, cleaned)
+
+    def _finish(self, al: _Alignment, query: str, cleaned: str) -> Grounding:
+        score, coverage = al.score, al.coverage
+        if coverage < self.min_coverage or score < self.min_score:
+            return _refused(
+                f"alignment too weak: {coverage:.0%} of the text's letters found, score {score:.2f} < {self.min_score:.2f}"
+                if score < self.min_score
+                else f"only {coverage:.0%} of the text's letters were found in the document (< {self.min_coverage:.0%})",
+                score,
+                coverage,
+            )
+        merged: list[list[int]] = []
+        for p in sorted(al.pieces, key=lambda p: p.lo):
+            if merged and p.lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], p.hi)
+            else:
+                merged.append([p.lo, p.hi])
+        spans = [self.norm.source_span(lo, hi) for lo, hi in merged]
+        spans = self._widen_punctuation(spans, cleaned)
+        exact = len(merged) == 1 and self.norm.text[merged[0][0] : merged[0][1]] == query
+        boxes: list[ParsingBoundingBox] = []
+        for s, e in spans:
+            boxes.extend(self.assembler.boxes_for_chars(s, e))
+        if not boxes:
+            return _refused("the matching text has no boxes in the parse tree", score, coverage)
+        if exact:
+            return Grounding(spans, 1.0, boxes, "exact", "", 1.0)
+        if coverage < self.partial_below:
+            reason = f"{1 - coverage:.0%} of the text's letters were not found in the document (added or heavily edited text)"
+            return Grounding(spans, round(score, 4), boxes, "partial", reason, round(coverage, 4))
+        return Grounding(spans, round(score, 4), boxes, "fuzzy", "", round(coverage, 4))
+
+    def _widen_punctuation(self, spans: list[tuple[int, int]], cleaned: str) -> list[tuple[int, int]]:
+        """Letter spans -> text spans: the punctuation the text has before its first letter (after its
+        last) is taken from the document too where it follows in the same order (whitespace
+        skipped, Markdown markup ignored, at most 12 characters)."""
+        if not spans:
+            return spans
+        text = self.text
+        i = 0
+        while i < len(cleaned) and not cleaned[i].isalnum():
+            i += 1
+        j = len(cleaned)
+        while j > i and not cleaned[j - 1].isalnum():
+            j -= 1
+        lead = [c for c in cleaned[:i] if not c.isspace() and c not in _MARKUP_CHARS]
+        trail = [c for c in cleaned[j:] if not c.isspace() and c not in _MARKUP_CHARS]
+        s0, e1 = spans[0][0], spans[-1][1]
+        pos, best = e1, e1
+        for c in trail:
+            while pos < len(text) and pos - e1 < 12 and text[pos].isspace():
+                pos += 1
+            if pos < len(text) and pos - e1 < 12 and _same_punct(text[pos], c):
+                pos += 1
+                best = pos
+            else:
+                break
+        e1 = best
+        pos, best = s0, s0
+        for c in reversed(lead):
+            while pos > 0 and s0 - pos < 12 and text[pos - 1].isspace():
+                pos -= 1
+            if pos > 0 and s0 - pos < 12 and _same_punct(text[pos - 1], c):
+                pos -= 1
+                best = pos
+            else:
+                break
+        s0 = best
+        if len(spans) == 1:
+            return [(s0, e1)]
+        return [(s0, spans[0][1]), *spans[1:-1], (spans[-1][0], e1)]
+
+
+_PUNCT_FOLD = str.maketrans("\u2018\u2019\u201a\u201b\u2032\u201c\u201d\u201e\u2033\u2010\u2011\u2012\u2013\u2014\u2212", "'''''" + '""""' + "------")
+
+
+def _same_punct(a: str, b: str) -> bool:
+    return a == b or a.translate(_PUNCT_FOLD) == b.translate(_PUNCT_FOLD)
+
+
+def _one_seed_per_query_position(qp: np.ndarray, dp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where a query k-gram occurs several times in one cluster (a phrase repeated nearby), keep the
+    occurrence on the diagonal of its nearest unambiguous neighbour in the query (so re-ordered
+    sentences keep their own diagonal); input and output sorted by document position."""
+    _, inv, cnt = np.unique(qp, return_inverse=True, return_counts=True)
+    single = cnt[inv] == 1
+    if single.all():
+        return qp, dp
+    if single.any():
+        sq, sd = qp[single], dp[single]
+        o = np.argsort(sq, kind="stable")
+        sq, sd = sq[o], sd[o]
+        j = np.searchsorted(sq, qp)
+        j0, j1 = np.clip(j - 1, 0, len(sq) - 1), np.clip(j, 0, len(sq) - 1)
+        nearest = np.where(np.abs(sq[j0] - qp) <= np.abs(sq[j1] - qp), j0, j1)
+        expected = qp + (sd - sq)[nearest]
+    else:
+        expected = qp + int(np.median(dp - qp))
+    err = np.abs(dp - expected)
+    order = np.lexsort((err, qp))
+    sq = qp[order]
+    keep = np.sort(order[np.concatenate([[True], sq[1:] != sq[:-1]])])
+    return qp[keep], dp[keep]
+
+
+def _best_suffix(piece: str, window: str) -> tuple[int, int] | None:
+    """The suffix of ``window`` closest to ``piece`` in edit distance: (its length, distance), or
+    None when even the best one differs in more than a third of the characters."""
+    if not piece or not window:
+        return None
+    limit = max(1, len(piece) // 3)
+    best: tuple[int, int] | None = None
+    for used in range(1, len(window) + 1):
+        d = Levenshtein.distance(piece, window[len(window) - used :], score_cutoff=limit)
+        if d <= limit and (best is None or d < best[1]):
+            best = (used, d)
+    return best
+
+
+_LAST: list[Grounder] = []  # the most recently used documents' grounders (strong refs, bounded)
+_KEEP = 2
+
+
+def _grounder(root: ParsingResult) -> Grounder:
+    for g in _LAST:
+        if g.root is root:
+            return g
+    g = Grounder(root)
+    _LAST.insert(0, g)
+    del _LAST[_KEEP:]
+    return g
+
+
+def ground(texts: Sequence[str], root: ParsingResult, **options: Any) -> list[Grounding]:
+    """Ground texts in document order (e.g. a splitter's chunks) in the parse tree ``root``."""
+    grounder = Grounder(root, **options) if options else _grounder(root)
+    return grounder.ground_all(texts)
+
+
+def ground_quote(root: ParsingResult, sentence: str, *, near: int | None = None) -> Grounding:
+    """Boxes for a quoted sentence (e.g. an answer's evidence). The document's grounder is built on
+    first use and reused for the next quotes (the two most recent documents are kept)."""
+    return _grounder(root).ground(sentence, near=near)
