@@ -22,6 +22,7 @@ cache are shared between callers: treat them as read-only.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -44,6 +45,7 @@ __all__ = [
     "TreeRef",
     "parser_fingerprint",
     "tree_ref",
+    "ref_for",
     "parse_ref",
     "resolve_tree",
     "file_sha256",
@@ -84,13 +86,33 @@ def default_cache_dir() -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".cache" / "grounded") / "parses"
 
 
+@functools.cache
+def parser_code_version() -> str:
+    """Hash of grounded's parsing code (model + parsers package): a tree cached by another version
+    of that code is not reused (its boxes or text may differ)."""
+    core = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for f in [core / "model.py", *sorted((core / "parsers").glob("*.py"))]:
+        digest.update(f.name.encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 def parser_fingerprint(parser: str, version: str = "", options: Mapping[str, Any] | None = None) -> str:
-    """16 hex digits naming a parser configuration (name, version, constructor options)."""
+    """16 hex digits naming a parser configuration (name, tool version, constructor options,
+    grounded's parsing code)."""
     payload = json.dumps(
-        {"parser": parser, "version": version, "options": dict(options or {})},
+        {"parser": parser, "version": version, "options": dict(options or {}), "code": parser_code_version()},
         sort_keys=True, separators=(",", ":"), default=repr,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
+
+
+def ref_for(sha256: str, parser: str, version: str = "", options: Mapping[str, Any] | None = None) -> str:
+    """The reference of a parse of the PDF with ``sha256`` by ``parser`` (name, tool version,
+    options) - computable before parsing, to look the tree up first."""
+    name = re.sub(r"[^A-Za-z0-9_.+-]", "_", parser)
+    return str(TreeRef(sha256, name, parser_fingerprint(name, version, options)))
 
 
 def _root_sha(root: ParsingResult) -> str:
@@ -104,10 +126,7 @@ def _root_sha(root: ParsingResult) -> str:
 def tree_ref(root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
     """The reference string of a parsed tree (its PDF's sha256 + parser fingerprint)."""
     meta = root.metadata
-    parser = str(meta.get("parser") or "")
-    parser = re.sub(r"[^A-Za-z0-9_.+-]", "_", parser)
-    fp = parser_fingerprint(parser, str(meta.get("parser_version") or ""), options)
-    return str(TreeRef(_root_sha(root), parser, fp))
+    return ref_for(_root_sha(root), str(meta.get("parser") or ""), str(meta.get("parser_version") or ""), options)
 
 
 def parse_ref(ref: str) -> TreeRef:
