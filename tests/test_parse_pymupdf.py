@@ -63,7 +63,10 @@ def test_root_metadata(clinsci):
     md = out.root.metadata
     assert md["parser"] == "pymupdf" and md["page_count"] == 13
     assert md["source"]["name"] == path.name and len(md["source"]["sha256"]) == 64
-    assert md["pages"][0] == {"page": 1, "width": pytest.approx(595.28, abs=0.01), "height": pytest.approx(788.03, abs=0.01)}
+    first = {k: md["pages"][0][k] for k in ("page", "width", "height", "status", "warnings")}
+    assert first == {"page": 1, "width": pytest.approx(595.28, abs=0.01), "height": pytest.approx(788.03, abs=0.01),
+                     "status": "ok", "warnings": []}
+    assert all(p["status"] == "ok" and p["chars"] > 0 for p in md["pages"])
     assert 0 < md["layout_seconds"] <= md["elapsed_seconds"]
     assert [n.id for n in out.root.walk()][:3] == ["root", "e1", "e2"]
 

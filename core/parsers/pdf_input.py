@@ -7,10 +7,14 @@ pipeline needs: sha256, page count, each page's displayed size and which pages c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import (
     CorruptPDFError,
@@ -22,7 +26,15 @@ from ..errors import (
     PageTooLargeError,
 )
 
-__all__ = ["PDFInfo", "inspect_pdf", "MAX_PAGE_POINTS", "NoTextLayerWarning", "format_pages"]
+__all__ = [
+    "PDFInfo",
+    "inspect_pdf",
+    "MAX_PAGE_POINTS",
+    "NoTextLayerWarning",
+    "PDFDamageWarning",
+    "format_pages",
+    "mupdf_quiet",
+]
 
 #: PDF 1.7 implementation limit for a page side (200 inches) in points.
 MAX_PAGE_POINTS = 14400.0
@@ -36,16 +48,71 @@ class NoTextLayerWarning(UserWarning):
     """Some (not all) pages have no text layer; their content cannot be extracted without OCR."""
 
 
+class PDFDamageWarning(UserWarning):
+    """MuPDF reported errors while reading the PDF: the listed pages may be incomplete or wrong
+    (their ``root.metadata["pages"][i]`` has ``status: "damaged"`` and the MuPDF ``warnings``)."""
+
+
+#: MuPDF messages about a page's content stream that mean its content was not read completely
+#: (or was altered): syntax errors while interpreting it. Any message while *decoding* the page's
+#: own content streams (zlib/flate errors, read errors, objects that cannot be loaded) counts too.
+_CONTENT_DAMAGE = re.compile(
+    r"content stream|page may not be correct|ignoring rest of page|unknown keyword|syntax error in array",
+    re.IGNORECASE,
+)
+#: at most this many distinct MuPDF messages are kept per page
+_MAX_MESSAGES = 20
+
+
+@contextlib.contextmanager
+def mupdf_quiet() -> Iterator[None]:
+    """MuPDF's messages go to its warning store only, not to stderr (restored on exit)."""
+    import pymupdf
+
+    errors = pymupdf.TOOLS.mupdf_display_errors()
+    shown = pymupdf.TOOLS.mupdf_display_warnings()
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+    try:
+        yield
+    finally:
+        pymupdf.TOOLS.mupdf_display_errors(errors)
+        pymupdf.TOOLS.mupdf_display_warnings(shown)
+
+
+def _mupdf_messages() -> list[str]:
+    """MuPDF's messages since the last call (distinct, in order; the store is reset)."""
+    import pymupdf
+
+    out: list[str] = []
+    for line in pymupdf.TOOLS.mupdf_warnings(reset=True).splitlines():
+        line = line.strip()
+        if line and not line.startswith("... repeated") and line not in out:
+            out.append(line)
+    return out[:_MAX_MESSAGES]
+
+
 @dataclass
 class PDFInfo:
     """Facts about a readable PDF. ``page_sizes`` are (width, height) in points of the page as
-    displayed (rotation and crop box applied); ``text_pages`` are the 1-based pages with text."""
+    displayed (rotation and crop box applied); ``text_pages`` are the 1-based pages with text;
+    ``page_chars`` the non-space characters of each page's text layer.
+
+    ``warnings`` are MuPDF's messages while opening the file (e.g. a repaired xref);
+    ``page_warnings`` its messages while reading each 1-based page, and ``damaged_pages`` the
+    pages whose content stream could not be read completely (see :func:`inspect_pdf`).
+    """
 
     path: Path
     sha256: str
     page_count: int
     page_sizes: list[tuple[float, float]] = field(default_factory=list)
     text_pages: list[int] = field(default_factory=list)
+    page_chars: list[int] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    page_warnings: dict[int, list[str]] = field(default_factory=dict)
+    damaged_pages: list[int] = field(default_factory=list)
+    repaired: bool = False
 
     @property
     def image_only_pages(self) -> list[int]:
@@ -88,19 +155,98 @@ def _open_document(path: Path, data: bytes):  # -> pymupdf.Document
     if doc.needs_pass:
         doc.close()
         raise EncryptedPDFError(path, "encrypted PDF: a password is needed to open it")
+    count = _page_count(path, doc)
     if doc.is_repaired and truncated:
-        pages = doc.page_count
+        pages = count
         doc.close()
         raise CorruptPDFError(
             path, f"truncated PDF (no %%EOF at the end; MuPDF had to repair it and found {pages} page(s))"
         )
-    if doc.page_count == 0:
+    if count == 0:
         repaired = doc.is_repaired
         doc.close()
         if repaired:
             raise CorruptPDFError(path, "damaged PDF: the page tree cannot be read (0 readable pages)")
         raise EmptyDocumentError(path, "the PDF has 0 pages")
     return doc
+
+
+def _page_count(path: Path, doc: Any) -> int:
+    """The document's page count; a page tree MuPDF cannot count (e.g. ``/Count -1``) is a
+    :class:`CorruptPDFError` naming the file (MuPDF raises a bare RuntimeError)."""
+    try:
+        return int(doc.page_count)
+    except Exception as exc:  # MuPDF's RuntimeError/FzError: "Invalid number of pages", ...
+        doc.close()
+        raise CorruptPDFError(path, f"damaged PDF: the page tree cannot be read ({exc})") from exc
+
+
+def _read_page(doc: Any, index: int) -> tuple[Any, str, list[str], bool]:
+    """Load page ``index``: (page, its text, MuPDF's messages, whether its content is damaged)."""
+    page = doc.load_page(index)
+    load_messages = _mupdf_messages()
+    page.read_contents()  # decode the page's own content streams (zlib/flate errors show here)
+    decode_messages = _mupdf_messages()
+    text = page.get_textpage(flags=0).extractText()
+    messages = load_messages + [m for m in decode_messages + _mupdf_messages() if m not in load_messages]
+    damaged = bool(decode_messages) or any(_CONTENT_DAMAGE.search(m) for m in messages)
+    return page, text, messages[:_MAX_MESSAGES], damaged
+
+
+def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
+    info = PDFInfo(path=path, sha256=sha256, page_count=int(doc.page_count), warnings=_mupdf_messages())
+    for index in range(info.page_count):
+        number = index + 1
+        try:
+            page, text, messages, damaged = _read_page(doc, index)
+            rect = page.rect  # displayed page: crop box with /Rotate applied
+        except Exception as exc:
+            raise CorruptPDFError(path, f"page {number} cannot be read ({exc})") from exc
+        width, height = float(rect.width), float(rect.height)
+        if not (width > 0 and height > 0):
+            raise CorruptPDFError(path, f"page {number} has an empty size ({width:g} x {height:g} pt)")
+        if max(width, height) > MAX_PAGE_POINTS:
+            raise PageTooLargeError(
+                path,
+                f"page {number} is {width:.0f} x {height:.0f} pt, beyond the PDF limit of "
+                f"{MAX_PAGE_POINTS:.0f} pt per side",
+            )
+        info.page_sizes.append((width, height))
+        chars = sum(1 for c in text if not c.isspace())
+        info.page_chars.append(chars)
+        if chars:
+            info.text_pages.append(number)
+        if messages:
+            info.page_warnings[number] = messages
+        if damaged:
+            info.damaged_pages.append(number)
+    info.repaired = bool(doc.is_repaired)  # MuPDF may repair the file while loading a page
+    return info
+
+
+def _check_damage(info: PDFInfo) -> None:
+    """Documented rule: a page whose content stream MuPDF could not decode or interpret
+    completely (zlib/flate/read errors, content-stream syntax errors) is *damaged*: it is
+    flagged in the result and a :class:`PDFDamageWarning` names it. A document whose every
+    page is damaged raises :class:`CorruptPDFError` -- nothing in it can be trusted."""
+    damaged = info.damaged_pages
+    if not damaged and not info.repaired:
+        return
+    first = next((m for p in damaged for m in info.page_warnings.get(p, [])), None)
+    if damaged and len(damaged) == info.page_count:
+        raise CorruptPDFError(
+            info.path,
+            f"damaged PDF: the content of every page ({info.page_count}) is broken (MuPDF: {first})",
+        )
+    parts = []
+    if info.repaired:
+        parts.append("MuPDF had to repair the file's structure")
+    if damaged:
+        parts.append(
+            f"{len(damaged)} of {info.page_count} page(s) may be incomplete (pages {format_pages(damaged)}; "
+            f"MuPDF: {first})"
+        )
+    warnings.warn(f"{info.path}: damaged PDF: " + "; ".join(parts), PDFDamageWarning, stacklevel=3)
 
 
 def inspect_pdf(path: str | Path, require_text: bool) -> PDFInfo:
@@ -114,36 +260,17 @@ def inspect_pdf(path: str | Path, require_text: bool) -> PDFInfo:
     path = Path(path)
     data = _read_checked(path)
     sha256 = hashlib.sha256(data).hexdigest()
-    doc = _open_document(path, data)
-    try:
-        sizes: list[tuple[float, float]] = []
-        text_pages: list[int] = []
-        for index in range(doc.page_count):
-            number = index + 1
-            try:
-                page = doc.load_page(index)
-                rect = page.rect  # displayed page: crop box with /Rotate applied
-                has_text = bool(page.get_textpage(flags=0).extractText().strip())
-            except Exception as exc:
-                raise CorruptPDFError(path, f"page {number} cannot be read ({exc})") from exc
-            width, height = float(rect.width), float(rect.height)
-            if not (width > 0 and height > 0):
-                raise CorruptPDFError(path, f"page {number} has an empty size ({width:g} x {height:g} pt)")
-            if max(width, height) > MAX_PAGE_POINTS:
-                raise PageTooLargeError(
-                    path,
-                    f"page {number} is {width:.0f} x {height:.0f} pt, beyond the PDF limit of "
-                    f"{MAX_PAGE_POINTS:.0f} pt per side",
-                )
-            sizes.append((width, height))
-            if has_text:
-                text_pages.append(number)
-        info = PDFInfo(path=path, sha256=sha256, page_count=doc.page_count, page_sizes=sizes, text_pages=text_pages)
-    finally:
-        doc.close()
+    with mupdf_quiet():
+        _mupdf_messages()  # drop messages of earlier documents
+        doc = _open_document(path, data)
+        try:
+            info = _inspect_pages(path, sha256, doc)
+        finally:
+            doc.close()
+    _check_damage(info)
     missing = info.image_only_pages
     if missing and require_text:
-        if not text_pages:
+        if not info.text_pages:
             raise NoTextLayerError(
                 path,
                 f"none of the {info.page_count} page(s) has a text layer (scanned/image-only PDF); "

@@ -1,5 +1,6 @@
 """Shared post-processing run by :meth:`BaseParser.finish` for every backend (thesis §3.3).
 
+0. :func:`keep_body_furniture` -- page headers/footers that hold a page's body text are kept.
 1. :func:`filter_elements` -- drop unwanted element types and empty text elements.
 2. :func:`infer_hierarchy` -- nest content under section headers by heading level.
 3. :func:`attach_line_spans` -- line boxes and per-character extents from the PDF text layer.
@@ -32,6 +33,10 @@ from ..model import CONTAINER_TYPES, TEXT_TYPES, ParsingBoundingBox, ParsingResu
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 
 __all__ = [
+    "keep_body_furniture",
+    "page_report",
+    "FurnitureKeptWarning",
+    "FURNITURE_RESCUE_MIN_CHARS",
     "filter_elements",
     "infer_hierarchy",
     "attach_line_spans",
@@ -49,6 +54,144 @@ MIN_CHAR_ALIGNMENT = 0.8
 _HEADER_TYPES = (T.SECTION_HEADER, T.TITLE)
 # Empty cells are kept: they are grid placeholders that keep the columns of a table aligned.
 _KEEP_EMPTY = frozenset({T.TABLE_CELL})
+
+
+# ---------------------------------------------------------------------------------------------
+# 0. page furniture that is really body text
+# ---------------------------------------------------------------------------------------------
+
+#: A page's PAGE_HEADER/PAGE_FOOTER text is kept when it has at least this many non-space chars...
+FURNITURE_RESCUE_MIN_CHARS = 200
+#: ... and at least this many times the page's other kept text (running headers are short lines;
+#: a layout model that sees a page sideways or at an odd scale may call all of its text furniture).
+FURNITURE_RESCUE_RATIO = 3.0
+_FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
+
+
+class FurnitureKeptWarning(UserWarning):
+    """Text labelled page header/footer was kept as body text because it is most of its page."""
+
+
+def _solid(text: str) -> int:
+    return sum(1 for c in text if not c.isspace())
+
+
+def _text_nodes(root: ParsingResult) -> Iterable[ParsingResult]:
+    """Nodes whose ``content`` is text of their own: text types, and leaves of other types
+    (a TABLE's content repeats its cells, a LIST has none)."""
+    for node in root.walk():
+        if node.type == T.ROOT:
+            continue
+        if node.type in TEXT_TYPES or not node.children:
+            yield node
+
+
+def keep_body_furniture(
+    root: ParsingResult, drop_types: Iterable[ParsingResultType | str], source: str | Path = "document"
+) -> dict[int, int]:
+    """Relabel as PARAGRAPH the PAGE_HEADER/PAGE_FOOTER nodes of a page whose furniture text is
+    substantial and dominates the page, so the filter does not silently remove the page's body.
+
+    Rule (documented contract): on a page where the page headers/footers about to be dropped hold
+    at least :data:`FURNITURE_RESCUE_MIN_CHARS` non-space characters and at least
+    :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, they become PARAGRAPHs
+    (``metadata["native_label"]`` is kept, ``metadata["relabeled_from"]`` names the old type) and a
+    :class:`FurnitureKeptWarning` names the pages. Returns page -> characters kept this way.
+    """
+    drop = frozenset(ParsingResultType(t) for t in drop_types)
+    dropped_furniture = [t for t in _FURNITURE if t in drop]
+    if not dropped_furniture:
+        return {}
+    furniture: dict[int, list[ParsingResult]] = {}
+    furniture_chars: dict[int, int] = {}
+    body_chars: dict[int, int] = {}
+    for node in _text_nodes(root):
+        if not node.geom or (node.type in drop and node.type not in dropped_furniture):
+            continue
+        page = node.geom[0].page
+        chars = _solid(node.content)
+        if node.type in dropped_furniture:
+            furniture.setdefault(page, []).append(node)
+            furniture_chars[page] = furniture_chars.get(page, 0) + chars
+        elif not any(a.type in drop for a in _ancestors(node)):
+            body_chars[page] = body_chars.get(page, 0) + chars
+    kept: dict[int, int] = {}
+    for page, nodes in sorted(furniture.items()):
+        chars = furniture_chars[page]
+        if chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body_chars.get(page, 0):
+            for node in nodes:
+                node.metadata["relabeled_from"] = node.type.value
+                node.type = T.PARAGRAPH
+            kept[page] = chars
+    if kept:
+        warnings.warn(
+            f"{source}: page header/footer text kept as body text on page(s) {sorted(kept)} "
+            f"({sum(kept.values())} characters that are most of their page's text)",
+            FurnitureKeptWarning,
+            stacklevel=3,
+        )
+    return kept
+
+
+def _ancestors(node: ParsingResult) -> Iterable[ParsingResult]:
+    parent = node.parent
+    while parent is not None:
+        yield parent
+        parent = parent.parent
+
+
+def page_report(
+    root: ParsingResult,
+    page_count: int,
+    text_pages: Iterable[int],
+    damaged_pages: Iterable[int] = (),
+    page_warnings: dict[int, list[str]] | None = None,
+) -> tuple[dict[int, dict[str, object]], int]:
+    """Per 1-based page: ``status`` (``ok``, ``damaged``, ``no_text_layer``, ``empty`` or
+    ``unknown`` when the result has no boxes), a
+    ``reason`` unless ok, ``chars`` (non-space characters of the result's text on the page) and
+    MuPDF's ``warnings``; and the result's total characters (also text without page boxes).
+
+    ``damaged``: MuPDF could not read the page's content completely (whatever text it has is
+    kept); ``no_text_layer``: the page has no text to extract (image-only or blank);
+    ``empty``: the page has a text layer but no text of it is in the result.
+    """
+    per_page: dict[int, int] = {}
+    total = 0
+    located = False
+    for node in _text_nodes(root):
+        chars = _solid(node.content)
+        total += chars
+        located = located or bool(node.geom)
+        if node.geom and chars:
+            page = node.geom[0].page
+            per_page[page] = per_page.get(page, 0) + chars
+    have_text = set(text_pages)
+    damaged = set(damaged_pages)
+    messages = page_warnings or {}
+    out: dict[int, dict[str, object]] = {}
+    for page in range(1, page_count + 1):
+        chars = per_page.get(page, 0)
+        entry: dict[str, object] = {"status": "ok", "chars": chars, "warnings": list(messages.get(page, []))}
+        if page in damaged:
+            entry["status"] = "damaged"
+            entry["reason"] = "MuPDF could not read the page's content completely; text may be missing or wrong"
+        elif chars:
+            pass
+        elif not located and total:
+            entry["status"] = "unknown"
+            entry["reason"] = "the parser gives no page positions"
+        elif page not in have_text:
+            entry["status"] = "no_text_layer"
+            entry["reason"] = "the page has no text layer (blank or image-only; OCR would be needed)"
+        else:
+            entry["status"] = "empty"
+            entry["reason"] = (
+                "the page has a text layer but none of its text is in a kept element "
+                "(e.g. only page headers/footers, or text inside figures)"
+            )
+        out[page] = entry
+    return out, total
 
 
 # ---------------------------------------------------------------------------------------------

@@ -27,11 +27,12 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..errors import BackendUnavailableError, EmptyDocumentError, ParserError
+from ..errors import BackendUnavailableError, ParserError
 from ..markdown import table_to_markdown
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
+from .pdf_input import mupdf_quiet
 from .postprocess import numbering_level
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
@@ -124,11 +125,161 @@ def _strip_page(page: Any) -> Any:
     return page
 
 
+#: The layout model renders a page at 72 dpi: a page whose longer side is outside
+#: [LAYOUT_MIN_SIDE, LAYOUT_MAX_SIDE] points gives it a few pixels or a giant image (it then calls
+#: all text page furniture, or finds no text at all), so such a page is laid out scaled to
+#: LAYOUT_TARGET_SIDE points and the boxes are scaled back.
+LAYOUT_MIN_SIDE = 288.0
+LAYOUT_MAX_SIDE = 2448.0
+LAYOUT_TARGET_SIDE = 842.0
+#: A page with at least this many non-space characters none of which the layout model put in a
+#: text or table box gets its text from MuPDF's text blocks instead (see _TreeBuilder).
+FALLBACK_MIN_CHARS = 20
+#: A page is laid out turned upright when at least this share of its characters reads in one
+#: direction other than left to right as displayed (a /Rotate page whose content was not turned
+#: with it, a landscape table set sideways): the model labels sideways text page header/footer.
+UPRIGHT_SHARE = 0.5
+
+
+@dataclass
+class _View:
+    """How the layout model saw a page: turned ``turn`` degrees clockwise from the displayed page
+    and scaled by ``scale``; ``matrix`` maps the layout's coordinates back to the displayed page."""
+
+    turn: int
+    scale: float
+    matrix: Any  # pymupdf.Matrix
+
+    def info(self) -> dict[str, Any]:
+        return {"layout_turn": self.turn, "layout_scale": round(self.scale, 6)}
+
+
+def _upright_turn(page: Any) -> int:
+    """Degrees (clockwise, multiple of 90) to turn the displayed page so that most of its text
+    reads left to right (0 when it does already or when no direction has UPRIGHT_SHARE)."""
+    from .textlayer import DOWN, LEFT, RIGHT, UP, _direction
+
+    m = page.rotation_matrix
+    weights = [0, 0, 0, 0]
+    for block in page.get_text("dict", flags=0)["blocks"]:
+        for line in block.get("lines", ()):
+            dx, dy = line.get("dir", (1.0, 0.0))
+            direction = _direction(m.a * dx + m.c * dy, m.b * dx + m.d * dy)
+            weights[direction] += sum(len(span["text"].strip()) for span in line["spans"])
+    total = sum(weights)
+    best = max(range(4), key=weights.__getitem__)
+    if not total or best == RIGHT or weights[best] < UPRIGHT_SHARE * total:
+        return 0
+    return {DOWN: 270, LEFT: 180, UP: 90}[best]
+
+
+def _layout_scale(width: float, height: float) -> float:
+    side = max(width, height)
+    if side <= 0 or LAYOUT_MIN_SIDE <= side <= LAYOUT_MAX_SIDE:
+        return 1.0
+    return LAYOUT_TARGET_SIDE / side
+
+
+def _prepare_views(doc: Any, pages: Sequence[int]) -> tuple[dict[int, _View], Any, dict[int, int]]:
+    """Turn (in ``doc``, which must be private to the layout pass) or copy scaled into a scratch
+    document the pages the model would not see upright at a normal size. Returns the views by
+    0-based page, the scratch document (or None) and source page -> scratch page."""
+    import pymupdf
+
+    views: dict[int, _View] = {}
+    scratch: Any = None
+    in_scratch: dict[int, int] = {}
+    for pno in pages:
+        page = doc.load_page(pno)
+        turn = _upright_turn(page)
+        scale = _layout_scale(page.rect.width, page.rect.height)
+        if not turn and scale == 1.0:
+            continue
+        shown = page.rotation_matrix  # unrotated -> displayed (as the text layer uses it)
+        rotation = (page.rotation + turn) % 360
+        if scale == 1.0:
+            page.set_rotation(rotation)
+            back = page.derotation_matrix * shown  # layout frame -> unrotated -> displayed
+        else:
+            page.set_rotation(0)
+            if scratch is None:
+                scratch = pymupdf.open()
+            copy = scratch.new_page(width=page.rect.width * scale, height=page.rect.height * scale)
+            copy.show_pdf_page(copy.rect, doc, pno)
+            copy.set_rotation(rotation)
+            back = copy.derotation_matrix * pymupdf.Matrix(1.0 / scale, 1.0 / scale) * shown
+            in_scratch[pno] = copy.number
+        views[pno] = _View(turn, scale, back)
+    return views, scratch, in_scratch
+
+
+def _map_rect(rect: Sequence[float], m: Any) -> tuple[float, float, float, float]:
+    import pymupdf
+
+    r = (pymupdf.Rect(rect[:4]) * m).normalize()
+    return (float(r.x0), float(r.y0), float(r.x1), float(r.y1))
+
+
+def _map_layout(layout: Any, view: _View, width: float, height: float) -> Any:
+    """Boxes of a page laid out under ``view`` -> the displayed page (``width`` x ``height``)."""
+    m = view.matrix
+    upright_width = float(layout.width)
+    for box in layout.boxes:
+        box.upright_x0 = box.x0 / upright_width if upright_width else 0.0  # list indent as the reader sees it
+        box.x0, box.y0, box.x1, box.y1 = _map_rect((box.x0, box.y0, box.x1, box.y1), m)
+        table = box.table
+        if table:
+            if table.get("bbox"):
+                table["bbox"] = list(_map_rect(table["bbox"], m))
+            if table.get("cells"):
+                table["cells"] = [
+                    [None if cell is None else _map_rect(cell, m) for cell in row] for row in table["cells"]
+                ]
+    layout.width, layout.height = width, height
+    layout.view = view.info()
+    return layout
+
+
 def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
-    """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects."""
+    """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects whose boxes are
+    in the displayed page's coordinates (pages turned upright / scaled for the model, see
+    :func:`_prepare_views`, are mapped back; ``layout.view`` records how the model saw them).
+
+    ``doc_or_path``: a path, or a document private to the layout pass (pages may be turned)."""
+    import pymupdf
+
     document_layout = _require_layout()
-    parsed = document_layout.parse_document(doc_or_path, pages=list(pages), use_ocr=0, force_text=False)
-    return [_strip_page(p) for p in parsed.pages]
+    own = not isinstance(doc_or_path, pymupdf.Document)
+    doc = pymupdf.open(doc_or_path) if own else doc_or_path
+    scratch = None
+    try:
+        sizes = {pno: (float(doc[pno].rect.width), float(doc[pno].rect.height)) for pno in pages}
+        views, scratch, in_scratch = _prepare_views(doc, pages)
+        direct = sorted(pno for pno in pages if pno not in in_scratch)
+        found: dict[int, Any] = {}
+        if direct:
+            parsed = document_layout.parse_document(doc, pages=direct, use_ocr=0, force_text=False)
+            found.update(zip(direct, parsed.pages, strict=True))
+        if scratch is not None:
+            order = sorted(in_scratch, key=in_scratch.__getitem__)
+            parsed = document_layout.parse_document(
+                scratch, pages=[in_scratch[p] for p in order], use_ocr=0, force_text=False
+            )
+            for pno, layout in zip(order, parsed.pages, strict=True):
+                layout.page_number = pno + 1
+                found[pno] = layout
+        out = []
+        for pno in pages:
+            layout = found[pno]
+            if pno in views:
+                _map_layout(layout, views[pno], *sizes[pno])
+            out.append(_strip_page(layout))
+        return out
+    finally:
+        if scratch is not None:
+            scratch.close()
+        if own:
+            doc.close()
 
 
 def _worker_init(parent: ParentInfo | None = None) -> None:
@@ -146,10 +297,11 @@ class _PageTask:
 
 def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
     """In a worker: layout pass + elements of ``task.pages`` from the text layer."""
-    layouts = _layout_pages(task.path, task.pages)
+    with mupdf_quiet():
+        layouts = _layout_pages(task.path, task.pages)
     builder = _TreeBuilder(Path(task.path), Path(task.image_dir) if task.image_dir else None, task.image_dpi)
     built: dict[int, list[ParsingResult]] = {}
-    with TextLayer(task.path, cache_pages=1) as layer:
+    with mupdf_quiet(), TextLayer(task.path, cache_pages=1) as layer:
         for page in layouts:
             start = len(builder.elements)
             builder.add_page(page, layer.page(page.page_number), layer)
@@ -298,7 +450,8 @@ class PyMuPDFParser(BaseParser):
         started = time.perf_counter()
         prebuilt: dict[int, list[ParsingResult]] = {}
         body_sizes: Counter[float] = Counter()
-        with pymupdf.open(pdf_path) as doc:
+        # MuPDF's messages about damaged content were collected by inspect_pdf: keep stderr clean
+        with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
             count = doc.page_count
             toc = doc.get_toc(simple=True)
             metadata = dict(doc.metadata or {})
@@ -352,23 +505,26 @@ class PyMuPDFParser(BaseParser):
         builder.body_sizes.update(native.body_sizes)
         layer: TextLayer | None = None
         try:
-            for page in native.document.pages:
-                done = native.prebuilt.get(page.page_number)
-                if done is not None:
-                    builder.elements.extend(done)
-                    continue
-                if layer is None:
-                    layer = TextLayer(native.path, cache_pages=2)
-                builder.add_page(page, layer.page(page.page_number), layer)
+            with mupdf_quiet():
+                for page in native.document.pages:
+                    done = native.prebuilt.get(page.page_number)
+                    if done is not None:
+                        builder.elements.extend(done)
+                        continue
+                    if layer is None:
+                        layer = TextLayer(native.path, cache_pages=2)
+                    builder.add_page(page, layer.page(page.page_number), layer)
         finally:
             if layer is not None:
                 layer.close()
         elements = builder.finish(self.drop_types)
-        if not any(n.content.strip() for n in elements):
-            raise EmptyDocumentError(native.path, "the layout model found no text on any page")
+        # emptiness is checked by BaseParser.finish, after the element filter
         for node in elements:
             root.add_child(node)
         root.metadata["layout_seconds"] = round(native.layout_seconds, 4)
+        views = [{"page": p.page_number, **p.view} for p in native.document.pages if getattr(p, "view", None)]
+        if views:  # pages the layout model saw turned upright or scaled (merged into "pages")
+            root.metadata["pages"] = views
         return root
 
     # -- step 3: markdown -----------------------------------------------------------------------
@@ -437,10 +593,34 @@ class _TreeBuilder:
                 if node is None:
                     continue
                 if type_ == T.LIST_ITEM:
-                    node.metadata["indent"] = round(x0 / w, 4)
+                    node.metadata["indent"] = round(getattr(box, "upright_x0", x0 / w), 4)
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             self.elements.append(node)
+        if not claimed.any() and sum(1 for c in pc.chars if not c.isspace()) >= FALLBACK_MIN_CHARS:
+            self._text_layer_blocks(pc, claimed, layer)
+
+    def _text_layer_blocks(self, pc: PageChars, claimed: np.ndarray, layer: TextLayer) -> None:
+        """The layout model put none of the page's text in a text or table box (it can fail on
+        unusual pages): MuPDF's text blocks become PARAGRAPHs (``metadata["layout_fallback"]``),
+        so no text is lost without a trace."""
+        import pymupdf
+
+        log.warning("%s: the layout model found no text on page %d; using the text layer's blocks", self.path, pc.page)
+        pdf_page = layer._doc.load_page(pc.page - 1)
+        m = pdf_page.rotation_matrix
+        for block in pdf_page.get_text("blocks", flags=0):
+            if block[6] != 0:
+                continue
+            r = (pymupdf.Rect(block[:4]) * m).normalize()
+            x0, y0, x1, y1 = _clip(r.x0, r.y0, r.x1, r.y1, pc.width, pc.height)
+            if x1 - x0 <= 0 or y1 - y0 <= 0:
+                continue
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+            meta = {"native_label": "text-layer block", "layout_fallback": True}
+            node = self._text(T.PARAGRAPH, pc, claimed, (x0, y0, x1, y1), geom, meta)
+            if node is not None and node.content:
+                self.elements.append(node)
 
     def _text(
         self,
