@@ -1,6 +1,7 @@
-"""LangChain adapter: :class:`GroundedPDFLoader` (PDF -> chunk or element Documents with exact
-source boxes) and :class:`GroundedTextSplitter` (re-chunks element Documents with boxes; splits
-plain Documents by tokens with character offsets).
+"""LangChain adapter: :class:`GroundedPDFLoader` (PDF -> chunk, element, page or single Documents
+with exact source boxes), :class:`GroundedPDFParser` (the same as a blob parser for
+``GenericLoader``) and :class:`GroundedTextSplitter` (splits any of them again with the boxes of
+each part's own text; splits plain Documents by tokens with character offsets).
 
 Importing this package imports ``langchain_core``; without it an
 :class:`~grounded.errors.BackendUnavailableError` names ``pip install 'grounded[langchain]'``.
@@ -8,15 +9,17 @@ Importing this package imports ``langchain_core``; without it an
 
 from __future__ import annotations
 
-from grounded.metadata import boxes_from_metadata, boxes_to_metadata, unflatten_metadata
+from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings
-from .loader import GroundedPDFLoader
+from .loader import GroundedPDFLoader, GroundedPDFParser
 from .splitter import GroundedTextSplitter
 
 __all__ = [
     "GroundedPDFLoader",
+    "GroundedPDFParser",
+    "GroundingWarning",
     "GroundedTextSplitter",
     "MiniLMEmbeddings",
     "boxes_from_metadata",

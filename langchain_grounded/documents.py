@@ -1,56 +1,161 @@
-"""Parse trees and chunks -> LangChain ``Document`` objects (shared by the loader and the splitter)."""
+"""Parse trees and chunks -> LangChain ``Document`` objects (shared by the loader, the blob parser
+and the splitter).
+
+Metadata conventions (every mode):
+
+* source keys as LangChain's ``PyMuPDFLoader`` names them: ``source`` and ``file_path`` (the path,
+  or the name given for bytes input), ``file_name``, ``total_pages``, the PDF's ``title``,
+  ``author``, ``subject``, ``keywords``, ``creator``, ``producer``, ``creationdate``, ``moddate``
+  (ISO 8601), plus ``source_sha256`` and ``parser``;
+* ``page``: **0-based** index of the (first) page, as ``PyMuPDFLoader`` and ``PyPDFLoader`` set it;
+  grounded's own ``pages`` / ``page_start`` / ``page_end`` and every box's page are **1-based**
+  page numbers;
+* ``text_hash`` of the ``page_content`` (see :func:`grounded.metadata.boxes_from_metadata`);
+* ``grounded_tree_ref``: a ~100-byte reference to the parse tree in a
+  :class:`~grounded.parse_cache.ParseCache` (never the tree itself), so
+  :class:`~langchain_grounded.GroundedTextSplitter` can split these Documents again with exact boxes.
+
+By default (``flat=True``) every value is a scalar: lists are compact JSON strings, so Chroma,
+``filter_complex_metadata`` and SQL-backed stores keep all of it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import json
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from langchain_core.documents import Document
 
-from grounded.metadata import boxes_to_metadata, chunk_metadata, flatten_metadata, source_info
-from grounded.model import Chunk, ParsingResult
+from grounded.chunking.assembly import ChunkAssembler
+from grounded.chunking.ids import stable_hash
+from grounded.chunking.stream import build_stream, document_text
+from grounded.chunking.tokenizer import Tokenizer
+from grounded.metadata import (
+    BOXES_KEY,
+    PDF_METADATA_KEYS,
+    TEXT_HASH_KEY,
+    boxes_to_metadata,
+    chunk_metadata,
+    flatten_metadata,
+    source_info,
+    text_hash,
+)
+from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 
-from .elements import ELEMENT_KEY, iter_blocks
+from .elements import ELEMENT_KEY, Block, iter_blocks
 
-__all__ = ["KIND_KEY", "SOURCE_KEYS", "source_metadata", "chunk_document", "element_documents"]
+__all__ = [
+    "KIND_KEY",
+    "SPANS_KEY",
+    "SOURCE_KEYS",
+    "PAGE_JOINER",
+    "source_metadata",
+    "chunk_document",
+    "element_documents",
+    "page_documents",
+    "single_document",
+    "page_keys",
+    "SpanBoxer",
+]
 
-#: "chunk" or "element": which loader mode produced a document
+#: "chunk", "element", "page" or "single": which loader mode produced a document
 KIND_KEY = "grounded_kind"
-#: document-level keys (copied from the loader's documents onto re-split chunks)
-SOURCE_KEYS = ("source", "file_name", "source_sha256", "parser", "page_count")
+#: a page Document's text as ``[[start, end], ...]`` spans of the document text (joined by PAGE_JOINER)
+SPANS_KEY = "char_spans"
+PAGE_JOINER = "\n\n"
+#: document-level keys (copied from the loader's documents onto chunks split from them)
+SOURCE_KEYS = (
+    "source",
+    "file_path",
+    "file_name",
+    "source_sha256",
+    "parser",
+    "total_pages",
+    *PDF_METADATA_KEYS,
+    TREE_REF_KEY,
+    PARSER_OPTIONS_KEY,
+)
 
 
-def source_metadata(root: ParsingResult) -> dict[str, Any]:
+def source_metadata(
+    root: ParsingResult,
+    pdf_info: Mapping[str, str] | None = None,
+    *,
+    tree_ref: str | None = None,
+    parser_options: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Document-level metadata of a parsed PDF (see the module docstring)."""
     info = source_info(root)
-    return {
-        "source": info["path"],
+    out: dict[str, Any] = {
+        "source": info["path"] or info["name"],
+        "file_path": info["path"] or info["name"],
         "file_name": info["name"],
         "source_sha256": info["sha256"],
         "parser": info["parser"],
-        "page_count": info["page_count"],
+        "total_pages": info["page_count"],
+    }
+    for key in PDF_METADATA_KEYS:
+        out[key] = str((pdf_info or {}).get(key, ""))
+    if tree_ref:
+        out[TREE_REF_KEY] = tree_ref
+        if parser_options:
+            out[PARSER_OPTIONS_KEY] = json.dumps(dict(parser_options), sort_keys=True, separators=(",", ":"), default=repr)
+    return out
+
+
+def page_keys(pages: Sequence[int]) -> dict[str, Any]:
+    """``pages`` (1-based, sorted), ``page_start``/``page_end`` (1-based) and LangChain's ``page``
+    (0-based index of the first page; 0 when the text has no page)."""
+    ordered = sorted({int(p) for p in pages})
+    first = ordered[0] if ordered else 0
+    return {
+        "page": max(first - 1, 0),
+        "pages": ordered,
+        "page_start": first,
+        "page_end": ordered[-1] if ordered else 0,
     }
 
 
-def chunk_document(chunk: Chunk, source: Mapping[str, Any], *, flat: bool = False, line_spans: bool = True) -> Document:
+def _finish(metadata: dict[str, Any], flat: bool) -> dict[str, Any]:
+    return flatten_metadata(metadata) if flat else metadata
+
+
+def chunk_document(
+    chunk: Chunk,
+    source: Mapping[str, Any],
+    *,
+    flat: bool = True,
+    line_spans: bool = True,
+    add_start_index: bool = False,
+) -> Document:
     """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
-    hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`."""
-    metadata = {**source, **chunk_metadata(chunk, flat=flat, line_spans=line_spans), KIND_KEY: "chunk"}
-    metadata["start_index"] = metadata["start_char"]
-    return Document(page_content=chunk.content, metadata=metadata, id=chunk.id)
+    hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
+    + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
+    meta = chunk_metadata(chunk, flat=False, line_spans=line_spans)
+    metadata: dict[str, Any] = {**source, **meta, **page_keys(meta["pages"]), KIND_KEY: "chunk"}
+    if add_start_index:
+        metadata["start_index"] = metadata["start_char"]
+    return Document(page_content=chunk.content, metadata=_finish(metadata, flat), id=chunk.id)
 
 
-def element_documents(root: ParsingResult, *, flat: bool = False, line_spans: bool = True) -> Iterator[Document]:
+def element_documents(
+    root: ParsingResult, source: Mapping[str, Any], *, flat: bool = True, line_spans: bool = True, payload: bool = False
+) -> Iterator[Document]:
     """One Document per block (text element, or a whole table/list), in reading order, with its
-    boxes and the lossless payload :class:`~langchain_grounded.GroundedTextSplitter` re-chunks from."""
-    source = source_metadata(root)
-    sha = source["source_sha256"][:12]
+    boxes. :class:`~langchain_grounded.GroundedTextSplitter` re-chunks them from the parse tree
+    (``grounded_tree_ref``); ``payload=True`` also stores each block's lossless subtree
+    (``grounded_element``: its lines and character extents, up to tens of kB for a table) so the
+    Documents re-chunk anywhere, without the parse cache."""
+    key = stable_hash([source.get("source_sha256", ""), source.get("parser", ""), "element"], 10)
+    sha = str(source.get("source_sha256", ""))[:12]
     headings: dict[str, str] = {}
     for block in iter_blocks(root):
         node = block.node
         path = [headings[a.id] for a in reversed(node.ancestors()) if a.id in headings]
         if node.type.value in ("SECTION_HEADER", "TITLE"):
             headings[node.id] = " ".join(node.content.split())
-        pages = sorted({b.page for b in block.geom})
         metadata: dict[str, Any] = {
             **source,
             KIND_KEY: "element",
@@ -58,17 +163,126 @@ def element_documents(root: ParsingResult, *, flat: bool = False, line_spans: bo
             "element_type": node.type.value,
             "start_char": block.start_char,
             "end_char": block.end_char,
-            "start_index": block.start_char,
-            "pages": pages,
-            "page_start": pages[0] if pages else 0,
-            "page_end": pages[-1] if pages else 0,
+            **page_keys([b.page for b in block.geom]),
             "section": " > ".join(path),
             "heading_path": path,
-            "boxes": boxes_to_metadata(block.geom, line_spans=line_spans),
-            ELEMENT_KEY: block.payload(),
+            BOXES_KEY: boxes_to_metadata(block.geom, line_spans=line_spans),
+            TEXT_HASH_KEY: text_hash(block.text),
         }
+        if payload:
+            metadata[ELEMENT_KEY] = block.payload()
         yield Document(
             page_content=block.text,
-            metadata=flatten_metadata(metadata) if flat else metadata,
-            id=f"{sha}-element-{node.id}" if sha else None,
+            metadata=_finish(metadata, flat),
+            id=f"{sha}-{key}-element-{node.id}" if sha else None,
         )
+
+
+class SpanBoxer:
+    """Exact boxes of any character span of one tree's document text (built on first use)."""
+
+    def __init__(self, root: ParsingResult, tokenizer: Tokenizer, box_mode: str = "auto"):
+        self.root = root
+        self.doc = document_text(root)
+        self._tokenizer = tokenizer
+        self._box_mode = box_mode
+        self._assembler: ChunkAssembler | None = None
+        self._blocks: dict[str, Block] | None = None
+
+    @property
+    def text(self) -> str:
+        return self.doc.text
+
+    def blocks(self) -> dict[str, Block]:
+        """The tree's element blocks by element id (what element Documents hold)."""
+        if self._blocks is None:
+            self._blocks = {b.node.id: b for b in iter_blocks(self.root)}
+        return self._blocks
+
+    def boxes(self, start: int, end: int) -> list[ParsingBoundingBox]:
+        if self._assembler is None:
+            stream = build_stream(self.root, self._tokenizer, self.doc)
+            self._assembler = ChunkAssembler(stream, self.root, strategy="span", box_mode=self._box_mode)
+        return self._assembler.boxes_for_chars(start, end)
+
+
+def _page_runs(doc_nodes: Sequence[ParsingResult], starts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """The document text cut into ``(page, start, end)`` runs: consecutive text of one page. An
+    element whose lines know their characters is cut at its page breaks; one without goes to the
+    page of its first box (or the page before it when it has none)."""
+    segments: list[tuple[int, int, int]] = []
+    page = 1
+    for node, base in zip(doc_nodes, starts, strict=True):
+        lines = [s for b in node.geom for s in b.spans]
+        if lines and all(ln.char_start is not None and ln.char_end is not None for ln in lines):
+            for ln in lines:
+                assert ln.char_start is not None and ln.char_end is not None
+                lo, hi = base + ln.char_start, base + ln.char_end
+                if segments and segments[-1][0] == ln.page:
+                    segments[-1] = (ln.page, min(segments[-1][1], lo), max(segments[-1][2], hi))
+                else:
+                    segments.append((ln.page, lo, hi))
+            page = lines[-1].page
+            continue
+        if node.geom:
+            page = node.geom[0].page
+        segments.append((page, base, base + len(node.content)))
+    runs: list[tuple[int, int, int]] = []
+    for seg in segments:  # merge consecutive segments of one page (the delimiters between them included)
+        if runs and runs[-1][0] == seg[0]:
+            runs[-1] = (seg[0], runs[-1][1], max(runs[-1][2], seg[2]))
+        else:
+            runs.append(seg)
+    return [r for r in runs if r[2] > r[1]]
+
+
+def page_documents(
+    root: ParsingResult,
+    source: Mapping[str, Any],
+    boxer: SpanBoxer,
+    *,
+    flat: bool = True,
+    line_spans: bool = True,
+) -> Iterator[Document]:
+    """One Document per page (``mode="page"``): the page's text in reading order (its runs of the
+    document text joined by a blank line), its exact boxes, ``page`` (0-based) and ``char_spans``."""
+    doc = boxer.doc
+    by_page: dict[int, list[tuple[int, int]]] = {}
+    for page, start, end in _page_runs(doc.nodes, doc.starts):
+        by_page.setdefault(page, []).append((start, end))
+    sha = str(source.get("source_sha256", ""))[:12]
+    key = stable_hash([source.get("source_sha256", ""), source.get("parser", ""), "page"], 10)
+    for page in range(1, int(source.get("total_pages") or 0) + 1):
+        spans = by_page.get(page, [])
+        text = PAGE_JOINER.join(doc.text[s:e] for s, e in spans)
+        geom = [b for s, e in spans for b in boxer.boxes(s, e)]
+        metadata: dict[str, Any] = {
+            **source,
+            KIND_KEY: "page",
+            "page": page - 1,
+            "pages": [page],
+            "page_start": page,
+            "page_end": page,
+            "start_char": spans[0][0] if spans else 0,
+            "end_char": spans[-1][1] if spans else 0,
+            SPANS_KEY: [list(s) for s in spans],
+            BOXES_KEY: boxes_to_metadata(geom, line_spans=line_spans),
+            TEXT_HASH_KEY: text_hash(text),
+        }
+        yield Document(page_content=text, metadata=_finish(metadata, flat), id=f"{sha}-{key}-page-{page}" if sha else None)
+
+
+def single_document(root: ParsingResult, source: Mapping[str, Any], text: str, *, flat: bool = True) -> Document:
+    """The whole PDF as one Document (``mode="single"``): the document text, no boxes (a whole
+    document's boxes would be megabytes); :class:`~langchain_grounded.GroundedTextSplitter` chunks
+    it from its parse tree (``grounded_tree_ref``) with exact boxes."""
+    sha = str(source.get("source_sha256", ""))[:12]
+    key = stable_hash([source.get("source_sha256", ""), source.get("parser", ""), "single"], 10)
+    metadata: dict[str, Any] = {
+        **source,
+        KIND_KEY: "single",
+        "start_char": 0,
+        "end_char": len(text),
+        TEXT_HASH_KEY: text_hash(text),
+    }
+    return Document(page_content=text, metadata=_finish(metadata, flat), id=f"{sha}-{key}-single" if sha else None)

@@ -41,14 +41,18 @@ class Block:
             return self.node.geom
         return [b for n in self.text_nodes for b in n.geom]
 
-    def payload(self) -> str:
-        """Compact JSON: the block's subtree (a text block without its children, which are blocks
-        of their own) and its ancestors ``[[id, type], ...]`` from the root down."""
+    def payload_dict(self) -> dict[str, Any]:
+        """The block's subtree (a text block without its children, which are blocks of their own)
+        and its ancestors ``[[id, type], ...]`` from the root down."""
         tree = self.node.to_dict()
         if self.node.type not in CONTAINER_TYPES:
             tree.pop("children", None)
         ancestors = [[a.id, a.type.value] for a in reversed(self.node.ancestors()) if a.type != _T.ROOT]
-        return json.dumps({"node": tree, "ancestors": ancestors}, ensure_ascii=False, separators=(",", ":"))
+        return {"node": tree, "ancestors": ancestors}
+
+    def payload(self) -> str:
+        """:meth:`payload_dict` as compact JSON."""
+        return json.dumps(self.payload_dict(), ensure_ascii=False, separators=(",", ":"))
 
 
 def _block_node(node: ParsingResult) -> ParsingResult:

@@ -4,108 +4,305 @@ from __future__ import annotations
 
 import bisect
 import copy
+import json
 import warnings
-from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
 
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
-from grounded.errors import SchemaError
-from grounded.metadata import text_tree
-from grounded.model import Chunk
+from grounded.chunking.ids import chunk_id, source_key, stable_hash, text_key
+from grounded.chunking.tokenizer import CallableTokenizer, Tokenizer
+from grounded.errors import ChunkingError, SchemaError
+from grounded.metadata import (
+    BOXES_KEY,
+    TEXT_HASH_KEY,
+    GroundingWarning,
+    boxes_from_metadata,
+    boxes_to_metadata,
+    flatten_metadata,
+    text_hash,
+    text_tree,
+    unflatten_metadata,
+)
+from grounded.model import Chunk, ParsingBoundingBox
+from grounded.parse_cache import TREE_REF_KEY, ParseCache, resolve_tree
 
-from .documents import KIND_KEY, SOURCE_KEYS, chunk_document
+from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, SpanBoxer, chunk_document, page_keys
 from .elements import ELEMENT_KEY, iter_blocks, tree_from_payloads
 
 __all__ = ["GroundedTextSplitter"]
+
+#: metadata keys a split recomputes for every part (everything else is inherited from the parent)
+_PART_KEYS = frozenset(
+    {
+        KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
+        "page", "page_start", "page_end", "element_ids", "heading_ids", BOXES_KEY, TEXT_HASH_KEY,
+        "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
+    }
+)
+_NO_TREE = (
+    "re-split parts get no boxes: the parse tree of their PDF is not available here (not in the parse "
+    "cache and the PDF is not readable, or the text differs from it). Parts keep their text and token "
+    "count only; load with GroundedPDFLoader in this environment (same cache) for exact boxes per part."
+)
+_LENGTH_FUNCTION = (
+    "length_function cannot drive GroundedTextSplitter: chunks are cut at token boundaries and every "
+    "token's character offsets give exact start_index, char spans and boxes, while a length function "
+    "only counts. Pass tokenizer= (a tokenizers.Tokenizer, a Hugging Face fast tokenizer, "
+    "'cl100k_base', a tokenizer.json path or a callable returning token spans), or use "
+    "GroundedTextSplitter.from_huggingface_tokenizer / from_tiktoken_encoder; length_function=len "
+    "splits by characters."
+)
+#: tiktoken encodings ``bpe-openai`` ships (no download)
+_OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
+
+
+def _characters(text: str) -> list[tuple[int, int]]:
+    """Every character is one token (``length_function=len``). A whitespace character is an empty
+    token right after the text before it, so chunks never end in whitespace."""
+    out: list[tuple[int, int]] = []
+    last = 0
+    for i, char in enumerate(text):
+        if char.isspace():
+            out.append((last, last))
+        else:
+            out.append((i, i + 1))
+            last = i + 1
+    return out
+
+
+def _tokenizer_for(length_function: Callable[[str], int] | None, tokenizer: Any) -> Any:
+    if length_function is None:
+        return tokenizer
+    if tokenizer is not None:
+        raise ChunkingError("pass tokenizer= or length_function=, not both (the tokenizer counts the length)")
+    if length_function is len:
+        return CallableTokenizer(_characters, name="characters")
+    owner = getattr(length_function, "__self__", None)
+    if isinstance(owner, Tokenizer) and getattr(length_function, "__name__", "") == "count":
+        return owner
+    raise ChunkingError(_LENGTH_FUNCTION)
+
+
+def _check_base_keywords(keep_separator: Any, strip_whitespace: Any) -> None:
+    if keep_separator not in (True, "end"):
+        raise ChunkingError(
+            f"keep_separator={keep_separator!r} cannot apply: grounded chunks are exact slices of the source text "
+            "(exact offsets and boxes), so a separator is never dropped or moved; it stays at the end of the chunk "
+            "it closes (keep_separator=True or 'end')"
+        )
+    if strip_whitespace is not True:
+        raise ChunkingError(
+            "strip_whitespace=False cannot apply: chunks are token spans of the source text and whitespace at "
+            "their edges belongs to no token, so it is never part of a chunk"
+        )
 
 
 class GroundedTextSplitter(TextSplitter):
     """Token-bounded splitting that keeps exact source boxes.
 
-    ``split_documents`` on element Documents of :class:`~langchain_grounded.GroundedPDFLoader`
-    (``mode="elements"``) rebuilds each PDF's tree and chunks it with boxes (same chunks, ids and
-    boxes as the loader's chunk mode when all elements are passed). Chunk Documents of the loader
-    pass through when they fit ``chunk_size``. Any other Document is split as plain text like a
-    token splitter: ``chunk_size``/``chunk_overlap`` in tokens of ``tokenizer`` (default
-    all-MiniLM-L6-v2) and ``start_index`` from the chunker's offsets (never ``str.find``).
+    What ``split_documents`` does with each Document of :class:`~langchain_grounded.GroundedPDFLoader`:
+
+    * element Documents (``mode="elements"``): rebuilds each PDF's tree and chunks it (same chunks,
+      ids and boxes as the loader's chunk mode when all elements are passed);
+    * a single Document (``mode="single"``): chunks its parse tree (found through
+      ``grounded_tree_ref``) - again the loader's chunks;
+    * chunk and page Documents: a Document that fits ``chunk_size`` passes through; a larger one is
+      split as text and every part gets the boxes, char offsets, pages and token count of its own
+      text (from the parse tree); without the tree, parts get no boxes and one
+      :class:`~grounded.metadata.GroundingWarning` - never their parent's boxes.
+
+    Any other Document is split as plain text: ``chunk_size``/``chunk_overlap`` in tokens of
+    ``tokenizer`` (default all-MiniLM-L6-v2). Every part has a deterministic id from its source
+    (PDF sha256 + parser, or the parent Document), the chunking configuration and its char span.
+
+    LangChain's keywords: ``add_start_index`` (default ``False``: ``start_index`` only when asked;
+    it is the body's offset in the source text, never found with ``str.find``);
+    ``length_function=len`` splits by characters (``chunk_size`` characters at most; a ``"fixed"``
+    window may start at a space), another length function is refused (see
+    :meth:`from_huggingface_tokenizer` / :meth:`from_tiktoken_encoder`); ``keep_separator`` must be
+    ``True``/``"end"`` and ``strip_whitespace`` ``True`` (what exact slices of the source do).
+    ``strategy`` is a strategy name, a strategy object or a :class:`~grounded.chunking.Chunker`.
+    Metadata is flat (scalars and compact JSON strings) unless ``flat_metadata=False``.
     """
 
     def __init__(
         self,
-        chunk_size: int = 256,
+        chunk_size: int | None = None,
         chunk_overlap: int | float = 0,
         *,
-        strategy: str = "recursive",
+        strategy: str | ChunkingStrategy | Chunker = "recursive",
         tokenizer: Any = None,
         box_mode: str = "auto",
-        flat_metadata: bool = False,
+        flat_metadata: bool = True,
         line_boxes: bool = True,
-        add_start_index: bool = True,
+        add_start_index: bool = False,
+        length_function: Callable[[str], int] | None = None,
+        keep_separator: bool | Literal["start", "end"] = True,
+        strip_whitespace: bool = True,
+        cache: ParseCache | str | Path | None = None,
         **strategy_options: Any,
     ) -> None:
-        self.chunker = Chunker(strategy, chunk_size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, **strategy_options)
+        _check_base_keywords(keep_separator, strip_whitespace)
+        tokenizer = _tokenizer_for(length_function, tokenizer)
+        self.chunker = _build_chunker(strategy, chunk_size, chunk_overlap, tokenizer, box_mode, strategy_options)
         super().__init__(
-            chunk_size=chunk_size,
+            chunk_size=self.chunker.max_tokens,
             chunk_overlap=self.chunker.strategy.overlap,
             length_function=self.chunker.tokenizer.count,
+            keep_separator="end",
             add_start_index=add_start_index,
+            strip_whitespace=True,
         )
         self.flat_metadata = flat_metadata
         self.line_boxes = line_boxes
+        self.box_mode = self.chunker.box_mode
+        self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
+        self._boxers: OrderedDict[str, SpanBoxer | None] = OrderedDict()
+
+    # -- LangChain's alternative constructors --------------------------------------------------
+    @classmethod
+    def from_huggingface_tokenizer(cls, tokenizer: Any, **kwargs: Any) -> GroundedTextSplitter:
+        """Count (and cut) in tokens of a Hugging Face tokenizer: a ``transformers`` fast tokenizer
+        (``PreTrainedTokenizerFast``) or a ``tokenizers.Tokenizer``. Slow (Python) tokenizers give
+        no character offsets and are refused."""
+        fast = getattr(tokenizer, "backend_tokenizer", None) is not None
+        raw = type(tokenizer).__module__.startswith("tokenizers") and hasattr(tokenizer, "encode_batch")
+        if not (fast or raw):
+            raise ChunkingError(
+                f"{type(tokenizer).__name__} is not a fast tokenizer: GroundedTextSplitter needs each token's character "
+                "offsets (load it with use_fast=True, or pass its tokenizers.Tokenizer)"
+            )
+        if "length_function" in kwargs:
+            raise ChunkingError("from_huggingface_tokenizer counts with the tokenizer: do not pass length_function")
+        return cls(tokenizer=tokenizer, **kwargs)
+
+    @classmethod
+    def from_tiktoken_encoder(
+        cls,
+        encoding_name: str = "cl100k_base",
+        model_name: str | None = None,
+        allowed_special: Literal["all"] | Iterable[str] | None = None,
+        disallowed_special: Literal["all"] | Iterable[str] = "all",
+        **kwargs: Any,
+    ) -> GroundedTextSplitter:
+        """Count in tokens of an OpenAI encoding, offline through ``bpe-openai`` (``cl100k_base``
+        or ``o200k_base``; ``model_name`` such as ``"gpt-4o"`` picks its encoding). The default is
+        ``cl100k_base`` (LangChain's ``gpt2`` would need a download). Special-token text is counted
+        as ordinary text, so ``allowed_special`` must stay unset."""
+        if allowed_special:
+            raise ChunkingError("allowed_special cannot apply: special-token text is split and counted as ordinary text")
+        del disallowed_special  # ordinary text either way
+        if "length_function" in kwargs or "tokenizer" in kwargs:
+            raise ChunkingError("from_tiktoken_encoder counts with the encoding: do not pass length_function or tokenizer")
+        if model_name is not None:
+            try:
+                import bpe_openai
+            except ImportError as exc:  # pragma: no cover - the tiktoken extra
+                raise ChunkingError("from_tiktoken_encoder needs bpe-openai: pip install 'grounded[tiktoken]'") from exc
+            try:
+                encoding_name = str(bpe_openai.encoding_name_for_model(model_name))
+            except Exception as exc:  # noqa: BLE001 - bpe-openai's own error types
+                raise ChunkingError(f"unknown model {model_name!r} for an OpenAI encoding ({exc})") from exc
+        if encoding_name not in _OFFLINE_ENCODINGS:
+            raise ChunkingError(
+                f"encoding {encoding_name!r} is not available offline (bpe-openai ships {', '.join(_OFFLINE_ENCODINGS)}); "
+                "pass tokenizer=<a tiktoken Encoding object> to use another one"
+            )
+        return cls(tokenizer=encoding_name, **kwargs)
 
     # -- plain text ----------------------------------------------------------------------------
-    def _text_chunks(self, text: str) -> list[Chunk]:
-        return list(self.chunker.iter_chunks(text_tree(text)))
+    def _text_chunks(self, text: str, key: str | None = None) -> list[Chunk]:
+        return list(self.chunker.iter_chunks(text_tree(text), source_key=key or text_key(text)))
 
     def split_text(self, text: str) -> list[str]:
         return [c.content for c in self._text_chunks(text)]
 
     def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
         metadatas = metadatas or [{} for _ in texts]
-        out = []
+        out: list[Document] = []
         for text, meta in zip(texts, metadatas, strict=True):
-            for chunk in self._text_chunks(text):
-                metadata = copy.deepcopy(meta)
-                if self._add_start_index:
-                    metadata["start_index"] = int(chunk.metadata["start_char"])
-                out.append(Document(page_content=chunk.content, metadata=metadata))
+            out.extend(self._plain_parts(text, meta, name=stable_hash(meta)))
         return out
+
+    def _plain_parts(self, text: str, meta: Mapping[str, Any], *, name: str) -> Iterator[Document]:
+        for chunk in self._text_chunks(text, text_key(text, name=name)):
+            metadata = copy.deepcopy(dict(meta))
+            if self._add_start_index:
+                metadata["start_index"] = int(chunk.metadata["start_char"])
+            yield Document(page_content=chunk.content, metadata=metadata, id=chunk.id)
 
     # -- documents -----------------------------------------------------------------------------
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         return list(self._iter_split(documents))
 
     def _iter_split(self, documents: Iterable[Document]) -> Iterator[Document]:
+        state = {"warned": False}
         run: list[Document] = []
         for doc in documents:
             kind = doc.metadata.get(KIND_KEY)
-            if kind == "element" and ELEMENT_KEY in doc.metadata:
-                if run and _source_key(run[-1]) != _source_key(doc):
-                    yield from self._split_elements(run)
+            if kind == "element":
+                if run and _source_of(run[-1]) != _source_of(doc):
+                    yield from self._split_elements(run, state)
                     run = []
                 run.append(doc)
                 continue
             if run:
-                yield from self._split_elements(run)
+                yield from self._split_elements(run, state)
                 run = []
-            if kind == "chunk":
-                yield from self._split_chunk_document(doc)
+            if kind == "single":
+                yield from self._split_single(doc, state)
+            elif kind in ("chunk", "page"):
+                yield from self._split_grounded(doc, state)
             else:
-                yield from self.create_documents([doc.page_content], [doc.metadata])
+                name = doc.id or stable_hash(doc.metadata)
+                yield from self._plain_parts(doc.page_content, doc.metadata, name=name)
         if run:
-            yield from self._split_elements(run)
+            yield from self._split_elements(run, state)
 
-    def _split_elements(self, docs: list[Document]) -> Iterator[Document]:
+    def _document(self, chunk: Chunk, source: Mapping[str, Any]) -> Document:
+        return chunk_document(
+            chunk, source, flat=self.flat_metadata, line_spans=self.line_boxes, add_start_index=self._add_start_index
+        )
+
+    def _payloads(self, docs: Sequence[Document]) -> list[Any] | None:
+        """Each element Document's block: its own payload, else from the parse tree (``None``
+        when a Document has neither)."""
+        if all(ELEMENT_KEY in d.metadata for d in docs):
+            return [d.metadata[ELEMENT_KEY] for d in docs]
+        boxer = self._boxer(docs[0].metadata)
+        if boxer is None:
+            return None
+        blocks = boxer.blocks()
+        out = []
+        for d in docs:
+            raw = d.metadata.get(ELEMENT_KEY)
+            block = blocks.get(str(d.metadata.get("element_id")))
+            if raw is None and (block is None or block.text != d.page_content):
+                return None
+            out.append(raw if raw is not None else block.payload_dict())  # type: ignore[union-attr]
+        return out
+
+    def _split_elements(self, docs: list[Document], state: dict[str, bool]) -> Iterator[Document]:
         """Re-chunk element Documents of one PDF with boxes; offsets refer to the PDF's document text."""
         docs = sorted(docs, key=lambda d: int(d.metadata.get("start_char", 0)))
+        payloads = self._payloads(docs)
+        if payloads is None:
+            self._warn_no_tree(state)
+            for doc in docs:
+                yield from self._parts_without_tree(doc)
+            return
         first = docs[0].metadata
         source = {k: first[k] for k in SOURCE_KEYS if k in first}
         root = tree_from_payloads(
-            [d.metadata[ELEMENT_KEY] for d in docs],
-            {"source": {"path": source.get("source", ""), "sha256": source.get("source_sha256", ""), "name": source.get("file_name", "")},
+            payloads,
+            {"source": {"path": source.get("file_path", ""), "sha256": source.get("source_sha256", ""), "name": source.get("file_name", "")},
              "parser": source.get("parser", "")},
         )
         rebuilt = list(iter_blocks(root))
@@ -118,34 +315,189 @@ class GroundedTextSplitter(TextSplitter):
             i = max(0, bisect.bisect_right(rebuilt_starts, pos) - 1)
             return original_starts[i] + pos - rebuilt_starts[i]
 
-        for chunk in self.chunker.iter_chunks(root):
-            out = chunk_document(chunk, source, flat=self.flat_metadata, line_spans=self.line_boxes)
+        key = source_key(root.metadata, None) if source.get("source_sha256") else text_key("".join(d.page_content for d in docs))
+        for chunk in self.chunker.iter_chunks(root, source_key=key):
             start, end = int(chunk.metadata["start_char"]), int(chunk.metadata["end_char"])
-            out.metadata["start_char"] = out.metadata["start_index"] = original(start)
-            out.metadata["end_char"] = original(end - 1) + 1 if end > start else original(start)
-            if not self._add_start_index:
-                out.metadata.pop("start_index")
-            yield out
+            chunk.metadata["start_char"] = original(start)
+            chunk.metadata["end_char"] = original(end - 1) + 1 if end > start else original(start)
+            chunk.id = chunk_id(key, self.chunker.fingerprint, chunk.metadata["start_char"], chunk.metadata["end_char"])
+            yield self._document(chunk, source)
 
-    def _split_chunk_document(self, doc: Document) -> Iterator[Document]:
-        """A chunk Document passes through when it fits; a larger one is split as text and its
-        parts keep the whole chunk's boxes (a warning says so: load in elements mode instead)."""
-        if self._length_function(doc.page_content) <= self._chunk_size:
+    def _split_single(self, doc: Document, state: dict[str, bool]) -> Iterator[Document]:
+        """A whole-PDF Document: the loader's chunks, from its parse tree."""
+        boxer = self._boxer(doc.metadata)
+        if boxer is None or boxer.text != doc.page_content:
+            self._warn_no_tree(state)
+            yield from self._parts_without_tree(doc)
+            return
+        meta = unflatten_metadata(doc.metadata)
+        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        for chunk in self.chunker.iter_chunks(boxer.root):
+            yield self._document(chunk, inherited)
+
+    # -- chunk / page Documents: parts with the boxes of their own text ------------------------
+    def _boxer(self, metadata: Mapping[str, Any]) -> SpanBoxer | None:
+        ref = metadata.get(TREE_REF_KEY)
+        if not ref:
+            return None
+        ref = str(ref)
+        if ref not in self._boxers:
+            root = resolve_tree(metadata, self.cache)
+            self._boxers[ref] = None if root is None else SpanBoxer(root, self.chunker.tokenizer, self.box_mode)
+            while len(self._boxers) > 4:
+                self._boxers.popitem(last=False)
+        self._boxers.move_to_end(ref)
+        return self._boxers[ref]
+
+    def _warn_no_tree(self, state: dict[str, bool]) -> None:
+        if not state["warned"]:
+            state["warned"] = True
+            warnings.warn(_NO_TREE, GroundingWarning, stacklevel=5)
+
+    def _split_grounded(self, doc: Document, state: dict[str, bool]) -> Iterator[Document]:
+        text = doc.page_content
+        if self._length_function(text) <= self._chunk_size:
+            if self._add_start_index and "start_char" in doc.metadata and "start_index" not in doc.metadata:
+                doc = Document(page_content=text, metadata={**doc.metadata, "start_index": doc.metadata["start_char"]}, id=doc.id)
             yield doc
             return
-        warnings.warn(
-            f"chunk {doc.id or doc.metadata.get('chunk_id')} has more than {self._chunk_size} tokens; its parts keep "
-            "the boxes of the whole chunk. Load with GroundedPDFLoader(mode='elements') for exact boxes per part.",
-            UserWarning,
-            stacklevel=4,
-        )
-        base = int(doc.metadata.get("start_char", 0)) - int(doc.metadata.get("body_start", 0))
-        for part in self.create_documents([doc.page_content], [dict(doc.metadata)]):
-            if "start_index" in part.metadata:
-                part.metadata["start_index"] = base + int(part.metadata["start_index"])
-            yield part
+        meta = unflatten_metadata(doc.metadata)
+        segments = _segments(meta, text)
+        boxer = self._boxer(doc.metadata)
+        if boxer is None or segments is None or any(boxer.text[d : d + n] != text[t : t + n] for t, d, n in segments):
+            self._warn_no_tree(state)
+            yield from self._parts_without_tree(doc)
+            return
+        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        body_start = int(meta.get("body_start", 0) or 0) if meta.get(KIND_KEY) == "chunk" else 0
+        heading_boxes = [b for b in boxes_from_metadata(meta) if b.is_heading] if body_start else []
+        for part in self._text_chunks(text, _part_key(doc)):
+            ps, pe = int(part.metadata["start_char"]), int(part.metadata["end_char"])
+            ranges = [(d + max(ps, t) - t, d + min(pe, t + n) - t) for t, d, n in segments if max(ps, t) < min(pe, t + n)]
+            geom: list[ParsingBoundingBox] = list(heading_boxes) if ps < body_start else []
+            for lo, hi in ranges:
+                geom.extend(boxer.boxes(lo, hi))
+            yield self._part_document(part, inherited, geom, ranges, meta, body_start)
+
+    def _part_document(
+        self,
+        part: Chunk,
+        inherited: Mapping[str, Any],
+        geom: list[ParsingBoundingBox],
+        ranges: Sequence[tuple[int, int]],
+        parent: Mapping[str, Any],
+        parent_body_start: int,
+    ) -> Document:
+        ps = int(part.metadata["start_char"])
+        element_ids = list(dict.fromkeys(b.element_id for b in geom if b.element_id and not b.is_heading))
+        metadata: dict[str, Any] = {
+            **inherited,
+            KIND_KEY: "chunk",
+            "chunk_id": part.id,
+            "strategy": self.chunker.strategy.name,
+            "token_count": int(part.metadata["token_count"]),
+            "start_char": ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0),
+            "end_char": ranges[-1][1] if ranges else int(parent.get("start_char", 0) or 0),
+            "body_start": min(max(parent_body_start - ps, 0), len(part.content)),
+            **page_keys([b.page for b in geom]),
+            "element_ids": element_ids,
+            BOXES_KEY: boxes_to_metadata(geom, line_spans=self.line_boxes),
+            TEXT_HASH_KEY: text_hash(part.content),
+        }
+        if ps < parent_body_start and parent.get("heading_ids"):
+            metadata["heading_ids"] = list(parent["heading_ids"])
+        if self._add_start_index:
+            metadata["start_index"] = metadata["start_char"]
+        return Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
+
+    def _parts_without_tree(self, doc: Document) -> Iterator[Document]:
+        """Parts of a grounded Document whose tree is missing: text, token count and the parent's
+        document-level keys; no boxes, offsets or pages (they would be the parent's)."""
+        meta = unflatten_metadata(doc.metadata)
+        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS and k not in ("section", "heading_path")}
+        for part in self._text_chunks(doc.page_content, _part_key(doc)):
+            metadata: dict[str, Any] = {
+                **inherited,
+                KIND_KEY: "chunk",
+                "chunk_id": part.id,
+                "strategy": self.chunker.strategy.name,
+                "token_count": int(part.metadata["token_count"]),
+                TEXT_HASH_KEY: text_hash(part.content),
+            }
+            yield Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
 
 
-def _source_key(doc: Document) -> tuple[Any, Any]:
+def _build_chunker(
+    strategy: str | ChunkingStrategy | Chunker,
+    chunk_size: int | None,
+    chunk_overlap: int | float,
+    tokenizer: Any,
+    box_mode: str,
+    options: Mapping[str, Any],
+) -> Chunker:
+    if isinstance(strategy, Chunker):
+        if tokenizer is not None or options or box_mode != "auto" or chunk_overlap:
+            raise ChunkingError("a Chunker carries its own tokenizer, box mode, overlap and options: pass only chunk_size (or nothing)")
+        if chunk_size is not None and chunk_size != strategy.max_tokens:
+            raise ChunkingError(f"chunk_size={chunk_size} differs from the Chunker's max_tokens={strategy.max_tokens}")
+        return strategy
+    if isinstance(strategy, ChunkingStrategy):
+        if chunk_size is not None and chunk_size != strategy.max_tokens:
+            raise ChunkingError(f"chunk_size={chunk_size} differs from the strategy's max_tokens={strategy.max_tokens}")
+        if chunk_overlap:
+            raise ChunkingError("a strategy object carries its own overlap: do not pass chunk_overlap")
+        return Chunker(strategy, tokenizer=tokenizer, box_mode=box_mode, **options)
+    size = 256 if chunk_size is None else chunk_size
+    try:
+        return Chunker(strategy, size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, **options)
+    except TypeError as exc:
+        raise ChunkingError(_unknown_options(strategy, options)) from exc
+
+
+def _unknown_options(strategy: str, options: Mapping[str, Any]) -> str:
+    import inspect
+
+    accepted = [p for p in inspect.signature(strategy_class(strategy).__init__).parameters if p not in ("self", "max_tokens", "overlap")]
+    base = ["chunk_size", "chunk_overlap", "strategy", "tokenizer", "box_mode", "flat_metadata", "line_boxes",
+            "add_start_index", "length_function", "keep_separator", "strip_whitespace", "cache"]
+    return (
+        f"GroundedTextSplitter got unknown keyword(s) {sorted(options)}; it accepts {', '.join(base)} and the "
+        f"options of strategy {strategy!r}: {', '.join(accepted) or '(none)'}"
+    )
+
+
+def _segments(meta: Mapping[str, Any], text: str) -> list[tuple[int, int, int]] | None:
+    """Where a grounded Document's text lies in the document text: ``(text offset, document offset,
+    length)`` pieces (a chunk: its body; a page: its runs), or ``None`` when not recorded."""
+    kind = meta.get(KIND_KEY)
+    try:
+        if kind == "chunk":
+            body_start = int(meta.get("body_start", 0) or 0)
+            start, end = int(meta["start_char"]), int(meta["end_char"])
+            return [(body_start, start, end - start)] if len(text) - body_start == end - start else None
+        if kind == "page":
+            raw = meta.get(SPANS_KEY)
+            spans = json.loads(raw) if isinstance(raw, str) else raw
+            out: list[tuple[int, int, int]] = []
+            pos = 0
+            for s, e in spans or ():
+                out.append((pos, int(s), int(e) - int(s)))
+                pos += int(e) - int(s) + len(PAGE_JOINER)
+            return out
+    except (KeyError, TypeError, ValueError):
+        return None
+    return None
+
+
+def _part_key(doc: Document) -> str:
+    """Source key of the parts of one parent: the PDF (sha256 + parser) and the parent's identity,
+    so parts of two parents never share an id."""
+    meta = doc.metadata
+    parent = doc.id or str(meta.get("chunk_id") or "") or text_key(doc.page_content, name=stable_hash(meta))
+    sha = str(meta.get("source_sha256") or "")
+    return f"{sha}:{meta.get('parser', '')}:part-of:{parent}" if sha else text_key(doc.page_content, name=parent)
+
+
+def _source_of(doc: Document) -> tuple[Any, Any]:
     meta: Mapping[str, Any] = doc.metadata
     return meta.get("source_sha256"), meta.get("source")
