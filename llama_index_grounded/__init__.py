@@ -1,5 +1,6 @@
-"""LlamaIndex adapter: :class:`GroundedPDFReader` (PDF -> Document carrying its parse tree) and
-:class:`GroundedNodeParser` (Document -> TextNodes with exact, multi-page source boxes).
+"""LlamaIndex adapter: :class:`GroundedPDFReader` (PDF -> Documents referring to their parse tree),
+:class:`GroundedNodeParser` (Documents -> TextNodes with exact, multi-page source boxes) and
+:func:`node_boxes` (the boxes of any node's own text, also of re-split parts and citation chunks).
 
 Importing this package imports ``llama_index.core``; without it an
 :class:`~grounded.errors.BackendUnavailableError` names ``pip install 'grounded[llama-index]'``.
@@ -7,10 +8,12 @@ Importing this package imports ``llama_index.core``; without it an
 
 from __future__ import annotations
 
-from grounded.metadata import boxes_from_metadata, boxes_to_metadata, unflatten_metadata
+from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
+from grounded.parse_cache import TREE_REF_KEY, ParseCache
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding
+from .grounding import node_boxes
 from .node_parser import GroundedNodeParser
 from .reader import GroundedPDFReader
 
@@ -18,6 +21,10 @@ __all__ = [
     "GroundedPDFReader",
     "GroundedNodeParser",
     "MiniLMEmbedding",
+    "node_boxes",
+    "GroundingWarning",
+    "ParseCache",
+    "TREE_REF_KEY",
     "boxes_from_metadata",
     "boxes_to_metadata",
     "unflatten_metadata",

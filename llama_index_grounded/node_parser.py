@@ -2,91 +2,311 @@
 
 from __future__ import annotations
 
+import inspect
+import json
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, model_validator
 from llama_index.core.node_parser.interface import NodeParser
-from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.node_parser.node_utils import default_id_func
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.utils import get_tqdm_iterable
+from pydantic import AliasChoices, ConfigDict
 
 from grounded.chunking.assembly import BOX_MODES
+from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
-from grounded.chunking.stream import document_text
-from grounded.errors import ChunkingError, SchemaError
-from grounded.metadata import PAYLOAD_KEYS, TREE_KEY, chunk_metadata, decode_tree, text_tree
+from grounded.chunking.ids import chunk_id, source_key, text_key
+from grounded.chunking.tokenizer import Tokenizer
+from grounded.errors import ChunkingError
+from grounded.metadata import PAYLOAD_KEYS, TREE_KEY, GroundingWarning, chunk_metadata, source_info, text_tree
 from grounded.model import Chunk, ParsingResult
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+
+from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
 
 __all__ = ["GroundedNodeParser"]
 
 HeadingContext = Literal["text", "metadata", "none"]
 
+#: metadata keys a chunk node gets from its chunk (replaced, not inherited, when a node is re-split)
+CHUNK_KEYS = frozenset(
+    {
+        "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages", "page_start", "page_end",
+        "section", "heading_path", "element_ids", "heading_ids", "boxes", "text_hash", "page", "page_label",
+    }
+)
+#: machine payload: never shown to an embedder or an LLM
+_HIDDEN = (*PAYLOAD_KEYS, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
+_ALIASES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}
+
 
 class GroundedNodeParser(NodeParser):
     """Split Documents into TextNodes that know their source boxes.
 
-    Documents from :class:`~llama_index_grounded.GroundedPDFReader` are chunked from their parse
-    tree, so every node gets pages, heading path, element ids and ``boxes`` (exact per-line boxes
-    by default, across page breaks). Any other node is chunked as plain text with the same
-    strategy and token limit (no boxes).
+    **Input.** Documents of :class:`~llama_index_grounded.GroundedPDFReader` are chunked from their
+    parse tree (resolved through the parse cache by the reference in their metadata; the tree is
+    never copied into a node): every node gets pages, heading path, element ids and ``boxes``
+    (exact per-line boxes by default, across page breaks). Nodes that already are chunks of such a
+    Document (output of this parser or of another splitter) are re-split inside their own char span
+    and every part gets the boxes of its own text. Any other node is chunked as plain text with the
+    same strategy and token limit (no boxes).
 
-    Node ``text``: with ``heading_context="text"`` the chunk content (the hierarchical strategy
-    prepends its heading context to the body), otherwise the body only; ``"metadata"`` shows the
-    heading path (``section``) to the embedder and LLM instead. ``start_char_idx``/``end_char_idx``
-    always locate the body in the source text (``metadata["body_start"]`` is where the body starts
-    inside ``text``). Box payload and ids are excluded from embed and LLM metadata; the LLM sees
-    ``file_name``, ``pages`` and ``section``. ``flat_metadata=True`` stores lists as compact JSON
-    strings for flat-metadata vector stores (read back with ``boxes_from_metadata``).
+    **Configuration.** ``strategy`` (a name, a :class:`~grounded.chunking.ChunkingStrategy` or a
+    built :class:`~grounded.chunking.Chunker`), ``max_tokens`` (alias ``chunk_size``), ``overlap``
+    (alias ``chunk_overlap``; tokens or a fraction in (0, 1)), ``tokenizer`` (None = MiniLM, a
+    tiktoken name, a ``tokenizer.json`` path, a ``tokenizers.Tokenizer`` or any tokenizer
+    :func:`grounded.chunking.load_tokenizer` takes), ``box_mode``, ``strategy_options`` (or the
+    strategy's keywords directly: ``GroundedNodeParser(strategy="hierarchical", heading_budget=40)``).
+    Changing a field later (``parser.max_tokens = 64``, ``model_copy(update=...)``) rebuilds the
+    chunker; unknown keywords raise :class:`~grounded.errors.ChunkingError`.
+
+    **Text and metadata.** With ``heading_context="text"`` the node text is the chunk content (the
+    hierarchical strategy prepends its heading context to the body), otherwise the body only;
+    ``"metadata"`` shows the heading path (``section``) to the embedder and the LLM instead, and
+    what the embedder sees (``get_content(MetadataMode.EMBED)``) still fits ``max_tokens``.
+    ``start_char_idx``/``end_char_idx`` locate the body in the source Document's text
+    (``metadata["body_start"]`` is where the body starts in the node text). Metadata is flat by
+    default (``flat_metadata=True``: scalars and compact JSON strings, safe for Chroma and every
+    other store; read boxes back with :func:`~llama_index_grounded.node_boxes`). Box payload and
+    ids are hidden from embedder and LLM; the LLM sees ``file_name``, ``page_label``, ``pages``
+    and ``section``. Node ids are chunk ids (source + configuration + char span) unless
+    ``id_func`` is set.
     """
 
-    strategy: str = Field(default="recursive", description="fixed | recursive | semantic | hierarchical")
-    max_tokens: int = Field(default=256, description="Upper bound of tokens per chunk (headings included).")
-    overlap: int | float = Field(default=0, description="Overlap in tokens, or a fraction of max_tokens in (0, 1).")
-    box_mode: str = Field(default="auto", description="auto | exact | line | element")
-    tokenizer: str | None = Field(
-        default=None, description="None (all-MiniLM-L6-v2), a tiktoken name or a tokenizer.json path."
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, populate_by_name=True)
+
+    strategy: Any = Field(default="recursive", description="fixed | recursive | semantic | hierarchical, or a strategy object.")
+    max_tokens: int = Field(
+        default=256,
+        validation_alias=AliasChoices("max_tokens", "chunk_size"),
+        description="Upper bound of tokens per chunk (headings included; alias chunk_size).",
     )
+    overlap: int | float = Field(
+        default=0,
+        validation_alias=AliasChoices("overlap", "chunk_overlap"),
+        description="Overlap in tokens, or a fraction of max_tokens in (0, 1) (alias chunk_overlap).",
+    )
+    box_mode: str = Field(default="auto", description="auto | exact | line | element")
+    tokenizer: Any = Field(default=None, description="None (all-MiniLM-L6-v2), a tiktoken name, a tokenizer.json path or object.")
     strategy_options: dict[str, Any] = Field(
         default_factory=dict, description="Strategy options: delimiters, percentile, min_tokens, heading_budget, ..."
     )
     heading_context: HeadingContext = Field(default="text", description="Where heading context goes: text | metadata | none")
-    flat_metadata: bool = Field(default=False, description="Lists as compact JSON strings (flat vector stores).")
+    flat_metadata: bool = Field(default=True, description="Scalars and compact JSON strings only (any vector store).")
     line_boxes: bool = Field(default=True, description="Keep line boxes inside each box in the metadata.")
+    cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
 
     _chunker: Chunker | None = PrivateAttr(default=None)
+    _chunker_key: Any = PrivateAttr(default=None)
+    _budget: dict[int, Chunker] = PrivateAttr(default_factory=dict)
 
     def __init__(self, **data: Any) -> None:
+        data.pop("fingerprint", None)  # derived, written by to_dict
+        given = data.pop("chunker", None)
+        if isinstance(data.get("strategy"), Chunker):
+            given = data["strategy"]
+        if given is not None:
+            if not isinstance(given, Chunker):
+                raise ChunkingError(f"chunker must be a grounded Chunker, got {type(given).__name__}")
+            data.update(
+                strategy=given.strategy, tokenizer=given.tokenizer, box_mode=given.box_mode,
+                max_tokens=given.strategy.max_tokens, overlap=given.strategy.overlap,
+            )
+        strategy = data.get("strategy")
+        if isinstance(strategy, ChunkingStrategy):  # its size is the parser's size
+            size = data.get("max_tokens", data.get("chunk_size", strategy.max_tokens))
+            if size != strategy.max_tokens:
+                raise ChunkingError(
+                    f"max_tokens={size} differs from the given {type(strategy).__name__} (max_tokens={strategy.max_tokens}); "
+                    "pass a new strategy object or a strategy name"
+                )
+            if "max_tokens" not in data and "chunk_size" not in data:
+                data["max_tokens"] = strategy.max_tokens
+            if "overlap" not in data and "chunk_overlap" not in data:
+                data["overlap"] = strategy.overlap
+        box_mode = data.get("box_mode", "auto")
+        if box_mode not in BOX_MODES:
+            raise ChunkingError(f"box_mode must be one of {BOX_MODES}, got {box_mode!r}")
+        data = self._sort_keywords(data)
         super().__init__(**data)
-        # invalid parameters fail here with a ChunkingError, not in the middle of an ingestion run
-        if self.box_mode not in BOX_MODES:
-            raise ChunkingError(f"box_mode must be one of {BOX_MODES}, got {self.box_mode!r}")
+        # invalid parameters fail here, not in the middle of an ingestion run
         self._get_chunker()
+
+    @classmethod
+    def _sort_keywords(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Strategy keywords go to ``strategy_options``; anything else unknown is refused."""
+        known = set(cls.model_fields) | set(_ALIASES)
+        unknown = [k for k in data if k not in known]
+        if not unknown:
+            return data
+        strategy = data.get("strategy", "recursive")
+        accepted: set[str] = set()
+        if isinstance(strategy, str):
+            try:
+                params = inspect.signature(strategy_class(strategy).__init__).parameters
+                accepted = {k for k in params if k not in ("self", "max_tokens", "overlap")}
+            except ChunkingError:
+                accepted = set()
+        bad = [k for k in unknown if k not in accepted]
+        if bad:
+            valid = sorted((set(cls.model_fields) - {"callback_manager"}) | set(_ALIASES) | accepted)
+            raise ChunkingError(
+                f"GroundedNodeParser got unknown keyword(s) {', '.join(sorted(bad))}; valid keywords: {', '.join(valid)}"
+            )
+        options = dict(data.get("strategy_options") or {})
+        options.update({k: data.pop(k) for k in unknown})
+        data["strategy_options"] = options
+        return data
+
+    @classmethod
+    def from_defaults(
+        cls,
+        strategy: str | ChunkingStrategy | Chunker = "recursive",
+        chunk_size: int | None = None,
+        chunk_overlap: int | float | None = None,
+        *,
+        include_metadata: bool = True,
+        include_prev_next_rel: bool = True,
+        callback_manager: Any = None,
+        id_func: Any = None,
+        **kwargs: Any,
+    ) -> GroundedNodeParser:
+        """LlamaIndex's constructor convention (``SentenceSplitter.from_defaults(chunk_size=...)``)."""
+        if chunk_size is not None:
+            kwargs["max_tokens"] = chunk_size
+        if chunk_overlap is not None:
+            kwargs["overlap"] = chunk_overlap
+        if callback_manager is not None:
+            kwargs["callback_manager"] = callback_manager
+        if id_func is not None:
+            kwargs["id_func"] = id_func
+        return cls(strategy=strategy, include_metadata=include_metadata, include_prev_next_rel=include_prev_next_rel, **kwargs)
 
     @classmethod
     def class_name(cls) -> str:
         return "GroundedNodeParser"
 
+    # -- the names LlamaIndex users type -----------------------------------------------------------
+    @property
+    def chunk_size(self) -> int:
+        return self.max_tokens
+
+    @chunk_size.setter
+    def chunk_size(self, value: int) -> None:
+        self.max_tokens = value
+
+    @property
+    def chunk_overlap(self) -> int | float:
+        return self.overlap
+
+    @chunk_overlap.setter
+    def chunk_overlap(self, value: int | float) -> None:
+        self.overlap = value
+
+    @property
+    def chunker(self) -> Chunker:
+        """The chunker of the current configuration (rebuilt when a field changed)."""
+        return self._get_chunker()
+
+    # -- validation, serialization, pickling -------------------------------------------------------
+    @model_validator(mode="after")
+    def _check(self) -> GroundedNodeParser:
+        if self.box_mode not in BOX_MODES:
+            raise ChunkingError(f"box_mode must be one of {BOX_MODES}, got {self.box_mode!r}")
+        if isinstance(self.strategy, ChunkingStrategy):
+            if self.strategy.max_tokens != self.max_tokens or (
+                isinstance(self.overlap, int) and self.overlap and self.strategy.overlap != self.overlap
+            ):
+                raise ChunkingError(
+                    f"max_tokens={self.max_tokens}/overlap={self.overlap} differ from the given {type(self.strategy).__name__} "
+                    f"(max_tokens={self.strategy.max_tokens}, overlap={self.strategy.overlap}); pass a new strategy object "
+                    "or a strategy name"
+                )
+        elif not isinstance(self.strategy, str):
+            raise ChunkingError(f"strategy must be a name, a ChunkingStrategy or a Chunker, got {type(self.strategy).__name__}")
+        return self
+
+    @field_serializer("strategy", "tokenizer")
+    def _identity(self, value: Any) -> Any:
+        if value is None or isinstance(value, (str, int, float)):
+            return value
+        if isinstance(value, ChunkingStrategy):
+            return {"name": value.name, "class": type(value).__qualname__, **value.params()}
+        if isinstance(value, Tokenizer):
+            return value.describe()
+        return f"{type(value).__module__}.{type(value).__qualname__}"
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        # the chunker fingerprint makes IngestionPipeline's cache key cover everything that decides
+        # the chunks (a tokenizer object's vocabulary, a strategy object's parameters, ...)
+        data = super().to_dict(**kwargs)
+        data["fingerprint"] = self._get_chunker().fingerprint
+        return data
+
     def __getstate__(self) -> dict[Any, Any]:
-        # IngestionPipeline(num_workers>1) pickles transformations; the chunker is rebuilt on demand
+        # IngestionPipeline(num_workers>1) pickles transformations; chunkers are rebuilt on demand
         state = super().__getstate__()
         private = state.get("__pydantic_private__")
         if private:
-            state["__pydantic_private__"] = {**private, "_chunker": None}
+            state["__pydantic_private__"] = {**private, "_chunker": None, "_chunker_key": None, "_budget": {}}
         return state
 
+    def _config_key(self) -> tuple[Any, ...]:
+        def ident(value: Any) -> Any:
+            return value if value is None or isinstance(value, (str, int, float)) else id(value)
+
+        options = json.dumps(self.strategy_options, sort_keys=True, default=repr)
+        return (ident(self.strategy), self.max_tokens, self.overlap, self.box_mode, ident(self.tokenizer), options)
+
     def _get_chunker(self) -> Chunker:
-        if self._chunker is None:
-            self._chunker = Chunker(
-                self.strategy,
-                self.max_tokens,
-                self.overlap,
-                tokenizer=self.tokenizer,
-                box_mode=self.box_mode,
-                **self.strategy_options,
-            )
+        key = self._config_key()
+        if self._chunker is None or self._chunker_key != key:
+            if isinstance(self.strategy, ChunkingStrategy):
+                if self.strategy_options:
+                    raise ChunkingError("strategy_options cannot be combined with a strategy object")
+                chunker = Chunker(self.strategy, tokenizer=self.tokenizer, box_mode=self.box_mode)
+            else:
+                chunker = Chunker(
+                    self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
+                    **self.strategy_options,
+                )
+            self._chunker, self._chunker_key, self._budget = chunker, key, {}
         return self._chunker
 
-    # -- NodeParser ----------------------------------------------------------------------------
+    def _chunker_for(self, budget: int) -> Chunker | None:
+        """The same configuration at a smaller ``max_tokens`` (room for metadata the embedder sees);
+        None for strategy objects (they have one size)."""
+        chunker = self._get_chunker()
+        if budget >= self.max_tokens:
+            return chunker
+        if isinstance(self.strategy, ChunkingStrategy) or budget < 1:
+            return None
+        smaller = self._budget.get(budget)
+        if smaller is None:
+            overlap = chunker.strategy.overlap
+            options = dict(self.strategy_options)
+            if "heading_budget" in options:
+                options["heading_budget"] = min(int(options["heading_budget"]), budget - 1)
+            if "min_tokens" in options:
+                options["min_tokens"] = min(int(options["min_tokens"]), budget)
+            smaller = Chunker(
+                self.strategy, budget, min(overlap, budget - 1) if overlap else 0, tokenizer=chunker.tokenizer,
+                box_mode=self.box_mode, **options,
+            )
+            self._budget[budget] = smaller
+        return smaller
+
+    # -- NodeParser --------------------------------------------------------------------------------
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         out: list[BaseNode] = []
         for node in get_tqdm_iterable(nodes, show_progress, "Chunking with source boxes"):
@@ -95,81 +315,257 @@ class GroundedNodeParser(NodeParser):
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
         # offsets, relationships and metadata are set in _split; the base class would re-derive
-        # offsets with str.find and copy the parse tree into every node
+        # offsets with str.find and link neighbours with their whole metadata
         return nodes
 
-    # -- one input node -> chunk nodes ---------------------------------------------------------
-    def _tree_of(self, node: BaseNode, text: str) -> ParsingResult:
-        stored = node.metadata.get(TREE_KEY)
-        if stored is None:
-            return text_tree(text)
-        source = str(node.metadata.get("file_path") or node.node_id)
-        root = decode_tree(stored, source=source)
-        if document_text(root).text != text:
-            raise SchemaError(
-                f"{source}: the node text differs from its stored parse tree; put GroundedNodeParser "
-                "directly after GroundedPDFReader (no transformation may edit the text before it)"
-            )
-        return root
-
+    # -- one input node -> chunk nodes ---------------------------------------------------------------
     def _split(self, node: BaseNode) -> list[TextNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
-        root = self._tree_of(node, text)
-        base_offset = node.start_char_idx if isinstance(node, TextNode) and node.start_char_idx is not None else 0
-        inherited = {k: v for k, v in node.metadata.items() if k != TREE_KEY} if self.include_metadata else {}
-        embed_hidden = _keys(node.excluded_embed_metadata_keys, PAYLOAD_KEYS, ("pages",))
-        llm_hidden = _keys(node.excluded_llm_metadata_keys, PAYLOAD_KEYS)
-        if self.heading_context != "metadata":
-            embed_hidden.append("section")
-        if self.heading_context == "none":
-            llm_hidden.append("section")
-        source_info = node.as_related_node_info()
+        meta = node.metadata
+        root = None
+        if meta.get(TREE_REF_KEY) or meta.get(TREE_KEY):
+            root = tree_for(meta, self.cache_dir)
+            if root is None:
+                warnings.warn(
+                    f"{meta.get('file_path') or meta.get('file_name') or node.node_id}: the parse tree is neither cached nor "
+                    "re-parseable (the PDF moved or changed); chunking its text without boxes. Read the PDF again.",
+                    GroundingWarning,
+                    stacklevel=4,
+                )
+        is_chunk = any(k in meta for k in ("chunk_id", "text_hash", "start_char"))
+        inherited = self._inherited(meta, drop_chunk_keys=is_chunk)
+        if root is not None:
+            doc_text = document_text_of(root)
+            key = source_key(root.metadata, doc_text)
+            if meta.get(PAGE_KEY) not in (None, ""):
+                key = f"{key}#p{int(meta[PAGE_KEY])}"
+            if text == doc_text:
+                chunks = self._fit(root, list(self._get_chunker().iter_chunks(root, source_key=key)), inherited, key, node)
+                return self._nodes(chunks, node, inherited, root, base_offset=0)
+            span = span_of(text, meta, doc_text, getattr(node, "start_char_idx", None))
+            if span is not None:
+                parts = self._sub_chunks(root, span, key, self._get_chunker(), meta)
+                return self._nodes(self._fit(root, parts, inherited, key, node, whole=False), node, inherited, root, base_offset=0)
+            warnings.warn(
+                f"{node.node_id}: its text is not part of its source's parse tree (edited after reading?); "
+                "chunking it without boxes",
+                GroundingWarning,
+                stacklevel=4,
+            )
+        plain = text_tree(text)
+        plain_key = text_key(text, name=node.ref_doc_id or node.node_id)
+        chunks = list(self._get_chunker().iter_chunks(plain, source_key=plain_key))
+        base = node.start_char_idx if isinstance(node, TextNode) and node.start_char_idx is not None and not is_chunk else 0
+        return self._nodes(self._fit(plain, chunks, inherited, plain_key, node), node, inherited, None, base_offset=base)
+
+    def _inherited(self, meta: dict[str, Any], *, drop_chunk_keys: bool) -> dict[str, Any]:
+        if not self.include_metadata:
+            return {}
+        return {k: v for k, v in meta.items() if k != TREE_KEY and not (drop_chunk_keys and k in CHUNK_KEYS)}
+
+    def _sub_chunks(
+        self, root: ParsingResult, span: tuple[int, int], key: str, chunker: Chunker, meta: dict[str, Any] | None = None
+    ) -> list[Chunk]:
+        """Chunks of document text ``[start, end)`` only (a re-split node's own span, or a chunk that
+        does not fit once its metadata is counted), each with the boxes of exactly its span."""
+        start, end = span
+        doc_text = document_text_of(root)
+        assembler = assembler_for(root, chunker)
+        heading_path = _heading_path(meta or {})
+        out = []
+        for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
+            s = start + int(part.metadata["start_char"])
+            e = start + int(part.metadata["end_char"])
+            geom = assembler.boxes_for_chars(s, e)
+            metadata = {
+                "token_count": int(part.metadata["token_count"]),
+                "strategy": chunker.strategy.name,
+                "start_char": s,
+                "end_char": e,
+                "body_start": 0,
+                "pages": sorted({b.page for b in geom}),
+                "element_ids": list(dict.fromkeys(b.element_id for b in geom if b.element_id)),
+                "heading_path": heading_path,
+            }
+            out.append(Chunk(id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], metadata=metadata, geom=geom))
+        return out
+
+    # -- what the embedder sees must fit max_tokens ----------------------------------------------------
+    def _section(self, chunk: Chunk) -> str:
+        path = [str(h) for h in chunk.metadata.get("heading_path", ())]
+        section = " > ".join(path)
+        if self.heading_context != "metadata" or not section:
+            return section
+        tok = self._get_chunker().tokenizer
+        limit = max(1, self.max_tokens // 4)
+        _, offsets = tok.encode(section)
+        if len(offsets) <= limit:
+            return section
+        return section[: offsets[limit - 2][1] if limit > 1 else 0].rstrip() + "…"
+
+    def _overhead(self, chunk: Chunk, inherited: dict[str, Any], info: dict[str, Any] | None, source: BaseNode) -> int:
+        """Tokens the embedder sees besides the chunk's text: its visible metadata block and the
+        blank line after it (0 when every key is hidden)."""
+        _, metadata = self._text_and_metadata(chunk, inherited, info)
+        probe = TextNode(
+            text="",
+            metadata=metadata,
+            excluded_embed_metadata_keys=self._hidden(inherited, embed=True, source=source),
+            metadata_template=source.metadata_template,
+            metadata_separator=source.metadata_separator,
+            text_template=getattr(source, "text_template", TextNode.model_fields["text_template"].default),
+        )
+        if not probe.get_metadata_str(MetadataMode.EMBED):
+            return 0
+        # +1: tokenizers that merge across the boundary (byte-level BPE) may count one more
+        return self._get_chunker().tokenizer.count(probe.get_content(MetadataMode.EMBED)) + 1
+
+    def _hidden(self, inherited: dict[str, Any], *, embed: bool, source: BaseNode | None = None) -> list[str]:
+        given = (source.excluded_embed_metadata_keys if embed else source.excluded_llm_metadata_keys) if source else []
+        hidden = list(dict.fromkeys([*given, *_HIDDEN]))
+        if embed:
+            hidden += ["page_label", "file_name", "pages"]
+            if self.heading_context != "metadata":
+                hidden.append("section")
+        elif self.heading_context == "none":
+            hidden.append("section")
+        return [k for k in dict.fromkeys(hidden) if k != TREE_KEY]
+
+    def _fit(
+        self,
+        root: ParsingResult,
+        chunks: list[Chunk],
+        inherited: dict[str, Any],
+        key: str,
+        source: BaseNode,
+        *,
+        whole: bool = True,
+    ) -> list[Chunk]:
+        """Make room for the metadata the embedder sees (``heading_context="metadata"``, or inherited
+        metadata left visible), so ``get_content(MetadataMode.EMBED)`` fits ``max_tokens``: the whole
+        document is chunked again at the size that leaves room for the largest metadata block; what
+        still does not fit (strategy objects, re-split parts) is split inside its own span."""
+        hidden = set(self._hidden(inherited, embed=True, source=source))
+        if self.heading_context != "metadata" and not any(k not in hidden for k in inherited):
+            return chunks
+        tok = self._get_chunker().tokenizer
+        info = source_info(root) if root.metadata.get("source") else None
+        overheads: dict[str, int] = {}
+
+        def fits(c: Chunk) -> bool:
+            if c.id not in overheads:
+                overheads[c.id] = self._overhead(c, inherited, info, source)
+            text = c.content if self.heading_context == "text" else c.body
+            return tok.count(text) + overheads[c.id] <= self.max_tokens
+
+        smaller: Chunker | None = None
+        for _ in range(3):
+            if all([fits(c) for c in chunks]):  # noqa: C419 - every overhead is needed below
+                return chunks
+            smaller = self._chunker_for(self.max_tokens - max(overheads.values()))
+            if smaller is None or not whole:
+                break
+            chunks = list(smaller.iter_chunks(root, source_key=key))
+        budget = self.max_tokens - max(overheads.values())
+        if budget < 1:
+            warnings.warn(
+                f"the metadata the embedder sees takes {max(overheads.values())} of max_tokens={self.max_tokens} tokens; "
+                "hide keys with excluded_embed_metadata_keys",
+                UserWarning,
+                stacklevel=5,
+            )
+            return chunks
+        if smaller is None or smaller.max_tokens > budget:
+            smaller = Chunker("recursive", budget, tokenizer=tok, box_mode=self.box_mode)
+        out: list[Chunk] = []
+        for c in chunks:
+            if fits(c) or "start_char" not in c.metadata:
+                out.append(c)
+                continue
+            span = (int(c.metadata["start_char"]), int(c.metadata["end_char"]))
+            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": c.metadata.get("heading_path", [])}))
+        return out
+
+
+    # -- chunks -> nodes ------------------------------------------------------------------------------
+    def _nodes(
+        self, chunks: list[Chunk], source: BaseNode, inherited: dict[str, Any], root: ParsingResult | None, base_offset: int
+    ) -> list[TextNode]:
+        embed_hidden = self._hidden(inherited, embed=True, source=source)
+        llm_hidden = self._hidden(inherited, embed=False, source=source)
+        if isinstance(source, Document) or source.source_node is None:
+            source_info_rel: RelatedNodeInfo = source.as_related_node_info()
+        else:
+            source_info_rel = source.source_node  # a re-split chunk: its parts belong to the same Document
+        info = source_info(root) if root is not None else None
+        use_id_func = self.id_func is not default_id_func
         built: list[TextNode] = []
-        for chunk in self._get_chunker().iter_chunks(root):
-            built.append(self._node(chunk, inherited, embed_hidden, llm_hidden, base_offset, node, source_info))
+        for i, chunk in enumerate(chunks):
+            built.append(self._node(chunk, i, inherited, embed_hidden, llm_hidden, base_offset, source, source_info_rel, info, use_id_func))
         if self.include_prev_next_rel:
             for prev, nxt in zip(built, built[1:], strict=False):
-                prev.relationships[NodeRelationship.NEXT] = nxt.as_related_node_info()
-                nxt.relationships[NodeRelationship.PREVIOUS] = prev.as_related_node_info()
+                prev.relationships[NodeRelationship.NEXT] = _related(nxt)
+                nxt.relationships[NodeRelationship.PREVIOUS] = _related(prev)
         return built
+
+    def _text_and_metadata(
+        self, chunk: Chunk, inherited: dict[str, Any], info: dict[str, Any] | None
+    ) -> tuple[str, dict[str, Any]]:
+        """A chunk's node text and node metadata (inherited keys + file keys + chunk keys)."""
+        text = chunk.content if self.heading_context == "text" else chunk.body
+        meta = chunk_metadata(chunk, flat=self.flat_metadata, line_spans=self.line_boxes, text=text)
+        if self.heading_context != "text":
+            meta["body_start"] = 0
+        meta["section"] = self._section(chunk)
+        pages = [int(p) for p in chunk.metadata.get("pages") or chunk.pages]
+        extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
+        if info is not None:
+            extra["file_name"] = inherited.get("file_name") or info["name"]
+            extra["file_path"] = inherited.get("file_path", info["path"])
+            extra["total_pages"] = inherited.get("total_pages", info["page_count"])
+        return text, {**inherited, **extra, **meta}
 
     def _node(
         self,
         chunk: Chunk,
+        index: int,
         inherited: dict[str, Any],
         embed_hidden: list[str],
         llm_hidden: list[str],
         base_offset: int,
         source: BaseNode,
-        source_info: Any,
+        source_rel: RelatedNodeInfo,
+        info: dict[str, Any] | None,
+        use_id_func: bool,
     ) -> TextNode:
-        meta = chunk_metadata(chunk, flat=self.flat_metadata, line_spans=self.line_boxes)
-        body = chunk.body
-        if self.heading_context == "text":
-            text = chunk.content
-        else:
-            text, meta["body_start"] = body, 0
+        text, metadata = self._text_and_metadata(chunk, inherited, info)
         start = base_offset + int(chunk.metadata["start_char"])
+        node_id = self.id_func(index, source) if use_id_func else chunk.id
         return TextNode(
-            id_=chunk.id,
+            id_=node_id,
             text=text,
-            metadata={**inherited, **meta},
+            metadata=metadata,
             excluded_embed_metadata_keys=list(embed_hidden),
             excluded_llm_metadata_keys=list(llm_hidden),
             start_char_idx=start,
-            end_char_idx=start + len(body),
-            relationships={NodeRelationship.SOURCE: source_info},
+            end_char_idx=start + len(chunk.body),
+            relationships={NodeRelationship.SOURCE: source_rel},
             metadata_template=source.metadata_template,
             metadata_separator=source.metadata_separator,
             text_template=getattr(source, "text_template", TextNode.model_fields["text_template"].default),
         )
 
 
-def _keys(*groups: Sequence[str]) -> list[str]:
-    """Union of key lists, order kept, without the parse tree key (nodes never carry the tree)."""
-    seen: dict[str, None] = {}
-    for group in groups:
-        for key in group:
-            if key != TREE_KEY:
-                seen.setdefault(key, None)
-    return list(seen)
+def _related(node: TextNode) -> RelatedNodeInfo:
+    """A neighbour reference without the neighbour's metadata (its boxes would triple every node)."""
+    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), hash=node.hash)
+
+
+def _heading_path(meta: dict[str, Any]) -> list[str]:
+    value = meta.get("heading_path")
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+    return [str(h) for h in value] if isinstance(value, list) else []

@@ -1,100 +1,270 @@
-"""``GroundedPDFReader``: one LlamaIndex ``Document`` per PDF, carrying its parse tree."""
+"""``GroundedPDFReader``: PDFs -> LlamaIndex Documents that refer to their parse tree.
+
+A Document never carries the tree: the reader stores it in a :class:`~grounded.parse_cache.ParseCache`
+and puts a ~100-byte reference (``grounded_tree_ref``) into the metadata, so docstores, ingestion
+caches, vector stores and node relationships stay small whatever the splitter.
+:class:`~llama_index_grounded.GroundedNodeParser` resolves the reference to chunk with boxes.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
-from llama_index.core.readers.base import BaseReader
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
-from grounded.chunking.stream import document_text
 from grounded.errors import EmptyDocumentError, InputError
-from grounded.metadata import TREE_KEY, encode_tree, source_info
+from grounded.metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, file_sha256, ref_for
 from grounded.parsers import BaseParser, get_parser
 
-__all__ = ["GroundedPDFReader", "document_from_tree", "DOCUMENT_KEYS"]
+from .grounding import PAGE_KEY, document_text_of, page_tree
 
-#: metadata the reader sets (besides ``extra_info``); only ``file_name`` is shown to the LLM
-DOCUMENT_KEYS = ("file_name", "file_path", "source_sha256", "page_count", "parser", "parser_version", TREE_KEY)
-_LLM_VISIBLE = ("file_name",)
+__all__ = ["GroundedPDFReader", "document_from_tree", "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS"]
+
+#: metadata the reader sets (besides ``extra_info`` and the PDF's own title/author/... keys)
+DOCUMENT_KEYS = (
+    "file_name",
+    "file_path",
+    "source_sha256",
+    "total_pages",
+    "page_label",
+    "parser",
+    TREE_REF_KEY,
+    PARSER_OPTIONS_KEY,
+    PAGE_KEY,
+    TREE_KEY,
+)
+#: reader keys an LLM sees (to cite): the file name, the page of a per-page Document, the title
+LLM_VISIBLE_KEYS = ("file_name", "page_label", "title")
+_PDF_KEYS = ("title", "author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
 
 
-def document_from_tree(root: ParsingResult, extra_info: Mapping[str, Any] | None = None, *, keep_tree: bool = True) -> Document:
-    """A Document whose ``text`` is the tree's document text (what chunk offsets index).
+def _doc_id(identity: str, parser: str, page: int | None = None) -> str:
+    """Stable per (file path or name, parser, page) - not per content, so ``DocstoreStrategy.UPSERTS``
+    replaces the nodes of a PDF rewritten in place (the Document hash changes with the content)."""
+    digest = hashlib.sha256(f"{identity}\0{parser}".encode()).hexdigest()[:16]
+    name = identity.replace("\\", "/").rsplit("/", 1)[-1] or "document.pdf"
+    return f"{name}-{parser}-{digest}" + (f"-p{page}" if page is not None else "")
 
-    The compressed tree rides along in ``metadata["grounded_tree"]`` (hidden from embedder and
-    LLM) so :class:`~llama_index_grounded.GroundedNodeParser` can chunk with boxes - also in
-    ``IngestionPipeline`` worker processes and from its cache, since it is a plain string.
-    """
+
+def document_from_tree(
+    root: ParsingResult,
+    extra_info: Mapping[str, Any] | None = None,
+    *,
+    keep_tree: bool = True,
+    cache: ParseCache | None = None,
+    parser_options: Mapping[str, Any] | None = None,
+    file_path: str | None = None,
+    file_name: str | None = None,
+    pdf_info: Mapping[str, Any] | None = None,
+    split_pages: bool = False,
+) -> list[Document]:
+    """Documents for one parse tree: one for the whole PDF, or one per page (``split_pages``).
+
+    ``keep_tree=True`` stores the tree in ``cache`` (default :class:`ParseCache`) and records its
+    reference; ``keep_tree=False`` records none (the node parser then chunks the text without
+    boxes). The text of a Document is the tree's document text (of its page) - what chunk offsets
+    index."""
     info = source_info(root)
     sha = info["sha256"]
-    text = document_text(root).text
-    if not text.strip():
-        raise EmptyDocumentError(info["path"] or "<tree>", "no text was extracted, nothing to index")
+    path = file_path if file_path is not None else info["path"]
+    name = file_name or info["name"] or (Path(path).name if path else "document.pdf")
     metadata: dict[str, Any] = {
-        "file_name": info["name"],
-        "file_path": info["path"],
+        "file_name": name,
+        "file_path": path,
         "source_sha256": sha,
-        "page_count": info["page_count"],
+        "total_pages": info["page_count"],
         "parser": info["parser"],
-        "parser_version": info["parser_version"],
     }
-    metadata.update({k: v for k, v in (extra_info or {}).items() if k != TREE_KEY})
+    metadata.update({k: v for k, v in (pdf_info or {}).items() if v not in (None, "")})
     if keep_tree:
-        metadata[TREE_KEY] = encode_tree(root)
-    hidden = [k for k in metadata if k in DOCUMENT_KEYS and k not in _LLM_VISIBLE]
-    doc_id = f"{sha[:20]}-{metadata['parser']}" if sha else None
-    kwargs: dict[str, Any] = {"id_": doc_id} if doc_id else {}
-    return Document(
-        text=text,
-        metadata=metadata,
-        excluded_embed_metadata_keys=[k for k in metadata if k in DOCUMENT_KEYS],
-        excluded_llm_metadata_keys=hidden,
-        **kwargs,
-    )
+        metadata[TREE_REF_KEY] = (cache or ParseCache()).put(root, parser_options)
+        if parser_options:
+            metadata[PARSER_OPTIONS_KEY] = json.dumps(dict(parser_options), sort_keys=True, default=repr)
+    metadata.update({k: v for k, v in (extra_info or {}).items() if k not in (TREE_KEY, TREE_REF_KEY)})
+    identity = os.path.abspath(path) if path else (name or sha)
+    if split_pages:
+        parts = [(page, page_tree(root, page)) for page in range(1, int(info["page_count"]) + 1)]
+    else:
+        parts = [(None, root)]
+    docs = []
+    for page, tree in parts:
+        text = document_text_of(tree)
+        if not text.strip():
+            continue
+        meta = dict(metadata)
+        if page is not None:
+            meta["page_label"] = str(page)
+            meta[PAGE_KEY] = page
+        docs.append(
+            Document(
+                id_=_doc_id(identity, str(meta.get("parser") or ""), page),
+                text=text,
+                metadata=meta,
+                excluded_embed_metadata_keys=[k for k in meta if k in DOCUMENT_KEYS or k in _PDF_KEYS],
+                excluded_llm_metadata_keys=[k for k in meta if (k in DOCUMENT_KEYS or k in _PDF_KEYS) and k not in LLM_VISIBLE_KEYS],
+            )
+        )
+    if not docs:
+        raise EmptyDocumentError(path or name or "<tree>", "no text was extracted, nothing to index")
+    return docs
 
 
-class GroundedPDFReader(BaseReader):
+class GroundedPDFReader(BasePydanticReader):
     """Parse PDFs with a grounded backend (default ``pymupdf``) into Documents for
     :class:`~llama_index_grounded.GroundedNodeParser`.
 
-    ``parser`` is a registry name or a built :class:`~grounded.parsers.BaseParser`;
-    ``parser_options`` go to the backend's constructor. ``keep_tree=False`` drops the parse tree
-    (Documents get smaller but the node parser then chunks them as plain text, without boxes).
-    Works as a ``SimpleDirectoryReader`` file extractor: ``file_extractor={".pdf": reader}``.
+    * ``parser``: a registry name or a built :class:`~grounded.parsers.BaseParser`;
+      ``parser_options`` go to the backend's constructor.
+    * ``split_pages=True``: one Document per page (``page_label`` "1", "2", ...), like LlamaIndex's
+      PDF readers; default one Document per PDF.
+    * ``keep_tree`` (default True): keep the parse tree in the parse cache (``cache_dir``, default
+      ``$GROUNDED_CACHE_DIR/parses`` or ``~/.cache/grounded/parses``) and record only its reference
+      in the metadata. The tree never enters a Document, node, docstore or vector store. With
+      ``keep_tree=False`` nothing is cached and the node parser chunks the text without boxes.
+    * ``use_cache`` (default True): an unchanged PDF (same bytes, parser, options and grounded
+      version) is not parsed again.
+
+    Metadata: ``file_name``, ``file_path`` (absolute), ``total_pages``, ``parser``,
+    ``source_sha256``, the PDF's own ``title``/``author``/``subject``/``keywords``/``creator``/
+    ``producer``/``creationdate``/``moddate`` when set, ``page_label`` for page Documents; none of
+    them is embedded, the LLM sees ``file_name``, ``page_label`` and ``title``.
+
+    ``load_data`` takes a path, several paths, PDF bytes or a binary file object (``name=`` names
+    those), and ``password=`` for encrypted PDFs. Works as a ``SimpleDirectoryReader`` file
+    extractor (``file_extractor={".pdf": reader}``) and in ``IngestionPipeline(readers=[ReaderConfig(
+    reader=GroundedPDFReader(), reader_kwargs={"file_path": ...})])``.
     """
 
-    def __init__(
-        self, parser: str | BaseParser = "pymupdf", *, parser_options: Mapping[str, Any] | None = None, keep_tree: bool = True
-    ) -> None:
-        if isinstance(parser, BaseParser):
-            if parser_options:
-                raise ValueError("parser_options cannot be combined with a built parser")
-            self._parser: BaseParser | None = parser
-            self.parser_name = parser.name
-        else:
-            self._parser = None
-            self.parser_name = parser
-        self.parser_options = dict(parser_options or {})
-        self.keep_tree = keep_tree
+    parser: str = Field(default="pymupdf", description="Parser registry name (or the name of the given parser).")
+    parser_options: dict[str, Any] = Field(default_factory=dict, description="Options for the parser's constructor.")
+    split_pages: bool = Field(default=False, description="One Document per page instead of one per PDF.")
+    keep_tree: bool = Field(default=True, description="Cache the parse tree and reference it (boxes for the node parser).")
+    use_cache: bool = Field(default=True, description="Reuse the cached parse of an unchanged PDF.")
+    cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
+    read_pdf_metadata: bool = Field(default=True, description="Add the PDF's title, author, dates, ... to the metadata.")
 
-    @property
-    def parser(self) -> BaseParser:
+    _parser: BaseParser | None = PrivateAttr(default=None)
+
+    def __init__(self, parser: str | BaseParser = "pymupdf", **data: Any) -> None:
+        built: BaseParser | None = None
+        if isinstance(parser, BaseParser):
+            if data.get("parser_options"):
+                raise ValueError("parser_options cannot be combined with a built parser")
+            built, parser = parser, parser.name
+        super().__init__(parser=parser, **data)
+        self._parser = built
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GroundedPDFReader"
+
+    def get_parser(self) -> BaseParser:
         if self._parser is None:
-            self._parser = get_parser(self.parser_name, **self.parser_options)
+            self._parser = get_parser(self.parser, **self.parser_options)
         return self._parser
 
-    def lazy_load_data(
-        self, file_path: str | Path | Iterable[str | Path], extra_info: Mapping[str, Any] | None = None, fs: Any = None
+    # -- input -----------------------------------------------------------------------------------
+    def _parse(self, source: Any, *, password: str | None, name: str | None) -> tuple[ParsingResult, str, str, bytes | None]:
+        """-> (tree, file_path or "", file name, the PDF bytes when given as bytes)."""
+        parser = self.get_parser()
+        data: bytes | None = None
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+        elif hasattr(source, "read"):
+            data = _read_stream(source)
+            name = name or Path(str(getattr(source, "name", "") or "")).name or None
+        if data is not None:
+            sha = hashlib.sha256(data).hexdigest()
+            root = self._cached(sha, parser)
+            if root is None:
+                root = self._parse_bytes(parser, data, name=name or "document.pdf", password=password)
+            return root, "", name or "document.pdf", data
+        path = str(source)
+        root = self._cached(file_sha256(path), parser) if os.path.isfile(path) else None
+        if root is None:
+            root = self._call_parse(parser, path, password=password)
+        return root, os.path.abspath(path), Path(path).name, None
+
+    def _cached(self, sha: str, parser: BaseParser) -> ParsingResult | None:
+        if not (self.use_cache and self.keep_tree):
+            return None
+        return self._cache().get(ref_for(sha, parser.name, parser.version(), self.parser_options))
+
+    def _cache(self) -> ParseCache:
+        return ParseCache(self.cache_dir)
+
+    @staticmethod
+    def _call_parse(parser: BaseParser, source: Any, **kwargs: Any) -> ParsingResult:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        if kwargs:
+            accepted = inspect.signature(parser.parse).parameters
+            missing = [k for k in kwargs if k not in accepted]
+            if missing:
+                raise InputError(
+                    str(source), f"parser '{parser.name}' does not accept {', '.join(missing)} (update grounded)"
+                )
+        return parser.parse(source, **kwargs)
+
+    def _parse_bytes(self, parser: BaseParser, data: bytes, *, name: str, password: str | None) -> ParsingResult:
+        accepted = inspect.signature(parser.parse).parameters
+        if "name" in accepted:  # the parser reads bytes itself
+            return self._call_parse(parser, data, name=name, password=password)
+        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:  # older parsers read paths only
+            path = Path(tmp) / (Path(name).name or "document.pdf")
+            path.write_bytes(data)
+            return self._call_parse(parser, path, password=password)
+
+    # -- BaseReader ------------------------------------------------------------------------------
+    def lazy_load_data(  # type: ignore[override]
+        self,
+        file_path: str | Path | bytes | BinaryIO | Iterable[str | Path],
+        extra_info: Mapping[str, Any] | None = None,
+        fs: Any = None,
+        *,
+        password: str | None = None,
+        name: str | None = None,
     ) -> Iterator[Document]:
-        """Yield one Document per PDF (``file_path`` may be one path or several); ``fs`` (a
-        non-local fsspec filesystem passed by SimpleDirectoryReader) is refused: parsers read local files."""
-        paths = [file_path] if isinstance(file_path, (str, Path)) else list(file_path)
-        for path in paths:
-            if fs is not None:
-                raise InputError(path, "remote filesystems are not supported; copy the PDF to a local path first")
-            root = self.parser.parse(path)
-            yield document_from_tree(root, extra_info, keep_tree=self.keep_tree)
+        """Yield the Documents of each PDF (``file_path``: a path, several paths, PDF bytes or a
+        binary file object). ``fs`` (a non-local fsspec filesystem passed by SimpleDirectoryReader)
+        is refused: parsers read local files."""
+        single = isinstance(file_path, (str, Path, bytes, bytearray, memoryview)) or hasattr(file_path, "read")
+        sources = [file_path] if single else list(file_path)  # type: ignore[arg-type]
+        for source in sources:
+            if fs is not None and type(fs).__name__ != "LocalFileSystem":
+                raise InputError(str(source), "remote filesystems are not supported; copy the PDF to a local path first")
+            root, path, file_name, data = self._parse(source, password=password, name=name)
+            pdf_info: dict[str, str] = {}
+            if self.read_pdf_metadata:
+                pdf_info = pdf_metadata(data if data is not None else path, password=password)
+            yield from document_from_tree(
+                root,
+                extra_info,
+                keep_tree=self.keep_tree,
+                cache=self._cache(),
+                parser_options=self.parser_options,
+                file_path=path,
+                file_name=file_name,
+                pdf_info=pdf_info,
+                split_pages=self.split_pages,
+            )
+
+    def load_data(self, *args: Any, **kwargs: Any) -> list[Document]:  # type: ignore[override]
+        return list(self.lazy_load_data(*args, **kwargs))
+
+
+def _read_stream(stream: Any) -> bytes:
+    data = stream.read()
+    if isinstance(data, str):
+        raise InputError(str(getattr(stream, "name", "<stream>")), "open the PDF in binary mode ('rb')")
+    return bytes(data)

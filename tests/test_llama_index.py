@@ -4,11 +4,15 @@ against PyMuPDF's text; metadata through JSON, docstore and a flat-metadata stor
 
 from __future__ import annotations
 
+import inspect
 import json
+import pickle
 import subprocess
 import sys
+import warnings
 
 import chromadb
+import pymupdf
 import pytest
 from llama_index.core import Settings, SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
@@ -17,9 +21,19 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship, Te
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from grounded.chunking import Chunker, document_text
-from grounded.errors import ChunkingError, GroundedError, NotAPDFError, SchemaError
-from grounded.metadata import PAYLOAD_KEYS, TREE_KEY, boxes_from_metadata, decode_tree
-from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding
+from grounded.errors import ChunkingError, GroundedError, NotAPDFError
+from grounded.metadata import (
+    PAYLOAD_KEYS,
+    TREE_KEY,
+    GroundingWarning,
+    boxes_from_metadata,
+    text_hash,
+    unflatten_metadata,
+)
+from grounded.parse_cache import TREE_REF_KEY
+from grounded.parsers import BaseParser
+from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
+from llama_index_grounded.grounding import tree_for
 from llama_index_grounded.reader import document_from_tree
 
 from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body, body_coverage, norm
@@ -38,7 +52,7 @@ def documents(pdf) -> list[Document]:
 
 @pytest.fixture(scope="module")
 def root(documents):
-    return decode_tree(documents[0].metadata[TREE_KEY])
+    return tree_for(documents[0].metadata)
 
 
 @pytest.fixture(scope="module")
@@ -59,22 +73,27 @@ def assert_grounded_nodes(nodes, doc: Document, max_tokens: int, tokenizer=None)
             assert node.relationships[NodeRelationship.NEXT].node_id == nodes[i + 1].node_id
         assert TREE_KEY not in node.metadata
         assert node.metadata["file_name"] == "cermine_web_example3_clinsci.pdf"
-        assert node.metadata["pages"] and node.metadata["element_ids"]
-        assert boxes_from_metadata(node.metadata), node.node_id
+        plain = unflatten_metadata(node.metadata)
+        assert plain["pages"] and plain["element_ids"]
+        assert node.metadata["page_label"] == str(plain["pages"][0]) and node.metadata["total_pages"] == 13
+        assert boxes_from_metadata(node.metadata, text=node.text), node.node_id
 
 
 # -- reader ----------------------------------------------------------------------------------------
-def test_reader_gives_one_document_with_its_tree(documents, root, pdf):
+def test_reader_gives_one_document_referring_to_its_tree(documents, root, pdf):
     assert len(documents) == 1
     doc = documents[0]
     assert doc.text == document_text(root).text
     assert len(doc.text) > 20_000
-    assert doc.metadata["page_count"] == 13 and doc.metadata["parser"] == "pymupdf"
-    assert doc.doc_id.startswith(doc.metadata["source_sha256"][:20])
-    # the tree is machine payload: never embedded, never shown to an LLM
+    assert doc.metadata["total_pages"] == 13 and doc.metadata["parser"] == "pymupdf"
+    assert doc.doc_id.startswith("cermine_web_example3_clinsci.pdf-pymupdf-")
+    # only a compact reference to the tree travels with the Document
+    assert TREE_KEY not in doc.metadata and doc.metadata[TREE_REF_KEY].startswith("grounded:v1:" + doc.metadata["source_sha256"])
+    assert len(doc.to_json()) - 2 * len(json.dumps(doc.text)) < 2_000  # LlamaIndex writes the text twice
+    # machine payload: never embedded, never shown to an LLM
     for mode in (MetadataMode.EMBED, MetadataMode.LLM):
         content = doc.get_content(mode)
-        assert TREE_KEY not in content and "source_sha256" not in content
+        assert TREE_REF_KEY not in content and "source_sha256" not in content
     assert "file_name: cermine_web_example3_clinsci.pdf" in doc.get_content(MetadataMode.LLM)
     # plain strings: survives JSON (docstore, cache) and pickling (worker processes)
     assert Document.from_json(doc.to_json()).metadata == doc.metadata
@@ -86,7 +105,7 @@ def test_reader_works_as_simple_directory_reader_extractor(pdf, documents, root)
     assert len(docs) == 1
     assert docs[0].text == documents[0].text
     assert docs[0].metadata["file_type"] == "application/pdf"  # SimpleDirectoryReader's own metadata is kept
-    again = decode_tree(docs[0].metadata[TREE_KEY])  # same tree (timings in the root metadata aside)
+    again = tree_for(docs[0].metadata)  # same tree (timings in the root metadata aside)
     assert [n.to_dict() for n in again.children] == [n.to_dict() for n in root.children]
 
 
@@ -120,7 +139,8 @@ def test_node_parser_strategies_and_box_modes(documents, root, pdf, strategy, bo
     assert_grounded_nodes(nodes, doc, 256)
     # deterministic ids = the chunker's chunk ids (semantic: its MiniLM pass is too slow to run twice)
     if strategy == "semantic":
-        assert [n.node_id for n in nodes] == [f"{root.metadata['source']['sha256'][:12]}-semantic-{i:05d}" for i in range(len(nodes))]
+        sha = root.metadata["source"]["sha256"]
+        assert all(n.node_id.startswith(sha[:12]) for n in nodes) and len({n.node_id for n in nodes}) == len(nodes)
     else:
         expected = Chunker(strategy, 256, options.get("overlap", 0), box_mode=box_mode).chunk(root)
         assert [n.node_id for n in nodes] == [c.id for c in expected.chunks]
@@ -150,15 +170,19 @@ def test_heading_context_modes(documents):
         for mode in ("text", "metadata", "none")
     }
     text_nodes, meta_nodes, none_nodes = by_mode["text"], by_mode["metadata"], by_mode["none"]
-    assert [n.node_id for n in text_nodes] == [n.node_id for n in meta_nodes] == [n.node_id for n in none_nodes]
+    assert [n.node_id for n in text_nodes] == [n.node_id for n in none_nodes]
     withheads = [i for i, n in enumerate(text_nodes) if n.metadata["body_start"] > 0]
     assert withheads
     i = withheads[0]
     section = text_nodes[i].metadata["section"]
     assert section and text_nodes[i].text.startswith(section.split(" > ")[0][:20])
-    assert meta_nodes[i].text == none_nodes[i].text == text_nodes[i].text[text_nodes[i].metadata["body_start"] :]
-    assert meta_nodes[i].metadata["body_start"] == 0
-    assert f"section: {section}" in meta_nodes[i].get_content(MetadataMode.EMBED)
+    assert none_nodes[i].text == text_nodes[i].text[text_nodes[i].metadata["body_start"] :]
+    # metadata mode: the section goes to the embedder, and what it sees still fits max_tokens
+    tok = Chunker("fixed", 8).tokenizer
+    assert all(n.metadata["body_start"] == 0 for n in meta_nodes)
+    assert all(f"section: {n.metadata['section']}" in n.get_content(MetadataMode.EMBED) for n in meta_nodes if n.metadata["section"])
+    assert max(tok.count(n.get_content(MetadataMode.EMBED)) for n in meta_nodes) <= 200
+    i = next(k for k, n in enumerate(meta_nodes) if n.metadata["section"] == section)
     assert "section:" not in none_nodes[i].get_content(MetadataMode.EMBED)
     assert "section:" not in none_nodes[i].get_content(MetadataMode.LLM)
     assert "section:" not in text_nodes[i].get_content(MetadataMode.EMBED)
@@ -176,8 +200,10 @@ def test_embed_and_llm_text_carry_no_box_payload(documents):
             assert not any(f"{key}:" in content for key in PAYLOAD_KEYS)
         assert embed == node.text  # the embedder sees the chunk text only
         assert f"pages: {node.metadata['pages']}" in llm  # the LLM can cite pages
+        assert f"page_label: {node.metadata['page_label']}" in llm
         assert set(PAYLOAD_KEYS) - {TREE_KEY} <= set(node.excluded_embed_metadata_keys)
         assert set(PAYLOAD_KEYS) - {TREE_KEY} <= set(node.excluded_llm_metadata_keys)
+        assert TREE_REF_KEY not in content
 
 
 def test_metadata_aware_splitting_does_not_complain(documents, capsys):
@@ -198,6 +224,7 @@ def test_nodes_survive_json_and_a_persisted_docstore(documents, tmp_path):
         back = TextNode.from_json(node.to_json())
         assert back.metadata == node.metadata
         assert boxes_from_metadata(back.metadata) == boxes_from_metadata(node.metadata)
+        assert all(isinstance(v, (str, int, float, bool)) or v is None for v in back.metadata.values())  # flat by default
         assert (back.start_char_idx, back.end_char_idx) == (node.start_char_idx, node.end_char_idx)
         assert back.get_content(MetadataMode.EMBED) == node.get_content(MetadataMode.EMBED)
     store = SimpleDocumentStore()
@@ -215,23 +242,24 @@ def test_plain_documents_are_token_split_with_offsets():
     assert len(nodes) > 5
     for node in nodes:
         assert text[node.start_char_idx : node.end_char_idx] == node.text
-        assert node.metadata["origin"] == "manual" and node.metadata["boxes"] == []
+        assert node.metadata["origin"] == "manual" and boxes_from_metadata(node.metadata) == []
         assert Chunker("fixed", 64).tokenizer.count(node.text) <= 64
 
 
 def test_documents_without_a_tree_are_chunked_as_plain_text(documents, root):
-    slim = document_from_tree(root, keep_tree=False)
-    assert TREE_KEY not in slim.metadata and slim.text == documents[0].text
+    (slim,) = document_from_tree(root, keep_tree=False)
+    assert TREE_REF_KEY not in slim.metadata and slim.text == documents[0].text
     nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents([slim])
-    assert nodes and all(n.metadata["boxes"] == [] for n in nodes)
+    assert nodes and all(boxes_from_metadata(n.metadata) == [] for n in nodes)
     assert all(slim.text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
 
 
-def test_edited_text_is_refused_and_bad_parameters_fail_early(documents):
+def test_edited_text_gets_no_boxes_and_bad_parameters_fail_early(documents):
     edited = documents[0].model_copy()
     edited.set_content(documents[0].text.upper())
-    with pytest.raises(SchemaError, match="differs from its stored parse tree"):
-        GroundedNodeParser().get_nodes_from_documents([edited])
+    with pytest.warns(GroundingWarning, match="not part of its source's parse tree"):
+        nodes = GroundedNodeParser().get_nodes_from_documents([edited])
+    assert nodes and all(boxes_from_metadata(n.metadata) == [] for n in nodes)
     with pytest.raises(ChunkingError):
         GroundedNodeParser(strategy="nonsense")
     with pytest.raises(ChunkingError):
@@ -313,8 +341,8 @@ def test_settings_transformations_are_used_by_the_index(documents, embed_model, 
 
 @pytest.mark.slow
 def test_flat_metadata_round_trips_through_chroma(documents, embed_model, pdf):
-    nested = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
-    flat = GroundedNodeParser(max_tokens=256, flat_metadata=True).get_nodes_from_documents(documents)
+    nested = GroundedNodeParser(max_tokens=256, flat_metadata=False).get_nodes_from_documents(documents)
+    flat = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
     client = chromadb.EphemeralClient()
     collection = client.create_collection("grounded-llama-index", embedding_function=None)
     vectors = embed_model.get_text_embedding_batch([n.get_content(MetadataMode.EMBED) for n in flat])
@@ -331,6 +359,7 @@ def test_flat_metadata_round_trips_through_chroma(documents, embed_model, pdf):
         boxes = boxes_from_metadata(meta)
         assert boxes == boxes_from_metadata(by_id[node_id].metadata)
         assert json.loads(meta["pages"]) == by_id[node_id].metadata["pages"]
+        assert TREE_REF_KEY in meta and len(json.dumps(meta)) < 8_000
         assert_boxes_show_body(pdf, boxes, text[int(meta["body_start"]) :])
     assert norm(result["documents"][0][0])
 
@@ -351,3 +380,211 @@ def test_importing_grounded_stays_light_and_a_missing_framework_names_the_extra(
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "pip install 'grounded[llama-index]'" in out.stdout
+
+
+# -- issue 9: no tree in nodes, ids, configuration, metadata, re-splitting, reader breadth --------------
+def make_pdf(path, pages: int = 3, *, title: str = "Renal dosing guide", words: str = "clearance", password: str | None = None):
+    """A constructed PDF: a heading and paragraphs per page, document metadata (title, author)."""
+    doc = pymupdf.open()
+    for p in range(pages):
+        page = doc.new_page()
+        page.insert_text((72, 72), f"{p + 1}. Dosing step {p + 1}", fontsize=15)
+        y = 110
+        for i in range(8):
+            line = f"Paragraph {p}.{i}: reduce the dose when {words} falls below {30 - i} mL/min and monitor weekly."
+            page.insert_text((72, y), line, fontsize=10)
+            y += 14 if i % 3 else 30
+    doc.set_metadata({"title": title, "author": "Grounded Tests", "creationDate": "D:20240102030405+01'00'"})
+    if password:
+        doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password + "-owner")
+    else:
+        doc.save(path)
+    doc.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def made_pdf(tmp_path_factory):
+    return make_pdf(tmp_path_factory.mktemp("made") / "renal_guide.pdf")
+
+
+def _no_tree(text: str) -> None:
+    assert "grounded.parsing_result" not in text and '"z2:' not in text and f'"{TREE_KEY}"' not in text
+
+
+def test_no_node_relationship_or_default_node_carries_the_tree(documents):
+    nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
+    sizes = sorted(len(n.to_json()) for n in nodes)
+    assert sizes[len(sizes) // 2] <= 6_000, sizes  # the issue's budget (line boxes kept)
+    for node in nodes:
+        _no_tree(node.to_json())
+        source = node.relationships[NodeRelationship.SOURCE]
+        assert source.node_id == documents[0].doc_id and TREE_KEY not in source.metadata
+        for rel in (NodeRelationship.PREVIOUS, NodeRelationship.NEXT):
+            if rel in node.relationships:
+                assert node.relationships[rel].metadata == {}  # neighbours are referenced, not copied
+    # the framework's default splitter over the reader's Documents copies no tree either
+    default_nodes = SentenceSplitter().get_nodes_from_documents(documents)
+    assert default_nodes and max(len(n.to_json()) for n in default_nodes) < 12_000
+    for node in default_nodes:
+        _no_tree(node.to_json())
+
+
+def test_node_ids_are_chunk_ids_and_id_func_is_honoured(documents):
+    big = GroundedNodeParser(max_tokens=512).get_nodes_from_documents(documents)
+    small = GroundedNodeParser(max_tokens=128).get_nodes_from_documents(documents)
+    assert not {n.node_id for n in big} & {n.node_id for n in small}
+    assert [n.node_id for n in small] == [n.node_id for n in GroundedNodeParser(max_tokens=128).get_nodes_from_documents(documents)]
+    assert all(n.node_id == n.metadata["chunk_id"] for n in small)
+    named = GroundedNodeParser(max_tokens=128, id_func=lambda i, doc: f"{doc.doc_id}/{i}").get_nodes_from_documents(documents)
+    assert [n.node_id for n in named] == [f"{documents[0].doc_id}/{i}" for i in range(len(named))]
+    # plain Documents with identical text: the Document id is part of the source key
+    twins = [Document(text="Monitor creatinine weekly. " * 80, id_=name) for name in ("a.txt", "b.txt")]
+    ids = [n.node_id for n in GroundedNodeParser(max_tokens=64).get_nodes_from_documents(twins)]
+    assert len(ids) == len(set(ids)) > 2
+
+
+def test_changed_fields_rebuild_the_chunker(documents):
+    tok = Chunker("fixed", 8).tokenizer
+    parser = GroundedNodeParser(max_tokens=256)
+    parser.max_tokens = 32
+    assert max(tok.count(n.text) for n in parser.get_nodes_from_documents(documents)) <= 32
+    parser.chunk_size = 48
+    assert parser.max_tokens == 48 and parser.chunker.max_tokens == 48
+    copied = parser.model_copy(update={"max_tokens": 100})
+    nodes = copied.get_nodes_from_documents(documents)
+    assert 80 < max(tok.count(n.text) for n in nodes) <= 100
+    assert copied.to_dict()["fingerprint"] != parser.to_dict()["fingerprint"]  # IngestionPipeline's cache key follows
+    aliased = GroundedNodeParser(chunk_size=64, chunk_overlap=10)
+    assert (aliased.max_tokens, aliased.overlap) == (64, 10) and aliased.chunker.strategy.overlap == 10
+    defaults = GroundedNodeParser.from_defaults(chunk_size=64, chunk_overlap=8, include_prev_next_rel=False)
+    assert (defaults.max_tokens, defaults.overlap, defaults.include_prev_next_rel) == (64, 8, False)
+    assert GroundedNodeParser(strategy="hierarchical", heading_budget=20).chunker.strategy.params()["heading_budget"] == 20
+    with pytest.raises(ChunkingError, match="unknown keyword.*chunk_sizes"):
+        GroundedNodeParser(chunk_sizes=64)
+    with pytest.raises(ChunkingError, match="unknown keyword.*keep_separator"):
+        GroundedNodeParser(keep_separator=True)
+    with pytest.raises((ChunkingError, ValueError)):
+        parser.box_mode = "pixels"
+
+
+def test_strategy_objects_tokenizers_and_chunkers_are_accepted_and_picklable(documents):
+    from grounded.chunking.strategies.recursive import RecursiveStrategy
+    from grounded.chunking.tokenizer import minilm_tokenizer
+
+    raw_tokenizer = minilm_tokenizer()._tok  # a tokenizers.Tokenizer
+    expected = [n.text for n in GroundedNodeParser(max_tokens=96).get_nodes_from_documents(documents)]
+    for parser in (
+        GroundedNodeParser(strategy=RecursiveStrategy(96)),
+        GroundedNodeParser(max_tokens=96, tokenizer=raw_tokenizer),
+        GroundedNodeParser(chunker=Chunker("recursive", 96)),
+        GroundedNodeParser(strategy=Chunker("recursive", 96)),
+    ):
+        again = pickle.loads(pickle.dumps(parser))
+        assert [n.text for n in again.get_nodes_from_documents(documents)] == expected
+        json.dumps(parser.to_dict())  # serializable for the ingestion cache key
+    with pytest.raises(ChunkingError, match="differs from the given"):
+        GroundedNodeParser(strategy=RecursiveStrategy(96), max_tokens=50)
+
+
+@pytest.mark.parametrize(("strategy", "max_tokens"), [("recursive", 256), ("hierarchical", 256), ("recursive", 64)])
+def test_embedded_text_fits_max_tokens_with_heading_metadata(documents, strategy, max_tokens):
+    tok = Chunker("fixed", 8).tokenizer
+    nodes = GroundedNodeParser(strategy=strategy, max_tokens=max_tokens, heading_context="metadata").get_nodes_from_documents(documents)
+    counts = [tok.count(n.get_content(MetadataMode.EMBED)) for n in nodes]
+    assert max(counts) <= max_tokens, sorted(counts)[-5:]
+    assert sum("section: " in n.get_content(MetadataMode.EMBED) for n in nodes) > len(nodes) // 2
+    for node in nodes:
+        assert documents[0].text[node.start_char_idx : node.end_char_idx] == node.text
+        assert boxes_from_metadata(node.metadata, text=node.text)
+
+
+def test_sentence_splitter_parts_get_the_boxes_of_their_own_text(documents, pdf):
+    nodes = GroundedNodeParser(max_tokens=384).get_nodes_from_documents(documents)
+    parts = SentenceSplitter(chunk_size=160, chunk_overlap=0).get_nodes_from_documents(nodes)
+    assert len(parts) > len(nodes)
+    split_parts = [p for p in parts if p.metadata["text_hash"] != text_hash(p.text)]
+    assert split_parts
+    # the copied parent boxes are refused for a part ...
+    with pytest.warns(GroundingWarning):
+        assert boxes_from_metadata(split_parts[0].metadata, text=split_parts[0].text) == []
+    # ... and node_boxes gives the boxes of the part's own text
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GroundingWarning)
+        for part in split_parts[::4]:
+            boxes = node_boxes(part)
+            assert_boxes_show_body(pdf, boxes, part.text)
+            assert boxes != boxes_from_metadata(part.metadata)
+
+
+def test_grounded_node_parser_resplits_grounded_nodes_with_exact_boxes(documents, pdf):
+    tok = Chunker("fixed", 8).tokenizer
+    doc = documents[0]
+    parents = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
+    parts = GroundedNodeParser(max_tokens=48).get_nodes_from_documents(parents)
+    assert len(parts) > 3 * len(parents)
+    assert not {p.node_id for p in parts} & {n.node_id for n in parents} and len({p.node_id for p in parts}) == len(parts)
+    for part in parts:
+        meta = part.metadata
+        assert doc.text[meta["start_char"] : meta["end_char"]] == part.text == doc.text[part.start_char_idx : part.end_char_idx]
+        assert meta["token_count"] == tok.count(part.text) <= 48
+        assert part.relationships[NodeRelationship.SOURCE].node_id == doc.doc_id  # still the Document's (upserts)
+    for part in parts[::7]:
+        assert_boxes_show_body(pdf, boxes_from_metadata(part.metadata, text=part.text), part.text)
+
+
+def test_per_page_documents_and_pdf_metadata(made_pdf):
+    docs = GroundedPDFReader(split_pages=True).load_data(made_pdf)
+    assert [d.metadata["page_label"] for d in docs] == ["1", "2", "3"]
+    assert len({d.doc_id for d in docs}) == 3
+    for d in docs:
+        assert d.metadata["title"] == "Renal dosing guide" and d.metadata["author"] == "Grounded Tests"
+        assert d.metadata["creationdate"].startswith("2024-01-02T03:04:05")
+        assert d.metadata["total_pages"] == 3 and d.metadata["file_path"] == str(made_pdf.resolve())
+        assert "title: Renal dosing guide" in d.get_content(MetadataMode.LLM) and "author" not in d.get_content(MetadataMode.EMBED)
+    nodes = GroundedNodeParser(max_tokens=48).get_nodes_from_documents(docs)
+    assert len({n.node_id for n in nodes}) == len(nodes)
+    for node in nodes:
+        page = int(node.metadata["page_label"])
+        source = next(d for d in docs if d.doc_id == node.ref_doc_id)
+        assert source.metadata["page_label"] == str(page)
+        assert {b.page for b in boxes_from_metadata(node.metadata, text=node.text)} == {page}
+        assert source.text[node.start_char_idx : node.end_char_idx] == node.text
+        assert_boxes_show_body(made_pdf, boxes_from_metadata(node.metadata), node.text)
+    whole = GroundedPDFReader().load_data(made_pdf)
+    assert len(whole) == 1 and all(d.text in whole[0].text for d in docs)
+
+
+def test_reader_reads_bytes_and_file_objects_and_is_a_pydantic_reader(made_pdf):
+    from llama_index.core.readers.base import BasePydanticReader, ReaderConfig
+
+    by_path = GroundedPDFReader().load_data(made_pdf)[0]
+    by_bytes = GroundedPDFReader().load_data(made_pdf.read_bytes(), name="renal_guide.pdf")[0]
+    with open(made_pdf, "rb") as fh:
+        by_file = GroundedPDFReader().load_data(fh)[0]
+    for doc in (by_bytes, by_file):
+        assert doc.text == by_path.text and doc.metadata[TREE_REF_KEY] == by_path.metadata[TREE_REF_KEY]
+        assert doc.metadata["file_name"] == "renal_guide.pdf" and doc.metadata["title"] == "Renal dosing guide"
+    reader = GroundedPDFReader(split_pages=True)
+    assert isinstance(reader, BasePydanticReader)
+    assert GroundedPDFReader.from_dict(reader.to_dict()).split_pages is True
+    pipeline = IngestionPipeline(
+        readers=[ReaderConfig(reader=reader, reader_kwargs={"file_path": str(made_pdf)})],
+        transformations=[GroundedNodeParser(max_tokens=64)],
+        disable_cache=True,
+    )
+    nodes = pipeline.run()
+    assert nodes and all(boxes_from_metadata(n.metadata, text=n.text) for n in nodes)
+
+
+@pytest.mark.xfail(
+    "password" not in inspect.signature(BaseParser.parse).parameters,
+    reason="BaseParser.parse(password=) is not there yet",
+    strict=True,
+)
+def test_reader_passes_the_password_to_the_parser(tmp_path):
+    locked = make_pdf(tmp_path / "locked.pdf", pages=1, password="s3cret")
+    with pytest.raises(GroundedError):
+        GroundedPDFReader().load_data(locked)
+    docs = GroundedPDFReader().load_data(locked, password="s3cret")
+    assert "Dosing step 1" in docs[0].text and docs[0].metadata["title"] == "Renal dosing guide"

@@ -14,6 +14,7 @@ from ..model import Chunk, ChunkingResult, ParsingResult
 from ..model import ParsingResultType as T
 from .assembly import BOX_MODES, ChunkAssembler
 from .base import ChunkingStrategy, strategy_class
+from .bound import enforce_bound
 from .ids import source_key as _source_key
 from .ids import stable_hash
 from .stream import TokenStream, build_stream, document_text
@@ -36,6 +37,10 @@ class Chunker:
     ``overlap`` is a token count or, as a float in (0, 1), a fraction of ``max_tokens``.
     Strategy-specific options (``delimiters``, ``percentile``, ``min_tokens``, ``embedder``,
     ``heading_budget``) are passed through ``**options``.
+
+    Token bound (:mod:`grounded.chunking.bound`): every chunk's ``content``, headings included,
+    encodes to at most ``max_tokens`` tokens by the chunker's tokenizer (no special tokens), except
+    a chunk that holds one single character (with its combining marks) that alone encodes to more.
     """
 
     def __init__(
@@ -94,6 +99,15 @@ class Chunker:
             raise ChunkingError(f"chunking needs a ROOT node, got {root.type}")
         return build_stream(root, self.tokenizer, document_text(root))
 
+    def assembler(self, root: ParsingResult, *, source_key: str | None = None) -> ChunkAssembler:
+        """The assembler of ``root``'s token stream: builds this chunker's chunks and gives boxes for any
+        char span of the document text (``boxes_for_chars``), e.g. for parts of a re-split chunk."""
+        stream = self.stream(root)
+        key = source_key or _source_key(root.metadata, stream.text)
+        return ChunkAssembler(
+            stream, root, strategy=self.strategy.name, box_mode=self.box_mode, doc_key=key, fingerprint=self.fingerprint
+        )
+
     def iter_chunks(self, root: ParsingResult, *, source_key: str | None = None) -> Iterator[Chunk]:
         """Lazily yield chunks in reading order.
 
@@ -101,13 +115,11 @@ class Chunker:
         PDF's sha256 + parser from the root metadata, or a hash of the text), :attr:`fingerprint`
         and the chunk's char span. Pass ``source_key`` to name the source yourself (an adapter
         chunking plain text passes its document id, so equal texts of two documents differ)."""
-        stream = self.stream(root)
-        key = source_key or _source_key(root.metadata, stream.text)
-        assembler = ChunkAssembler(
-            stream, root, strategy=self.strategy.name, box_mode=self.box_mode, doc_key=key, fingerprint=self.fingerprint
-        )
+        assembler = self.assembler(root, source_key=source_key)
+        stream = assembler.stream
         seen: dict[str, int] = {}
-        for index, group in enumerate(self.strategy.groups(stream, root)):
+        groups = enforce_bound(self.strategy.groups(stream, root), stream, self.strategy.max_tokens)  # bound.py
+        for index, group in enumerate(groups):
             if group.end <= group.start:
                 continue
             chunk = assembler.assemble(group, index)
