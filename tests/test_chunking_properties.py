@@ -195,3 +195,35 @@ def test_rich_tokens_point_into_their_elements() -> None:
     for t in tokens:
         assert t.element_id is not None
         assert by_id[t.element_id].content[t.char_start : t.char_end].lower() == t.text.lower()
+
+
+def _nested(kind: str, depth: int) -> ParsingResult:
+    """``depth`` levels: section headers each under the previous one, or lists nested in list items."""
+    root = ParsingResult("root", T.ROOT)
+    parent = root
+    for i in range(depth):
+        if kind == "sections":
+            node = parent.add_child(ParsingResult(f"h{i}", T.SECTION_HEADER, f"Heading {i} of adjuvant therapy", metadata={"level": min(i + 1, 6)}))
+        else:
+            lst = parent.add_child(ParsingResult(f"l{i}", T.LIST))
+            node = lst.add_child(ParsingResult(f"i{i}", T.LIST_ITEM, f"Item {i}: give trastuzumab."))
+        parent = node
+    return root
+
+
+@pytest.mark.parametrize("kind", ["sections", "lists"])
+@pytest.mark.parametrize(
+    "strategy", ["hierarchical", *(pytest.param(s, marks=pytest.mark.slow) for s in sorted(STRATEGY_OPTIONS) if s != "hierarchical")]
+)
+def test_5000_nesting_levels(strategy: str, kind: str) -> None:
+    """The hierarchical strategy recursed once per level (RecursionError near 1000, issue #14.3).
+    (The other strategies always handled it; they are slow here only because the chunk assembly
+    walks each chunk's ancestors.)"""
+    root = _nested(kind, 5000)
+    chunker = Chunker(strategy, 64, tokenizer=TOKENIZER, **STRATEGY_OPTIONS[strategy])
+    result = chunker.chunk(root)
+    assert result.chunks
+    assert max(TOKENIZER.count_batch([c.content for c in result.chunks])) <= 64
+    # every element's text is in a body or a prepended heading
+    covered = {e for c in result.chunks for e in c.metadata["element_ids"]} | {h for c in result.chunks for h in c.metadata.get("heading_ids", ())}
+    assert covered == {n.id for n in root.walk() if n.content}

@@ -22,22 +22,33 @@ Range = tuple[int, int]
 
 
 def window_split(stream: TokenStream, lo: int, hi: int, limit: int, overlap: int = 0) -> list[Range]:
-    """Windows of at most ``limit`` tokens over ``[lo, hi)``, ends snapped back to word starts."""
+    """Windows of at most ``limit`` tokens over ``[lo, hi)``, ends snapped back to word starts.
+
+    In a word longer than the window the end falls between tokens, never inside a character
+    (tokens sharing one character stay together, even past ``limit``: the token bound of
+    :mod:`grounded.chunking.bound` then decides)."""
     out: list[Range] = []
     start = lo
     while start < hi:
         end = min(hi, start + limit)
         if end < hi:
-            end = stream.snap_back(end, start)
+            end = _clean_forward(stream, stream.snap_back(end, start), hi)
         out.append((start, end))
         if end >= hi:
             break
         nxt = end - overlap if overlap else end
         if overlap:
             nxt = stream.snap_back(nxt, start) if nxt > start else start + 1
-            nxt = max(nxt, start + 1)
+            nxt = min(_clean_forward(stream, max(nxt, start + 1), hi), end)
         start = nxt
     return out
+
+
+def _clean_forward(stream: TokenStream, k: int, hi: int) -> int:
+    """``k``, or the next token index up to ``hi`` where a cut splits no character."""
+    while k < hi and not stream.clean_cut(k):
+        k += 1
+    return k
 
 
 def _word_pieces(stream: TokenStream, lo: int, hi: int) -> list[Range]:

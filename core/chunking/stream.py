@@ -116,6 +116,7 @@ class TokenStream:
         self.seg_end = seg_end
         self.node = np.repeat(seg_node, counts)
         self._offsets: list[np.ndarray | None] = [None] * len(encodings)
+        self._words: list[Any] = [None] * len(encodings)  # per segment: word ids, False (none), None (not read yet)
         n_nodes = len(doc.nodes)
         is_elem = seg_node >= 0
         elem_segs = np.nonzero(is_elem)[0]
@@ -172,10 +173,41 @@ class TokenStream:
         start = lo - self._seg_first_list[first]
         return both[start : start + (hi - lo)]
 
+    def _seg_words(self, seg: int) -> np.ndarray | None:
+        """Pre-tokenizer word index of every token of segment ``seg`` (Hugging Face encodings carry
+        ``word_ids``), or None when the tokenizer does not report words."""
+        words = self._words[seg]
+        if words is None:
+            raw = getattr(self._enc[seg], "word_ids", None)
+            if raw is None or any(w is None for w in raw):
+                self._words[seg] = False
+                return None
+            words = self._words[seg] = np.asarray(raw, dtype=np.int64)
+        return None if words is False else words
+
+    def word_ids(self, lo: int, hi: int) -> np.ndarray | None:
+        """A word key per token of ``[lo, hi)``: equal keys = one word of the tokenizer's
+        pre-tokenizer (keys of different segments never collide); None without word information."""
+        if hi <= lo:
+            return np.zeros(0, dtype=np.int64)
+        first, last = self._seg_of(lo), self._seg_of(hi - 1)
+        parts = []
+        for seg in range(first, last + 1):
+            words = self._seg_words(seg)
+            if words is None:
+                return None
+            parts.append(words + (seg << 32))
+        both = parts[0] if len(parts) == 1 else np.concatenate(parts)
+        start = lo - self._seg_first_list[first]
+        return both[start : start + (hi - lo)]
+
     def boundaries(self, lo: int, hi: int) -> np.ndarray:
         """Token indices ``k`` in ``(lo, hi)`` where :meth:`is_boundary` holds (vectorized)."""
         if hi - lo < 2:
             return np.zeros(0, dtype=np.int64)
+        words = self.word_ids(lo, hi)
+        if words is not None:
+            return np.nonzero(words[1:] != words[:-1])[0] + lo + 1
         off = self.offsets(lo, hi)
         starts, ends = off[1:, 0], off[:-1, 1]
         node = self.node[lo:hi]
@@ -238,22 +270,58 @@ class TokenStream:
         return self.doc.text[s:e]
 
     def is_boundary(self, k: int) -> bool:
-        """True if a chunk may start at token ``k`` without cutting a word in two."""
+        """True if a chunk may start at token ``k`` without cutting a word in two: ``k`` starts a
+        word of the tokenizer's pre-tokenizer (no ``##`` continuation) where the tokenizer reports
+        words (Hugging Face tokenizers), else a gap or a non-alphanumeric character lies between
+        token ``k - 1`` and ``k``."""
         if k <= 0 or k >= len(self):
             return True
-        if self.node[k] != self.node[k - 1]:
+        seg = self._seg_of(k)
+        local = k - self._seg_first_list[seg]
+        if local == 0:  # first token of a segment (an element or a delimiter)
             return True
+        words = self._seg_words(seg)
+        if words is not None:
+            return bool(words[local] != words[local - 1])
         start, prev_end = self.token_start(k), self.token_end(k - 1)
         if start != prev_end:
             return True
         text = self.doc.text
         return not (text[prev_end - 1].isalnum() and text[start].isalnum())
 
+    def starts_word(self, k: int) -> bool | None:
+        """True if token ``k`` is the first token of a pre-tokenizer word (None: the tokenizer
+        reports no words)."""
+        if k <= 0 or k >= len(self):
+            return True
+        seg = self._seg_of(k)
+        local = k - self._seg_first_list[seg]
+        if local == 0:
+            return True
+        words = self._seg_words(seg)
+        return None if words is None else bool(words[local] != words[local - 1])
+
+    def clean_cut(self, k: int) -> bool:
+        """True if tokens ``k - 1`` and ``k`` share no character (a cut there splits no character;
+        one Hangul syllable is three WordPiece tokens with the same one-character span)."""
+        if k <= 0 or k >= len(self):
+            return True
+        seg = self._seg_of(k)
+        if k == self._seg_first_list[seg]:
+            return True
+        return self.token_end(k - 1) <= self.token_start(k)
+
     def snap_back(self, k: int, lo: int) -> int:
-        """Largest boundary ``b`` with ``lo < b <= k`` (``k`` itself if none: a word longer than the window)."""
+        """Largest boundary ``b`` with ``lo < b <= k``; in a word longer than the window, the largest
+        cut between tokens that share no character; ``k`` itself if there is none."""
         b = k
         while b > lo:
             if self.is_boundary(b):
+                return b
+            b -= 1
+        b = k
+        while b > lo:
+            if self.clean_cut(b):
                 return b
             b -= 1
         return k

@@ -103,46 +103,101 @@ class _Run:
         return [_Piece(s, e, headings, False) for s, e in recursive_split(self.stream, lo, hi, avail, self.O, DEFAULT_DELIMITERS)]
 
     def process(self, node: ParsingResult, headings: tuple[int, ...]) -> list[_Piece]:
+        """The pieces of ``node``'s subtree, in reading order.
+
+        Iterative (an explicit stack of :class:`_Frame` s) so a tree nested thousands of levels deep
+        does not exhaust Python's recursion limit, and linear in depth: every frame owns the tail
+        ``out[frame.start:]`` of one shared list instead of copying its children's pieces."""
+        out: list[_Piece] = []
+        self.carried: set[int] = set()  # heading nodes some piece carries as prepended context
+        entered = self._enter(node, headings, out)
+        stack = [entered] if entered is not None else []
+        while stack:
+            frame = stack[-1]
+            if frame.next_child < len(frame.kids):
+                child = frame.kids[frame.next_child]
+                frame.next_child += 1
+                child_start = len(out)
+                entered = self._enter(child, frame.child_headings, out)
+                if entered is not None:
+                    stack.append(entered)
+                else:
+                    self._absorb(frame, child_start, out)
+                continue
+            self._finish(frame, out)
+            stack.pop()
+            if stack:
+                self._absorb(stack[-1], frame.start, out)
+        return out
+
+    def _emit(self, out: list[_Piece], pieces: list[_Piece]) -> None:
+        for piece in pieces:
+            self.carried.update(piece.headings)
+        out.extend(pieces)
+
+    def _enter(self, node: ParsingResult, headings: tuple[int, ...], out: list[_Piece]) -> _Frame | None:
+        """Steps (1) and (3) (pieces appended to ``out``, returns None), or the start of step (2):
+        a frame whose children are still to process."""
         rng = self.sub_range.get(id(node))
         if rng is None:
-            return []
+            return None
         lo, hi = self.tok_lo[rng[0]], self.tok_hi[rng[1]]
         if hi <= lo:
-            return []
+            return None
         if hi - lo <= self.N - self.cost(headings):  # (1) subtree evaluation
-            return [_Piece(lo, hi, headings, True)]
+            self._emit(out, [_Piece(lo, hi, headings, True)])
+            return None
         own = self.text_index.get(id(node))
         kids = [c for c in node.children if id(c) in self.sub_range]
         if not kids:  # (3) leaf-splitting
-            return self.split_leaf(lo, hi, headings)
+            self._emit(out, self.split_leaf(lo, hi, headings))
+            return None
         # (2) recursion
-        merged: list[_Piece] = []
-        child_headings = headings
+        frame = _Frame(len(out), headings, headings, own, kids)
         if own is not None and self.tok_hi[own] > self.tok_lo[own]:
             candidate = self.fit_budget((*headings, own)) if node.type in HEADING_TYPES else headings
             if own in candidate:
-                child_headings = candidate
+                frame.child_headings = candidate
             else:  # own text stays body (non-heading, or a heading too long for the budget)
                 own_lo, own_hi = self.tok_lo[own], self.tok_hi[own]
                 if own_hi - own_lo <= self.N - self.cost(headings):
-                    merged.append(_Piece(own_lo, own_hi, headings, True))
+                    self._emit(out, [_Piece(own_lo, own_hi, headings, True)])
                 else:
-                    merged.extend(self.split_leaf(own_lo, own_hi, headings))
-        avail = self.N - self.cost(child_headings)
-        for child in kids:
-            result = self.process(child, child_headings)
-            if (
-                len(result) == 1
-                and result[0].unsplit
-                and merged
-                and merged[-1].unsplit
-                and merged[-1].headings == result[0].headings
-                and result[0].hi - merged[-1].lo <= avail
-            ):
-                merged[-1] = _Piece(merged[-1].lo, result[0].hi, result[0].headings, True)
-            else:
-                merged.extend(result)
-        if child_headings is not headings and not any(own in p.headings for p in merged):
+                    self._emit(out, self.split_leaf(own_lo, own_hi, headings))
+        frame.avail = self.N - self.cost(frame.child_headings)
+        return frame
+
+    def _absorb(self, frame: _Frame, child_start: int, out: list[_Piece]) -> None:
+        """A child's pieces ``out[child_start:]`` join the frame's: an unsplit child merges into an
+        unsplit predecessor while they fit together."""
+        if len(out) - child_start != 1 or child_start <= frame.start:
+            return
+        prev, piece = out[child_start - 1], out[child_start]
+        if piece.unsplit and prev.unsplit and prev.headings == piece.headings and piece.hi - prev.lo <= frame.avail:
+            out[child_start - 1] = _Piece(prev.lo, piece.hi, piece.headings, True)
+            out.pop()
+
+    def _finish(self, frame: _Frame, out: list[_Piece]) -> None:
+        own = frame.own
+        if own is not None and frame.child_headings is not frame.headings and own not in self.carried:
             # the budget dropped this heading in every deeper chunk: keep its text as a body of its own
-            merged.insert(0, _Piece(self.tok_lo[own], self.tok_hi[own], headings, True))  # type: ignore[index]
-        return [p._replace(unsplit=False) for p in merged]
+            out.insert(frame.start, _Piece(self.tok_lo[own], self.tok_hi[own], frame.headings, True))
+            self.carried.update(frame.headings)
+        if len(out) > frame.start:  # a split subtree: the parent must not merge into its last piece
+            out[-1] = out[-1]._replace(unsplit=False)
+
+
+class _Frame:
+    """A node in step (2): where its pieces start in the shared list, its heading context and that
+    of its children, its own text node and the children still to process."""
+
+    __slots__ = ("start", "headings", "child_headings", "own", "kids", "next_child", "avail")
+
+    def __init__(self, start: int, headings: tuple[int, ...], child_headings: tuple[int, ...], own: int | None, kids: list[ParsingResult]):
+        self.start = start
+        self.headings = headings
+        self.child_headings = child_headings
+        self.own = own
+        self.kids = kids
+        self.next_child = 0
+        self.avail = 0
