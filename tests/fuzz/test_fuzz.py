@@ -1,0 +1,103 @@
+"""The bad-input contract of issue #14 on a seeded, generated corpus (every kind at least once).
+
+For every file: a typed error naming the file, or a non-empty result holding the text the file
+carries, or an empty result whose pages each say why -- never a traceback, an untyped error, a
+silent empty success, lost text or a leftover temp/half-written file. The API runs on every case;
+the CLI (a subprocess per file) on the first case of each kind, the rest of it is ``slow``. The
+larger run is ``python benchmarks/fuzz_run.py`` (table in docs/results/fuzz.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ..conftest import shared
+from .contract import check_api, check_cli, expected_text
+from .corpus import KINDS, TEST_COUNTS, Case, build_corpus
+
+SEED = 0
+#: (kind, index) of the CI subset
+SUBSET = [(kind, i) for kind in KINDS for i in range(TEST_COUNTS[kind])]
+#: the CLI runs on the first case of each kind without ``slow`` (a subprocess per file costs ~1-3 s)
+CLI_FAST = [(kind, i) for kind, i in SUBSET if i == 0]
+CLI_SLOW = [(kind, i) for kind, i in SUBSET if i > 0]
+
+
+def _id(item: tuple[str, int]) -> str:
+    return f"{item[0]}-{item[1]}"
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], Case]:
+    shared()  # skip when ../shared/data is not beside the repo
+    cases = build_corpus(tmp_path_factory.mktemp("fuzz-corpus"), seed=SEED)
+    numbered: dict[tuple[str, int], Case] = {}
+    for case in cases:
+        index = sum(1 for kind, _ in numbered if kind == case.kind)
+        numbered[(case.kind, index)] = case
+    return numbered
+
+
+@pytest.fixture(scope="module")
+def parser():
+    import grounded
+
+    return grounded.get_parser("pymupdf")
+
+
+@pytest.fixture(scope="module")
+def chunker():
+    import grounded
+
+    return grounded.Chunker("recursive", 64)
+
+
+def test_subset_covers_every_kind():
+    assert {kind for kind, _ in SUBSET} | {"long_text", "thousand_pages"} == set(KINDS)
+    assert 40 <= len(SUBSET) <= 60
+
+
+def test_generation_is_deterministic(tmp_path):
+    shared()
+    kinds = ["byte_flip", "truncated", "zero_pages", "rotated", "broken_xref", "type3", "odd_name"]
+    a = build_corpus(tmp_path / "a", seed=3, kinds=kinds)
+    b = build_corpus(tmp_path / "b", seed=3, kinds=kinds)
+    assert [(c.kind, c.name, c.expect, c.note, c.path.name) for c in a] == [
+        (c.kind, c.name, c.expect, c.note, c.path.name) for c in b
+    ]
+    assert [c.path.read_bytes() for c in a] == [c.path.read_bytes() for c in b]
+    c = build_corpus(tmp_path / "c", seed=4, kinds=["byte_flip"])
+    assert [x.path.read_bytes() for x in c] != [x.path.read_bytes() for x in a if x.kind == "byte_flip"]
+
+
+@pytest.mark.parametrize("item", SUBSET, ids=_id)
+def test_api_contract(item, corpus, parser, chunker, tmp_path):
+    case = corpus[item]
+    out = check_api(case, tmp_path / "out", parser, chunker, expected_text(case.path))
+    assert out.ok, out.describe()
+
+
+@pytest.mark.parametrize("item", CLI_FAST, ids=_id)
+def test_cli_contract(item, corpus, tmp_path):
+    case = corpus[item]
+    out = check_cli(case, tmp_path / "out", expected_text(case.path))
+    assert out.ok, out.describe()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("item", CLI_SLOW, ids=_id)
+def test_cli_contract_rest(item, corpus, tmp_path):
+    case = corpus[item]
+    out = check_cli(case, tmp_path / "out", expected_text(case.path))
+    assert out.ok, out.describe()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["long_text", "thousand_pages"])
+def test_heavy_kinds(kind, parser, chunker, tmp_path):
+    """100 k characters on one page; 1000 small pages: the API and the CLI."""
+    shared()
+    (case,) = build_corpus(tmp_path / "in", seed=SEED, counts={kind: 1}, kinds=[kind])
+    expected = expected_text(case.path)
+    outs = [check_api(case, tmp_path / "api", parser, chunker, expected), check_cli(case, tmp_path / "cli", expected)]
+    assert all(o.ok for o in outs), "\n".join(o.describe() for o in outs)
