@@ -3,7 +3,12 @@
 Each sub-command lives beside the code it drives (``grounded.<area>.cli``) and registers itself
 through ``register(subparsers)``; the handler it sets returns an exit code. Any
 :class:`~grounded.errors.GroundedError` (and OS errors on inputs/outputs) ends the program with
-exit code 1 and a one-line reason on stderr, never a stack trace.
+exit code 1 and a one-line reason on stderr, never a stack trace. Python warnings raised while a
+command runs (damaged pages, pages without a text layer, ...) are printed as one
+``grounded <command>: warning: ...`` line each.
+
+Outputs never replace inputs: a command whose output path is one of its input files refuses
+with a one-line reason (exit 1).
 """
 
 from __future__ import annotations
@@ -12,10 +17,17 @@ import argparse
 import importlib
 import logging
 import sys
-from collections.abc import Sequence
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any, NoReturn, TextIO
 
 from . import __version__
 from .errors import GroundedError
+
+
+class UsageError(GroundedError, ValueError):
+    """Options that cannot be used together or do not apply to the given input."""
 
 #: modules that define ``register(subparsers)``, in the order shown by ``--help``
 COMMAND_MODULES = [
@@ -27,8 +39,15 @@ COMMAND_MODULES = [
 ]
 
 
+class _ArgumentParser(argparse.ArgumentParser):
+    """Usage errors as one line (``grounded chunk: error: ... (see: grounded chunk --help)``), exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (see: {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _ArgumentParser(
         prog="grounded",
         description="PDF -> retrieval chunks with exact, multi-page source boxes.",
     )
@@ -41,17 +60,43 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def one_line(text: object) -> str:
+    """``text`` with all whitespace runs (newlines included) collapsed to single spaces."""
+    return " ".join(str(text).split())
+
+
+@contextmanager
+def warnings_as_lines(command: str) -> Iterator[None]:
+    """Show each Python warning as one ``grounded <command>: warning: <message>`` line on stderr
+    (instead of ``file:line: Category: message`` plus a source line); the usual filters apply."""
+
+    def show(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+             file: TextIO | None = None, line: str | None = None) -> None:
+        stream = file if file is not None else sys.stderr
+        with suppress(OSError, ValueError):  # stderr closed: nothing to report to
+            stream.write(f"grounded {command}: warning: {one_line(message)}\n")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    with warnings_as_lines(args.command):
+        return _run(args)
+
+
+def _run(args: Any) -> int:
     try:
         return int(args.func(args) or 0)
     except GroundedError as exc:
-        print(f"grounded {args.command}: error: {exc}", file=sys.stderr)
+        print(f"grounded {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1
     except OSError as exc:
-        print(f"grounded {args.command}: error: {exc}", file=sys.stderr)
+        print(f"grounded {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(f"grounded {args.command}: interrupted", file=sys.stderr)

@@ -57,6 +57,7 @@ __all__ = [
     "save_parse_pair",
     "load_parse_pair",
     "refuse_overwriting_inputs",
+    "check_output_name",
     "clean_stale_temp_files",
     "OutputError",
 ]
@@ -209,6 +210,14 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
+def check_output_name(path: str | Path) -> None:
+    """Raise :class:`OutputError` if ``path``'s file name is longer than its file system allows
+    (checked before any work is spent on the output)."""
+    path = Path(path)
+    if len(path.name.encode()) > _name_max(_existing_parent(path)):
+        raise _output_error(path, OSError(errno.ENAMETOOLONG, "File name too long"))
+
+
 def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
     """Write several files so that none is ever half-written: every temp file is written and
     synced first, then each is renamed over its target, in the order given.
@@ -219,8 +228,7 @@ def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
     """
     targets = [(Path(p), data) for p, data in files]
     for path, _ in targets:
-        if len(path.name.encode()) > _name_max(_existing_parent(path)):
-            raise _output_error(path, OSError(errno.ENAMETOOLONG, "File name too long"))
+        check_output_name(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -132,7 +132,7 @@ def _run_cli(args: list[str]) -> tuple[int, str]:
 
 
 def _assert_clean_failure(code: int, err: str, path: Path, name: str) -> None:
-    lines = [ln for ln in err.splitlines() if ln.strip() and not ln.startswith("warning: ")]
+    lines = [ln for ln in err.splitlines() if ln.strip() and ": warning: " not in ln]
     assert code == 1, (name, code, err)
     assert len(lines) == 1 and str(path) in lines[0] and "Traceback" not in err, (name, err)
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputNotFoundError
 from ..model import Chunk
+from ..serialization import refuse_overwriting_inputs
 from .geometry import AttributionError, ChunkNotFoundError, parse_color
 
 
@@ -18,7 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Draw the source boxes of chunks (written by `grounded chunk`) onto their PDF. With -o OUT.pdf the "
             "result is a copy of the PDF with a highlight annotation per chunk and page (title = chunk id); with "
-            "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn."
+            "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn. "
+            "The PDF must be the one the chunks were made from (its sha256 is checked against the one the chunks "
+            "file records; --force skips the check). Outputs never replace an input."
         ),
     )
     p.add_argument("pdf", type=Path, help="the PDF the chunks were made from")
@@ -35,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
     p.add_argument("--no-label", action="store_true", help="PDF: do not add the [n] tags in the page margin")
     p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
+    p.add_argument("--password", default=None, metavar="PW",
+                   help="password of an encrypted PDF (the annotated copy is encrypted again with it)")
+    p.add_argument("--force", action="store_true",
+                   help="draw even if the PDF is not the one the chunks file records (sha256 differs)")
     p.set_defaults(func=run)
 
 
@@ -69,6 +78,31 @@ def select_chunks(chunks: list[Chunk], ids: list[str] | None, source: Path) -> l
     return [by_id[i] for i in dict.fromkeys(ids)]
 
 
+def recorded_sha256(metadata: dict[str, Any]) -> str | None:
+    """The source PDF's sha256 a chunks file records (``metadata.document.source.sha256``)."""
+    document = metadata.get("document")
+    source = document.get("source") if isinstance(document, dict) else None
+    sha = source.get("sha256") if isinstance(source, dict) else None
+    return sha if isinstance(sha, str) and sha else None
+
+
+def check_same_pdf(pdf: Path, chunks_file: Path, metadata: dict[str, Any]) -> None:
+    """Refuse a PDF whose sha256 differs from the one recorded with the chunks."""
+    expected = recorded_sha256(metadata)
+    if expected is None:
+        return
+    actual = hashlib.sha256(pdf.read_bytes()).hexdigest()
+    if actual != expected.lower():
+        document = metadata.get("document")
+        source = document.get("source") if isinstance(document, dict) else None
+        name = source.get("name") if isinstance(source, dict) else None
+        made_from = f" (made from {name})" if isinstance(name, str) and name else ""
+        raise AttributionError(
+            pdf, f"not the PDF the chunks in {chunks_file} were made from{made_from}: sha256 {actual[:12]}... "
+            f"differs from the recorded {expected[:12]}...; use --force to draw the boxes anyway"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     from ..serialization import load_chunking_result
     from .highlight import DEFAULT_COLOR, highlight
@@ -82,15 +116,21 @@ def run(args: argparse.Namespace) -> int:
     if kind not in (".pdf", ".png"):
         raise AttributionError(out, "output must end in .pdf (annotated PDF) or .png (page images)")
     ids = [i for group in args.chunk_ids for i in group] if args.chunk_ids else None
-    chunks = select_chunks(load_chunking_result(args.chunks).chunks, ids, args.chunks)
+    result = load_chunking_result(args.chunks)
+    if not args.force:
+        check_same_pdf(args.pdf, args.chunks, result.metadata)
+    chunks = select_chunks(result.chunks, ids, args.chunks)
     if not chunks:
         raise AttributionError(args.chunks, "the file holds no chunks")
+    pages = sorted({b.page for c in chunks for b in c.geom})
+    stem = out.name[: -len(out.suffix)]
+    targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]
+    refuse_overwriting_inputs(targets, [args.pdf, args.chunks])
     color = args.color or DEFAULT_COLOR
     written: list[Path | bytes]
     if kind == ".pdf":
-        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label)]
+        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=args.password)]
     else:
-        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color)]
-    pages = sorted({b.page for c in chunks for b in c.geom})
+        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=args.password)]
     sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
     return 0

@@ -10,16 +10,24 @@ other hand takes displayed coordinates, and renders are painted on the pixels (P
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import CorruptPDFError, EncryptedPDFError, InputError, InputNotFoundError, NotAPDFError
+from ..errors import (
+    CorruptPDFError,
+    EncryptedPDFError,
+    GroundedError,
+    InputError,
+    InputNotFoundError,
+    NotAPDFError,
+)
 from ..model import Chunk, ChunkingResult, ParsingBoundingBox
 
 __all__ = ["AttributionError", "ChunkNotFoundError", "PageRegions", "open_pdf", "as_chunks", "page_regions",
-           "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color"]
+           "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color", "mupdf_errors"]
 
 Color = tuple[float, float, float]
 
@@ -32,10 +40,11 @@ class ChunkNotFoundError(AttributionError):
     """A requested chunk id is not in the chunks file."""
 
 
-def open_pdf(pdf: str | Path | bytes) -> tuple[Any, str]:
+def open_pdf(pdf: str | Path | bytes, password: str | None = None) -> tuple[Any, str]:
     """Open ``pdf`` (a path or PDF bytes) with PyMuPDF; typed errors name the file and the cause.
 
-    Returns ``(document, name)``; the caller closes the document.
+    An encrypted PDF needs ``password`` (user or owner password). Returns ``(document, name)``;
+    the caller closes the document.
     """
     import pymupdf
 
@@ -52,14 +61,43 @@ def open_pdf(pdf: str | Path | bytes) -> tuple[Any, str]:
     try:
         doc = pymupdf.open(stream=data, filetype="pdf")
     except Exception as exc:  # MuPDF's own error types/messages vary by version
-        raise CorruptPDFError(name, f"damaged PDF that MuPDF cannot open ({exc})") from exc
+        raise CorruptPDFError(name, f"damaged PDF that MuPDF cannot open ({_one_line(exc)})") from exc
     if doc.needs_pass:
-        doc.close()
-        raise EncryptedPDFError(name, "encrypted PDF: a password is needed to open it")
+        if password is None:
+            doc.close()
+            raise EncryptedPDFError(name, "encrypted PDF: a password is needed to open it (password= / --password)")
+        if not doc.authenticate(password):
+            doc.close()
+            raise EncryptedPDFError(name, "encrypted PDF: the password given does not open it")
     if doc.page_count == 0:
         doc.close()
         raise CorruptPDFError(name, "the PDF has no readable pages")
     return doc, name
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _mupdf_error_types() -> tuple[type[BaseException], ...]:
+    import pymupdf
+
+    base = getattr(getattr(pymupdf, "mupdf", None), "FzErrorBase", None)
+    return (RuntimeError,) + ((base,) if isinstance(base, type) else ())
+
+
+@contextmanager
+def mupdf_errors(source: str, action: str) -> Iterator[None]:
+    """Turn MuPDF's own exceptions (damaged objects found while drawing, rendering or writing)
+    into :class:`~grounded.errors.CorruptPDFError` naming ``source``."""
+    try:
+        yield
+    except GroundedError:
+        raise
+    except _mupdf_error_types() as exc:
+        if isinstance(exc, (RecursionError, NotImplementedError)):
+            raise
+        raise CorruptPDFError(source, f"damaged PDF: MuPDF failed while {action} ({_one_line(exc)})") from exc
 
 
 def as_chunks(chunks: Chunk | ChunkingResult | Iterable[Chunk]) -> list[Chunk]:

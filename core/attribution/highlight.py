@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, overload
 
+from ..errors import CorruptPDFError
 from ..model import Chunk, ChunkingResult
 from ..serialization import atomic_write_bytes
 from .geometry import (
@@ -14,6 +15,7 @@ from .geometry import (
     PageRegions,
     as_chunks,
     displayed_rect,
+    mupdf_errors,
     open_pdf,
     page_regions,
     parse_color,
@@ -21,7 +23,7 @@ from .geometry import (
     to_page_rect,
 )
 
-__all__ = ["highlight", "DEFAULT_COLOR", "HEADING_COLOR"]
+__all__ = ["highlight", "DEFAULT_COLOR", "HEADING_COLOR", "PDFRepairWarning"]
 
 DEFAULT_COLOR: Color = (1.0, 0.82, 0.0)  # marker yellow
 HEADING_COLOR: Color = (0.45, 0.75, 1.0)  # light blue for prepended section headings
@@ -33,6 +35,10 @@ _PREVIEW_CHARS = 300
 Label = bool | Callable[[Chunk, int], str]
 
 
+class PDFRepairWarning(UserWarning):
+    """The annotated copy of a damaged PDF had to be repaired (unused broken objects dropped)."""
+
+
 @overload
 def highlight(
     pdf: str | Path | bytes,
@@ -42,6 +48,7 @@ def highlight(
     color: Color | str = ...,
     heading_color: Color | str = ...,
     label: Label = ...,
+    password: str | None = ...,
 ) -> bytes: ...
 
 
@@ -54,6 +61,7 @@ def highlight(
     color: Color | str = ...,
     heading_color: Color | str = ...,
     label: Label = ...,
+    password: str | None = ...,
 ) -> Path: ...
 
 
@@ -65,6 +73,7 @@ def highlight(
     color: Color | str = DEFAULT_COLOR,
     heading_color: Color | str = HEADING_COLOR,
     label: Label = True,
+    password: str | None = None,
 ) -> Path | bytes:
     """Highlight every chunk in ``pdf``; write the annotated PDF atomically to ``out`` or return its bytes.
 
@@ -76,11 +85,13 @@ def highlight(
     ``chunks``), a callable ``(chunk, n) -> str`` chooses the text, ``False`` adds none.
 
     All boxes are checked against the PDF before anything is drawn: a box on a page the PDF lacks
-    raises :class:`~grounded.attribution.geometry.AttributionError`.
+    raises :class:`~grounded.attribution.geometry.AttributionError`. An encrypted PDF needs
+    ``password``; the annotated copy is encrypted again (AES-256) with that password. A PDF that
+    MuPDF opens but cannot draw on or write raises :class:`~grounded.errors.CorruptPDFError`.
     """
     body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
     chunk_list = as_chunks(chunks)
-    doc, source = open_pdf(pdf)
+    doc, source = open_pdf(pdf, password)
     try:
         plans = [(chunk, page_regions(chunk, doc.page_count, source)) for chunk in chunk_list]
         placed: dict[int, list[Any]] = {}  # page -> label rectangles already there (no stacking)
@@ -90,15 +101,43 @@ def highlight(
                 continue
             tag = label(chunk, n) if callable(label) else (f"[{n}]" if label else "")
             for pr in regions:
-                page = doc[pr.page - 1]
-                _annotate(page, chunk, pr, heading=True, rgb=heading_rgb)
-                _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
-                if tag:
-                    _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
-        data = doc.tobytes(deflate=True)
+                with mupdf_errors(source, f"drawing on page {pr.page}"):
+                    page = doc[pr.page - 1]
+                    _annotate(page, chunk, pr, heading=True, rgb=heading_rgb)
+                    _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
+                    if tag:
+                        _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
+        data = _to_bytes(doc, source, password)
     finally:
         doc.close()
     return data if out is None else atomic_write_bytes(out, data)
+
+
+def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
+    """The annotated document as bytes. MuPDF refuses to write a damaged object even when nothing
+    uses it; then the copy is written again without unused objects (garbage collection) and a
+    warning says so. A document that was opened with a password is encrypted again with it."""
+    import pymupdf
+
+    options: dict[str, Any] = {"deflate": True}
+    if password is not None and (doc.metadata or {}).get("encryption"):  # opened with the password
+        options.update(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password,  # type: ignore[attr-defined]
+                       permissions=doc.permissions)
+    first: CorruptPDFError | None = None
+    for garbage in (0, 1, 3):
+        try:
+            with mupdf_errors(source, "writing the annotated copy"):
+                data = bytes(doc.tobytes(garbage=garbage, **options))
+        except CorruptPDFError as exc:
+            first = first or exc
+            continue
+        if first is not None:
+            cause = str(first.__cause__ or first.cause)
+            warnings.warn(f"{source}: damaged PDF: broken objects that no page uses were left out of the annotated "
+                          f"copy (MuPDF: {' '.join(cause.split())})", PDFRepairWarning, stacklevel=3)
+        return data
+    assert first is not None
+    raise first
 
 
 def _annotate(page: Any, chunk: Chunk, pr: PageRegions, *, heading: bool, rgb: Color) -> None:

@@ -14,6 +14,7 @@ from .geometry import (
     PageRegions,
     as_chunks,
     displayed_rect,
+    mupdf_errors,
     open_pdf,
     page_regions,
     parse_color,
@@ -37,16 +38,19 @@ def render(
     color: Color | str = DEFAULT_COLOR,
     heading_color: Color | str = HEADING_COLOR,
     fill_opacity: float = 0.3,
+    password: str | None = None,
 ) -> list[bytes]:
     """One PNG per page the chunk touches (order of first appearance), its line boxes drawn as
     translucent fills with outlines (heading boxes in ``heading_color``).
 
     ``pad`` grows every line box by that many points. ``crop=True`` clips each image to the
     chunk's region on that page plus ``margin`` points. Several chunks may be passed; they are
-    drawn together and the pages are the union of theirs. The PDF itself is not modified.
+    drawn together and the pages are the union of theirs. The PDF itself is not modified. An
+    encrypted PDF needs ``password``.
     """
     return [png for _page, png in render_pages(pdf, chunk, dpi, pad=pad, crop=crop, margin=margin, color=color,
-                                               heading_color=heading_color, fill_opacity=fill_opacity)]
+                                               heading_color=heading_color, fill_opacity=fill_opacity,
+                                               password=password)]
 
 
 def render_pages(
@@ -60,6 +64,7 @@ def render_pages(
     color: Color | str = DEFAULT_COLOR,
     heading_color: Color | str = HEADING_COLOR,
     fill_opacity: float = 0.3,
+    password: str | None = None,
 ) -> list[tuple[int, bytes]]:
     """Like :func:`render` but returns ``(page number, PNG bytes)`` pairs."""
     if not (isinstance(dpi, int) and 1 <= dpi <= 2400):
@@ -70,7 +75,7 @@ def render_pages(
 
     body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
     chunks = as_chunks(chunk)
-    doc, source = open_pdf(pdf)
+    doc, source = open_pdf(pdf, password)
     try:
         by_page: dict[int, list[PageRegions]] = {}
         for c in chunks:
@@ -81,17 +86,18 @@ def render_pages(
             raise AttributionError(source, f"nothing to render: chunk {ids} has no boxes")
         images = []
         for number, regions in by_page.items():
-            page = doc[number - 1]
-            groups = [
-                ([displayed_rect(page, r, pad) for pr in regions for r in pr.regions(heading=is_heading)], rgb)
-                for is_heading, rgb in ((True, heading_rgb), (False, body_rgb))
-            ]
-            clip = None
-            if crop:
-                drawn = [r for rects, _ in groups for r in rects]
-                clip = pymupdf.Rect(min(r.x0 for r in drawn) - margin, min(r.y0 for r in drawn) - margin,
-                                    max(r.x1 for r in drawn) + margin, max(r.y1 for r in drawn) + margin) & page.rect
-            images.append((number, _png(page, dpi, clip, groups, fill_opacity, source)))
+            with mupdf_errors(source, f"rendering page {number}"):
+                page = doc[number - 1]
+                groups = [
+                    ([displayed_rect(page, r, pad) for pr in regions for r in pr.regions(heading=is_heading)], rgb)
+                    for is_heading, rgb in ((True, heading_rgb), (False, body_rgb))
+                ]
+                clip = None
+                if crop:
+                    drawn = [r for rects, _ in groups for r in rects]
+                    clip = pymupdf.Rect(min(r.x0 for r in drawn) - margin, min(r.y0 for r in drawn) - margin,
+                                        max(r.x1 for r in drawn) + margin, max(r.y1 for r in drawn) + margin) & page.rect
+                images.append((number, _png(page, dpi, clip, groups, fill_opacity, source)))
     finally:
         doc.close()
     return images

@@ -6,7 +6,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..cli import UsageError
 from ..errors import InputNotFoundError
+from ..parsers import PARSERS
+from ..parsers.cli import add_password_option, password_kwargs
+from ..serialization import refuse_overwriting_inputs
 
 STRATEGY_NAMES = ("fixed", "recursive", "semantic", "hierarchical")
 
@@ -44,9 +48,29 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help="tokenizer: default all-MiniLM-L6-v2; 'cl100k_base' or a tokenizer.json path/folder",
     )
-    p.add_argument("--parser", default="pymupdf", help="parser for PDF input (default: pymupdf)")
-    p.add_argument("-o", "--out", type=Path, default=None, help="output .jsonl (one chunk per line) or .json; default: stdout summary only")
+    p.add_argument(
+        "--parser",
+        default=None,
+        choices=sorted(PARSERS),
+        metavar="NAME",
+        help=f"parser for PDF input (default: pymupdf); one of: {', '.join(PARSERS)}. PDF input only: with a "
+        ".json tree (already parsed) this option and --password are refused",
+    )
+    add_password_option(p)
+    p.add_argument(
+        "-o", "--out", type=Path, default=None,
+        help="output .jsonl (one chunk per line) or .json; default: stdout summary only. Never the input file",
+    )
     p.set_defaults(func=run)
+
+
+def _is_pdf(path: Path) -> bool:
+    """PDF by content (a PDF named x.json is still a PDF); anything else ending in .json is a tree."""
+    with open(path, "rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF-" in head:
+        return True
+    return path.suffix.lower() != ".json" and not head.lstrip().startswith(b"{")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,8 +80,20 @@ def run(args: argparse.Namespace) -> int:
 
     path: Path = args.input
     if not path.is_file():
-        raise InputNotFoundError(path, "no such file")
-    root = load_parsing_result(path) if path.suffix.lower() == ".json" else get_parser(args.parser).parse(path)
+        raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
+    if args.out is not None:
+        refuse_overwriting_inputs([args.out], [path])
+    if _is_pdf(path):
+        parser = get_parser(args.parser or "pymupdf")
+        root = parser.parse(path, **password_kwargs(parser, args.password))
+    else:
+        given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
+        if given:
+            raise UsageError(
+                f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} to PDF input only; "
+                f"{path} is a parse tree (parsed already): drop {'them' if len(given) > 1 else 'it'}"
+            )
+        root = load_parsing_result(path)
     options: dict = {}
     if args.strategy == "semantic":
         options = {"percentile": args.percentile, "min_tokens": args.min_tokens}

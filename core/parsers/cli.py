@@ -1,21 +1,31 @@
-"""``grounded parse``: PDFs -> ``<name>.json`` (lossless tree) + ``<name>.md`` in an output folder."""
+"""``grounded parse``: PDFs -> ``<name>.json`` (lossless tree) + ``<name>.md`` in an output folder.
+
+A multi-file run goes on after any per-file failure (input or output) and reports all failures at
+the end (exit 1). Inputs are never overwritten; two inputs with the same name get distinct outputs
+(``x.json``, ``x-2.json``, ...), announced on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
 import inspect
+import logging
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..cli import UsageError, one_line
 from ..errors import GroundedError
 from ..model import ParsingResultType
+from ..serialization import check_output_name, refuse_overwriting_inputs
 from . import PARSERS, parser_class
 from .base import DEFAULT_DROP_TYPES
 
-__all__ = ["register", "run_parse"]
+__all__ = ["register", "run_parse", "output_stems", "password_kwargs"]
+
+log = logging.getLogger(__name__)
 
 _TYPE_NAMES = ", ".join(t.value for t in sorted(DEFAULT_DROP_TYPES, key=lambda t: t.value))
 
@@ -34,7 +44,10 @@ def register(subparsers: Any) -> None:
             "(lossless, reloadable) and <name>.md (lossy) into the output folder."
         ),
     )
-    p.add_argument("pdfs", nargs="+", metavar="PDF", type=Path, help="input PDF file(s)")
+    p.add_argument(
+        "pdfs", nargs="+", metavar="PDF", type=Path,
+        help="input PDF file(s); inputs with the same name get distinct outputs (x.json, x-2.json, ...)",
+    )
     p.add_argument(
         "--parser",
         default="pymupdf",
@@ -66,8 +79,43 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also write each figure as PNG into DIR/images/ (pymupdf parser)",
     )
+    add_password_option(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar on stderr")
     p.set_defaults(func=run_parse)
+
+
+def add_password_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--password", default=None, metavar="PW",
+        help="password of encrypted PDF input (visible to other users in the process list: prefer a "
+        "non-shared machine)",
+    )
+
+
+def password_kwargs(parser: Any, password: str | None) -> dict[str, Any]:
+    """``{"password": password}`` for ``parser.run``/``parse`` when one is given (typed error if the
+    parser cannot take it); ``{}`` otherwise."""
+    if password is None:
+        return {}
+    if "password" not in inspect.signature(parser.run).parameters:
+        raise UsageError(f"--password: parser '{getattr(parser, 'name', parser)}' does not accept a password")
+    return {"password": password}
+
+
+def output_stems(pdfs: list[Path]) -> list[str]:
+    """One output name per input: the file's stem, made distinct within the run (``x``, ``x-2``,
+    ...; compared case-insensitively, as on macOS/Windows file systems)."""
+    taken: set[str] = set()
+    stems = []
+    for pdf in pdfs:
+        stem = pdf.stem or pdf.name or "document"
+        candidate, n = stem, 1
+        while candidate.casefold() in taken:
+            n += 1
+            candidate = f"{stem}-{n}"
+        taken.add(candidate.casefold())
+        stems.append(candidate)
+    return stems
 
 
 def _drop_types(keep: str) -> frozenset[ParsingResultType]:
@@ -109,7 +157,7 @@ def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None]
 
 
 def run_parse(args: argparse.Namespace) -> int:
-    """Parse every PDF; one failing file does not stop the others (exit code 1 at the end)."""
+    """Parse every PDF; a failing file (input or output) does not stop the others (exit 1 at the end)."""
     from tqdm import tqdm
 
     show = not args.no_progress
@@ -127,11 +175,16 @@ def run_parse(args: argparse.Namespace) -> int:
     try:
         parser = _build_parser(args, progress, args.out / "images" if args.images else None)
     except argparse.ArgumentTypeError as exc:
-        raise BatchError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     failures: list[str] = []
     total = len(args.pdfs)
+    stems = output_stems(args.pdfs)
     try:
-        for n, pdf in enumerate(args.pdfs, 1):
+        extra = password_kwargs(parser, args.password)
+        for n, (pdf, stem) in enumerate(zip(args.pdfs, stems), 1):
+            if stem != (pdf.stem or pdf.name):
+                print(f"grounded parse: note: {pdf} -> {stem}.json, {stem}.md (the name {pdf.stem!r} is taken "
+                      "by an earlier input of this run)", file=sys.stderr)
             bar = tqdm(
                 total=None,
                 unit="page",
@@ -143,13 +196,19 @@ def run_parse(args: argparse.Namespace) -> int:
             current["bar"] = bar
             started = time.perf_counter()
             try:
-                output = parser.run(pdf)
-                json_path, md_path = output.save(args.out, pdf.stem)
-            except GroundedError as exc:
-                if total == 1:
-                    raise
+                outputs = (args.out / f"{stem}.json", args.out / f"{stem}.md")
+                refuse_overwriting_inputs(outputs, args.pdfs)
+                for target in outputs:
+                    check_output_name(target)
+                output = parser.run(pdf, **extra)
+                json_path, md_path = output.save(args.out, stem)
+            except (GroundedError, OSError) as exc:
                 failures.append(str(pdf))
-                print(f"grounded parse: error: {exc}", file=sys.stderr)
+                print(f"grounded parse: error: {one_line(exc)}", file=sys.stderr)
+                continue
+            except Exception as exc:  # a bug: report it with its traceback, go on with the other files
+                failures.append(str(pdf))
+                log.error("%s: unexpected %s (please report this bug)", pdf, type(exc).__name__, exc_info=True)
                 continue
             finally:
                 bar.close()
@@ -164,6 +223,6 @@ def run_parse(args: argparse.Namespace) -> int:
         close = getattr(parser, "close", None)
         if callable(close):
             close()
-    if failures:
+    if failures and total > 1:
         raise BatchError(f"{len(failures)} of {total} file(s) failed: {', '.join(failures)}")
-    return 0
+    return 1 if failures else 0
