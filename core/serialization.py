@@ -99,6 +99,7 @@ def _name_max(folder: Path) -> int:
 
 
 def _existing_parent(path: Path) -> Path:
+    """The nearest ancestor of ``path`` that exists (a file there blocks the folders below it)."""
     parent = path.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
@@ -229,6 +230,9 @@ def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
     targets = [(Path(p), data) for p, data in files]
     for path, _ in targets:
         check_output_name(path)
+        blocker = _existing_parent(path)
+        if not blocker.is_dir():
+            raise OutputError(path, f"{blocker} is a file, not a folder")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:

@@ -296,3 +296,19 @@ def test_parse_never_replaces_its_input(pdf, tmp_path, capsys):
     assert err[0] == (f"grounded parse: error: {tmp_path / 'paper.md'}: refusing to overwrite the input file {odd}; "
                       "choose another output name")
     assert odd.read_bytes() == pdf.read_bytes() and not (tmp_path / "paper.json").exists()
+
+
+def test_unwritable_outputs_are_one_line_errors_naming_the_file(pdf, made, tmp_path, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("x")
+    long_jsonl = tmp_path / ("z" * 300 + ".jsonl")
+    for target, cause in ((blocker / "sub" / "c.jsonl", f"{blocker} is a file, not a folder"),
+                          (long_jsonl, "file name too long (306 bytes; the limit is 255): choose a shorter name")):
+        code, err, _ = _cli(capsys, "chunk", made["tree"], "-o", target)
+        assert code == 1 and err == [f"grounded chunk: error: {target}: {cause}"]
+    png = tmp_path / ("p" * 252 + ".png")  # OUT-p1.png is too long
+    code, err, _ = _cli(capsys, "highlight", pdf, made["chunks"], "-o", png)
+    assert code == 1 and len(err) == 1 and "file name too long" in err[0] and str(tmp_path / ("p" * 252 + "-p1.png")) in err[0]
+    assert list(tmp_path.iterdir()) == [blocker]
+    code, err, _ = _cli(capsys, "parse", pdf, "--workers", "0", "-o", tmp_path / "out")
+    assert code == 1 and err == ["grounded parse: error: --workers must be >= 1"]
