@@ -125,9 +125,9 @@ class _Alignment:
 
 
 def _union_mask(starts: np.ndarray, k: int, length: int) -> np.ndarray:
-    diff = np.zeros(length + k + 1, dtype=np.int32)
-    np.add.at(diff, starts, 1)
-    np.add.at(diff, starts + k, -1)
+    """Characters of ``[0, length)`` covered by the intervals ``[s, s + k)``."""
+    size = length + k + 1
+    diff = np.bincount(starts, minlength=size) - np.bincount(starts + k, minlength=size)
     return np.cumsum(diff)[:length] > 0
 
 
@@ -147,8 +147,8 @@ class Grounder:
         tokenizer: Any = None,
         box_mode: str = "auto",
         k: int = 12,
-        min_score: float = 0.6,
-        min_coverage: float = 0.5,
+        min_score: float = 0.45,
+        min_coverage: float = 0.3,
         partial_below: float = 0.9,
     ) -> None:
         if root.type != T.ROOT:
@@ -182,8 +182,12 @@ class Grounder:
         if m < 2 * self.k:
             return self._ground_short(query, cleaned, near_pos)
         qh = kgram_hashes(np.frombuffer(query.encode("utf-32-le"), dtype=np.uint32), self.k)
-        best: _Alignment | None = None
         n = len(self.norm)
+        hit = self._verbatim(query, qh, near_pos)
+        if hit is not None:
+            piece = _Piece(hit, hit + m, np.ones(m, dtype=bool), m, 0, m, hit, hit + m)
+            return self._finish(_Alignment([piece], 1.0, 1.0), query, cleaned)
+        best: _Alignment | None = None
         if near_pos is not None:
             lo, hi = max(0, near_pos - m - 1000), min(n, near_pos + 2 * m + 4000)
             best = self._align(query, qh, lo, hi, near_pos, cap=16)
@@ -237,16 +241,18 @@ class Grounder:
         cuts = np.nonzero(np.diff(dp) > gap)[0] + 1
         bounds = np.concatenate([[0], cuts, [len(dp)]]).astype(np.int64)
         sizes = np.diff(bounds)
-        # only clusters that can matter: the 48 largest (a query of m letters has m - k + 1 k-grams)
-        cand = np.argsort(-sizes, kind="stable")[:48]
+        min_new = max(k + 8, int(0.05 * m))
+        # only clusters that can matter: a cluster of s seeds explains at most s + k - 1 letters, so
+        # one that cannot add min_new letters is skipped unless it is among the largest (at most 48)
+        order_by_size = np.argsort(-sizes, kind="stable")[:48]
+        largest = int(sizes[order_by_size[0]])
         pieces: list[_Piece] = []
-        for c in cand.tolist():
+        for c in order_by_size.tolist():
+            size = int(sizes[c])
+            if size + k - 1 < min_new and size < largest // 2:
+                break
             a, b = int(bounds[c]), int(bounds[c + 1])
-            if b - a < 2 and len(pieces) > 0:
-                continue
-            piece = self._piece(qp[a:b], dp[a:b], m)
-            if piece is not None:
-                pieces.append(piece)
+            pieces.append(self._piece(qp[a:b], dp[a:b], m))
         if not pieces:
             return None
         cover = [int(p.q_mask.sum()) for p in pieces]
@@ -258,7 +264,6 @@ class Grounder:
             first = min(tied, key=lambda i: (-cover[i], pieces[i].lo))
         chosen = [pieces[first]]
         covered = pieces[first].q_mask.copy()
-        min_new = max(k + 8, int(0.05 * m))
         for i in sorted(range(len(pieces)), key=lambda i: -cover[i]):
             if i == first:
                 continue
@@ -272,6 +277,15 @@ class Grounder:
         doc_len = sum(p.hi - p.lo for p in chosen)
         doc_matched = sum(p.doc_matched + p.extra_matched for p in chosen)
         return _Alignment(chosen, min(1.0, matched_q / m), min(1.0, doc_matched / doc_len) if doc_len else 0.0)
+
+    def _verbatim(self, query: str, qh: np.ndarray, near_pos: int | None) -> int | None:
+        """Stream position of a verbatim (normalized) occurrence of the query - the one nearest
+        ``near`` - found through the occurrences of its first k-gram (no scan of the document)."""
+        _, starts = self.index.lookup(qh[:1], 0, len(self.norm), cap=1 << 62)
+        hits = [p for p in starts.tolist() if self.norm.text.startswith(query, p)]
+        if not hits:
+            return None
+        return min(hits, key=lambda h: abs(h - near_pos)) if near_pos is not None else hits[0]
 
     def _align_words(self, cleaned: str, m: int, lo: int, hi: int) -> _Alignment | None:
         """Bag-of-words alignment inside a window, for texts whose k-grams were destroyed (table
@@ -299,7 +313,7 @@ class Grounder:
         piece = _Piece(d_lo, d_hi, np.zeros(m, dtype=bool), matched, 0, m, d_lo, d_hi)
         return _Alignment([piece], min(1.0, matched / m), min(1.0, matched / (d_hi - d_lo)))
 
-    def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece | None:
+    def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece:
         """A cluster of seeds (sorted by document position) -> a piece, after trimming stray seeds
         at its ends (a k-gram matched alone - two k-grams in a row on one diagonal at least)."""
         k = self.k
