@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Iterator, Sequence
@@ -58,6 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)
     return parser
+
+
+#: environment variable read when ``--password`` is not given (not visible in the process list)
+PASSWORD_ENV = "GROUNDED_PDF_PASSWORD"
+
+
+def add_password_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--password", default=None, metavar="PW",
+        help=f"password of an encrypted PDF; or set {PASSWORD_ENV} (a command-line password is visible to "
+        "other users in the process list)",
+    )
+
+
+def pdf_password(args: argparse.Namespace) -> str | None:
+    """``--password``, else ``$GROUNDED_PDF_PASSWORD``, else None."""
+    given: str | None = getattr(args, "password", None)
+    return given if given is not None else (os.environ.get(PASSWORD_ENV) or None)
 
 
 def one_line(text: object) -> str:

@@ -221,7 +221,7 @@ def test_mupdf_failures_while_drawing_are_corrupt_pdf_errors(tmp_path):
         raise RecursionError("deep")
 
 
-def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_path, capsys):
+def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_path, capsys, monkeypatch):
     locked = tmp_path / "locked.pdf"
     pymupdf.open(pdf).save(locked, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="s3cret", owner_pw="owner")
     chunk_id = load_chunking_result(made["chunks"]).chunks[0].id
@@ -237,6 +237,11 @@ def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_pat
     assert [a.type[1] for a in copy[0].annots()].count("Highlight") >= 1
     code, err, _ = _cli(capsys, *args, tmp_path / "d.png", "--password", "s3cret", "--dpi", "30")
     assert code == 0 and (tmp_path / "d-p1.png").exists()
+    monkeypatch.setenv("GROUNDED_PDF_PASSWORD", "s3cret")  # kept out of the process list
+    code, err, _ = _cli(capsys, *args, tmp_path / "e.pdf")
+    assert code == 0 and pymupdf.open(tmp_path / "e.pdf").needs_pass
+    code, err, _ = _cli(capsys, "chunk", made["tree"], "-n", "64")  # the environment is no explicit option
+    assert code == 0, err
 
 
 def _accepts_password() -> bool:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli import add_password_option, pdf_password
 from ..errors import InputNotFoundError
 from ..model import Chunk
 from ..serialization import refuse_overwriting_inputs
@@ -40,8 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
     p.add_argument("--no-label", action="store_true", help="PDF: do not add the [n] tags in the page margin")
     p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
-    p.add_argument("--password", default=None, metavar="PW",
-                   help="password of an encrypted PDF (the annotated copy is encrypted again with it)")
+    add_password_option(p)  # the annotated copy of an encrypted PDF is encrypted again with the password
     p.add_argument("--force", action="store_true",
                    help="draw even if the PDF is not the one the chunks file records (sha256 differs)")
     p.set_defaults(func=run)
@@ -127,10 +127,11 @@ def run(args: argparse.Namespace) -> int:
     targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]
     refuse_overwriting_inputs(targets, [args.pdf, args.chunks])
     color = args.color or DEFAULT_COLOR
+    password = pdf_password(args)
     written: list[Path | bytes]
     if kind == ".pdf":
-        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=args.password)]
+        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password)]
     else:
-        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=args.password)]
+        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
     sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
     return 0

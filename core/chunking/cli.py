@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..cli import UsageError
+from ..cli import UsageError, add_password_option
 from ..errors import InputNotFoundError
 from ..parsers import PARSERS
-from ..parsers.cli import add_password_option, password_kwargs
+from ..parsers.cli import password_kwargs
 from ..serialization import refuse_overwriting_inputs
 
 STRATEGY_NAMES = ("fixed", "recursive", "semantic", "hierarchical")
@@ -85,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_overwriting_inputs([args.out], [path])
     if _is_pdf(path):
         parser = get_parser(args.parser or "pymupdf")
-        root = parser.parse(path, **password_kwargs(parser, args.password))
+        root = parser.parse(path, **password_kwargs(parser, args))
     else:
         given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
         if given:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..cli import UsageError, one_line
+from ..cli import UsageError, add_password_option, one_line, pdf_password
 from ..errors import GroundedError
 from ..model import ParsingResultType
 from ..serialization import check_output_name, refuse_overwriting_inputs
@@ -84,20 +84,16 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=run_parse)
 
 
-def add_password_option(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--password", default=None, metavar="PW",
-        help="password of encrypted PDF input (visible to other users in the process list: prefer a "
-        "non-shared machine)",
-    )
-
-
-def password_kwargs(parser: Any, password: str | None) -> dict[str, Any]:
-    """``{"password": password}`` for ``parser.run``/``parse`` when one is given (typed error if the
-    parser cannot take it); ``{}`` otherwise."""
+def password_kwargs(parser: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``{"password": ...}`` for ``parser.run``/``parse`` when ``--password`` (or the environment)
+    gives one; ``{}`` otherwise. A parser that cannot take a password is a usage error when
+    ``--password`` was given explicitly."""
+    password = pdf_password(args)
     if password is None:
         return {}
     if "password" not in inspect.signature(parser.run).parameters:
+        if args.password is None:  # from the environment: not for this parser
+            return {}
         raise UsageError(f"--password: parser '{getattr(parser, 'name', parser)}' does not accept a password")
     return {"password": password}
 
@@ -180,7 +176,7 @@ def run_parse(args: argparse.Namespace) -> int:
     total = len(args.pdfs)
     stems = output_stems(args.pdfs)
     try:
-        extra = password_kwargs(parser, args.password)
+        extra = password_kwargs(parser, args)
         for n, (pdf, stem) in enumerate(zip(args.pdfs, stems), 1):
             if stem != (pdf.stem or pdf.name):
                 print(f"grounded parse: note: {pdf} -> {stem}.json, {stem}.md (the name {pdf.stem!r} is taken "
