@@ -218,8 +218,8 @@ def _check_root_metadata(meta: dict[str, Any], where: str) -> None:
                 raise SchemaError(f"{at}: 'page' must be an integer >= 1, got {p.get('page')!r:.40}")
             for key in ("width", "height"):
                 v = p.get(key)
-                if not _is_number(v) or not math.isfinite(v) or v <= 0:
-                    raise SchemaError(f"{at}: {key!r} must be a positive number, got {v!r:.40}")
+                if not _is_number(v) or not math.isfinite(v) or v < 0:
+                    raise SchemaError(f"{at}: {key!r} must be a number >= 0, got {v!r:.40}")
     count = meta.get("page_count")
     if count is not None and (not _is_int(count) or count < 0):
         raise SchemaError(f"{where}: metadata.page_count must be an integer >= 0, got {count!r:.40}")
