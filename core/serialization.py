@@ -57,6 +57,7 @@ __all__ = [
     "save_parse_pair",
     "load_parse_pair",
     "refuse_overwriting_inputs",
+    "InputFiles",
     "check_output_name",
     "clean_stale_temp_files",
     "OutputError",
@@ -269,24 +270,47 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
     return atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _file_keys(path: Path) -> tuple[str, tuple[int, int] | None]:
+    """(resolved path, (device, inode) when the file exists): two paths name the same file when
+    either matches (symlinks, ``..``, hard links)."""
     try:
-        if a.exists() and b.exists():
-            return os.path.samefile(a, b)
-        return a.resolve() == b.resolve()
+        resolved = str(path.resolve())
+    except (OSError, RuntimeError):
+        resolved = os.path.abspath(path)
+    try:
+        st = path.stat()
     except OSError:
-        return False
+        return resolved, None
+    return resolved, (st.st_dev, st.st_ino)
+
+
+class InputFiles:
+    """The files a command reads, indexed once, to refuse outputs that would replace one of them
+    (the same file after resolving links and ``..``, or a hard link to it)."""
+
+    def __init__(self, inputs: Iterable[str | Path]):
+        self._by_path: dict[str, Path] = {}
+        self._by_inode: dict[tuple[int, int], Path] = {}
+        for given in inputs:
+            resolved, inode = _file_keys(Path(given))
+            self._by_path.setdefault(resolved, Path(given))
+            if inode is not None:
+                self._by_inode.setdefault(inode, Path(given))
+
+    def refuse(self, outputs: Iterable[str | Path]) -> None:
+        """Raise :class:`OutputError` for the first output that is one of the inputs."""
+        for out in outputs:
+            out = Path(out)
+            resolved, inode = _file_keys(out)
+            src = self._by_path.get(resolved) or (self._by_inode.get(inode) if inode is not None else None)
+            if src is not None:
+                raise OutputError(out, f"refusing to overwrite the input file {src}; choose another output name")
 
 
 def refuse_overwriting_inputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path]) -> None:
-    """Raise :class:`OutputError` when an output is one of the inputs (the same file after
-    resolving links, or a hard link to it): grounded never replaces what the user gave."""
-    given = [Path(i) for i in inputs]
-    for out in outputs:
-        out = Path(out)
-        for src in given:
-            if _same_file(out, src):
-                raise OutputError(out, f"refusing to overwrite the input file {src}; choose another output name")
+    """Raise :class:`OutputError` when an output is one of the inputs: grounded never replaces
+    what the user gave."""
+    InputFiles(inputs).refuse(outputs)
 
 
 def _envelope(schema: str, payload_key: str, payload: Any, **extra: Any) -> dict[str, Any]:

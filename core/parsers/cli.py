@@ -19,7 +19,7 @@ from typing import Any
 from ..cli import UsageError, add_password_option, one_line, pdf_password
 from ..errors import GroundedError
 from ..model import ParsingResultType
-from ..serialization import check_output_name, refuse_overwriting_inputs
+from ..serialization import InputFiles, check_output_name
 from . import PARSERS, parser_class
 from .base import DEFAULT_DROP_TYPES
 
@@ -175,6 +175,7 @@ def run_parse(args: argparse.Namespace) -> int:
     failures: list[str] = []
     total = len(args.pdfs)
     stems = output_stems(args.pdfs)
+    inputs = InputFiles(args.pdfs)
     try:
         extra = password_kwargs(parser, args)
         for n, (pdf, stem) in enumerate(zip(args.pdfs, stems), 1):
@@ -193,7 +194,7 @@ def run_parse(args: argparse.Namespace) -> int:
             started = time.perf_counter()
             try:
                 outputs = (args.out / f"{stem}.json", args.out / f"{stem}.md")
-                refuse_overwriting_inputs(outputs, args.pdfs)
+                inputs.refuse(outputs)
                 for target in outputs:
                     check_output_name(target)
                 output = parser.run(pdf, **extra)
