@@ -27,7 +27,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+for _key, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+    os.environ.setdefault(_key, _value)
 
+import grounded  # noqa: E402  (before pymupdf: grounded's offline defaults first)
 from tests.fuzz.contract import GOOD, VIOLATIONS, Outcome, _chars, check_api, check_cli, expected_text  # noqa: E402
 from tests.fuzz.corpus import KINDS, Case, build_corpus, full_counts  # noqa: E402
 
@@ -102,13 +105,7 @@ def main() -> int:
     ap.add_argument("--workdir", type=Path, help="generate into this folder (default: a temporary one)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/fuzz.md")
     args = ap.parse_args()
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
     import pymupdf
-
-    import grounded
 
     pymupdf.TOOLS.mupdf_display_errors(False)  # MuPDF's own stderr chatter would drown the progress lines
     work = args.workdir or Path(tempfile.mkdtemp(prefix="grounded-fuzz-"))

@@ -16,7 +16,9 @@ Violations (anything else): ``TRACEBACK``, ``CRASH`` (killed by a signal), ``TIM
 (no text and a page without a reason), ``TEXT_LOST`` (text the file carries is missing),
 ``REFUSED`` (a typed error for a file whose text must come out), ``ACCEPTED_BAD_INPUT`` (a result
 for a file that must be refused), ``TEMP_FILE_LEFT`` (``*.tmp`` or hidden partial file in the
-output folder), ``HALF_WRITTEN`` (``.json`` without ``.md`` or the reverse, or unreadable JSON).
+output folder), ``HALF_WRITTEN`` (``.json`` without ``.md`` or the reverse, or unreadable JSON),
+``DAMAGE_HIDDEN`` (MuPDF repaired the file or reported errors reading it, and the result's metadata
+says nothing: neither ``pdf_warnings``/``pdf_repaired`` nor a page's ``warnings``/``status``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ __all__ = [
     "check_cli",
     "check_case",
     "expected_text",
+    "flags_damage",
     "page_reason",
     "grounded_exe",
 ]
@@ -64,6 +67,7 @@ VIOLATIONS = (
     "ACCEPTED_BAD_INPUT",
     "TEMP_FILE_LEFT",
     "HALF_WRITTEN",
+    "DAMAGE_HIDDEN",
 )
 MIN_COVERAGE = 0.90
 #: keys of a page's metadata that can carry the reason it is empty (the parser's choice)
@@ -130,9 +134,11 @@ def _chars(text: str) -> Counter[str]:
 
 @dataclass
 class Expected:
-    """``page.get_text()`` of every page MuPDF can load (1-based page -> character counts)."""
+    """``page.get_text()`` of every page MuPDF can load (1-based page -> character counts), and
+    what MuPDF reported on the way (repairs, errors, warnings)."""
 
     pages: dict[int, Counter[str]]
+    damage: list[str] = field(default_factory=list)
 
     @property
     def total(self) -> Counter[str]:
@@ -150,6 +156,7 @@ def expected_text(path: Path) -> Expected | None:
     """What MuPDF itself extracts, or None when it cannot open the file (or it needs a password)."""
     if not path.is_file():
         return None
+    pymupdf.TOOLS.mupdf_warnings(reset=True)
     try:
         with pymupdf.open(path) as doc:
             if doc.needs_pass or not doc.is_pdf:
@@ -160,9 +167,24 @@ def expected_text(path: Path) -> Expected | None:
                     pages[index + 1] = _chars(doc.load_page(index).get_text())
                 except Exception:  # MuPDF's own error on a broken page: it carries no readable text
                     pages[index + 1] = Counter()
-            return Expected(pages)
+            damage = [ln.strip() for ln in pymupdf.TOOLS.mupdf_warnings(reset=True).splitlines() if ln.strip()]
+            if doc.is_repaired:
+                damage.insert(0, "MuPDF repaired the file")
+            return Expected(pages, damage)
     except Exception:  # MuPDF's own errors (FileDataError, ...)
         return None
+
+
+def flags_damage(metadata: Any) -> bool:
+    """Whether a result's root metadata reports damage (file-level or on some page)."""
+    if not isinstance(metadata, dict):
+        return False
+    if metadata.get("pdf_warnings") or metadata.get("pdf_repaired"):
+        return True
+    for page in metadata.get("pages") or []:
+        if isinstance(page, dict) and (page.get("warnings") or page.get("status") not in (None, "ok")):
+            return True
+    return False
 
 
 def page_reason(page_meta: Any) -> str | None:
@@ -222,6 +244,8 @@ def _judge_result(out: Outcome, root: Any, expected: Expected | None, chunk_coun
             out.violate("TEXT_LOST", f"{sum(got.values())} characters of text but 0 chunks")
     if case.expect == MUST_ERROR:
         out.violate("ACCEPTED_BAD_INPUT", f"expected a typed error, got {out.outcome}")
+    if expected is not None and expected.damage and not flags_damage(root.metadata):
+        out.violate("DAMAGE_HIDDEN", f"MuPDF: {'; '.join(expected.damage[:2])[:200]}; the result reports no damage")
     if expected is not None:
         want = expected.total
         total = sum(want.values())
@@ -233,7 +257,13 @@ def _judge_result(out: Outcome, root: Any, expected: Expected | None, chunk_coun
             lost = [p for p in expected.text_pages if p not in text_pages]
             if lost:
                 shown = ", ".join(str(p) for p in lost[:12]) + (f" (+{len(lost) - 12})" if len(lost) > 12 else "")
-                out.violate("TEXT_LOST", f"page(s) {shown} have text but none of it is in the result")
+                by_page = {m.get("page"): m for m in meta_pages if isinstance(m, dict)}
+                said = page_reason(by_page.get(lost[0]))
+                out.violate(
+                    "TEXT_LOST",
+                    f"page(s) {shown} have text but none of it is in the result"
+                    + (f" (page {lost[0]}: {said})" if said else " (no reason given)"),
+                )
 
 
 def _judge_error(out: Outcome, message: str, typed: bool, error_type: str) -> None:

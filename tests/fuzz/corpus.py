@@ -90,13 +90,13 @@ TEST_COUNTS: dict[str, int] = {
     "huge_page": 2,
     "tiny_page": 3,
     "oversize_page": 2,
-    "long_text": 0,  # slow (~1 min per page today): its own test
+    "long_text": 0,  # ~1 min per interface today: its own slow test
     "broken_xref": 3,
     "active_content": 2,
     "unicode": 3,
     "type3": 2,
     "odd_name": 4,
-    "thousand_pages": 0,  # slow: its own test
+    "thousand_pages": 0,  # ~5 CPU-minutes per interface: benchmarks/fuzz_run.py only
 }
 
 # clean body pages of the shared long PDFs (no references/furniture-heavy layout), 0-based
