@@ -24,7 +24,7 @@ from grounded.errors import CorruptPDFError, EmptyDocumentError
 from grounded.model import TEXT_TYPES, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import postprocess
-from grounded.parsers.pdf_input import PDFDamageWarning, inspect_pdf
+from grounded.parsers.pdf_input import NoTextLayerWarning, PDFDamageWarning, inspect_pdf
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 
 from .conftest import shared
@@ -265,7 +265,8 @@ def test_pages_without_text_say_why(parser, tmp_path):
     _text_page(doc)
     doc.new_page()  # blank
     path = _save(doc, tmp_path / "blank-second.pdf")
-    root = parser.parse(path)
+    with pytest.warns(NoTextLayerWarning, match="pages 2"):
+        root = parser.parse(path)
     first, second = root.metadata["pages"]
     assert first["status"] == "ok" and first["chars"] > 500 and first["warnings"] == []
     assert second["status"] == "no_text_layer" and "no text layer" in second["reason"] and second["chars"] == 0
@@ -368,8 +369,11 @@ def test_damaged_page_is_flagged_with_mupdf_warnings(parser, tmp_path, kind, cap
     stream, flt = DAMAGED[kind]
     path = tmp_path / f"damaged-{kind}.pdf"
     path.write_bytes(_raw_pdf([zlib.compress(GOOD), stream], ["FlateDecode", flt]))
-    with pytest.warns(PDFDamageWarning, match=r"1 of 2 page\(s\) may be incomplete \(pages 2"):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         root = parser.parse(path)
+    damage = [w for w in caught if issubclass(w.category, PDFDamageWarning)]
+    assert len(damage) == 1 and "1 of 2 page(s) may be incomplete (pages 2" in str(damage[0].message)
     first, second = root.metadata["pages"]
     assert first["status"] == "ok" and first["warnings"] == []
     assert second["status"] == "damaged" and second["warnings"] and "MuPDF" in second["reason"]
@@ -422,3 +426,72 @@ def test_uncountable_page_tree_is_corrupt(tmp_path, count, capsys):
     code = cli_main(["parse", str(path), "-o", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 1 and "Traceback" not in err and str(path) in err
+
+
+# ---------------------------------------------------------------------------------------------
+# 3b. a page's first-line heading is not page furniture; running headers still are
+# ---------------------------------------------------------------------------------------------
+
+
+def _builder_node(type_: T, text: str, page: int, top: float, style: list | None = None) -> ParsingResult:
+    from grounded.model import ParsingBoundingBox
+    from grounded.parsers.pymupdf_parser import _FURNITURE_STYLE_KEY
+
+    box = ParsingBoundingBox(page, 0.1, top, 0.9, top + 0.02)
+    box.spans = [ParsingBoundingBox(page, 0.1, top, 0.9, top + 0.02)]
+    meta: dict = {"native_label": type_.value.lower()}
+    if style is not None:
+        meta[_FURNITURE_STYLE_KEY] = style
+    return ParsingResult("", type_, content=text, geom=[box], metadata=meta)
+
+
+def test_first_line_heading_becomes_a_section_header_but_running_headers_stay():
+    from grounded.parsers.pymupdf_parser import _TreeBuilder
+
+    builder = _TreeBuilder(Path("doc.pdf"))
+    builder.body_sizes.update({10.0: 5000})
+    heading = _builder_node(T.PAGE_HEADER, "Dosing and monitoring", 1, 0.05, [14.0, False, True])
+    running = [_builder_node(T.PAGE_HEADER, f"Journal of Clinical Things {p}", p, 0.03, [14.0, False, True]) for p in (2, 3)]
+    small = _builder_node(T.PAGE_HEADER, "Guideline draft for consultation", 4, 0.03, [8.0, False, False])
+    far = _builder_node(T.PAGE_HEADER, "Annex", 5, 0.03, [14.0, False, True])
+    builder.elements = [
+        heading, _builder_node(T.PARAGRAPH, "Give 5 mg/kg once daily.", 1, 0.075),
+        running[0], _builder_node(T.PARAGRAPH, "Body of page two.", 2, 0.055),
+        running[1], _builder_node(T.PARAGRAPH, "Body of page three.", 3, 0.055),
+        small, _builder_node(T.PARAGRAPH, "Body of page four.", 4, 0.055),
+        far, _builder_node(T.PARAGRAPH, "Body far below the header.", 5, 0.5),
+    ]
+    out = builder.finish(frozenset())
+    assert heading.type == T.SECTION_HEADER and heading.metadata["relabeled_from"] == "PAGE_HEADER"
+    assert heading.metadata["native_label"] == "page_header" and heading.metadata["level"] >= 1
+    assert [n.type for n in (*running, small, far)] == [T.PAGE_HEADER] * 4
+    assert all("_furniture_style" not in n.metadata for n in out)
+
+
+def test_generated_page_keeps_its_first_line_heading(parser, tmp_path):
+    """Laid out scaled, this page's bold first line is labelled page-header by the model."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=14400, height=14400)
+    y = 72.0
+    for i, line in enumerate(["Results of the adjuvant therapy trial", *LINES[:10]]):
+        size = 220 if i == 0 else 150
+        page.insert_text((72, y), line, fontsize=size, fontname="hebo" if i == 0 else "helv")
+        y += size * 1.6
+    path = _save(doc, tmp_path / "heading.pdf")
+    root = _quiet_parse(parser, path)
+    assert [n.content for n in root.walk() if n.type == T.SECTION_HEADER] == ["Results of the adjuvant therapy trial"]
+    assert _coverage(root, path) >= 0.95
+
+
+@pytest.mark.slow
+def test_worker_processes_lay_out_rotated_pages_upright_too(tmp_path):
+    doc = pymupdf.open()
+    for rotation in (0, 90, 180, 270):
+        _text_page(doc, rotation=rotation)
+    path = _save(doc, tmp_path / "mixed-workers.pdf")
+    with PyMuPDFParser(workers=2, batch_pages=1) as parser:
+        root = _quiet_parse(parser, path)
+    assert [p.get("layout_turn", 0) for p in root.metadata["pages"]] == [0, 270, 180, 90]
+    for page in range(1, 5):
+        assert _coverage(root, path, page) >= 0.95
+        assert _words_on_boxes(root, path, page) >= 0.95

@@ -555,6 +555,9 @@ class _Style:
 
 
 _STYLE_KEY = "_style"  # temporary metadata of header nodes: [size, caps, bold]; removed in finish()
+_FURNITURE_STYLE_KEY = "_furniture_style"  # the same for PAGE_HEADER nodes
+#: a page header is a heading when set at least this much larger than the body text (or bold)
+HEADING_SIZE_RATIO = 1.15
 
 
 @dataclass
@@ -648,6 +651,9 @@ class _TreeBuilder:
             style = _style_of(pc, sel, built.text)
             node.metadata[_STYLE_KEY] = [style.size, style.caps, style.bold]
             node.metadata["font_size"] = style.size
+        elif type_ == T.PAGE_HEADER and built.text:
+            style = _style_of(pc, sel, built.text)
+            node.metadata[_FURNITURE_STYLE_KEY] = [style.size, style.caps, style.bold]
         return node
 
     def _table(
@@ -718,6 +724,7 @@ class _TreeBuilder:
 
     def finish(self, drop_types: frozenset[ParsingResultType]) -> list[ParsingResult]:
         """Document-wide part: header levels, title, list grouping; returns the root's children."""
+        self._first_line_headings()
         self.styles: dict[int, _Style] = {}
         for n in self.elements:
             style = n.metadata.pop(_STYLE_KEY, None)
@@ -727,6 +734,46 @@ class _TreeBuilder:
         return self._group_lists(self.elements, drop_types)
 
     # -- headers --------------------------------------------------------------------------------
+    def _first_line_headings(self) -> None:
+        """A PAGE_HEADER that opens its page's text flow is a heading, not furniture, when it is
+        one line set like a heading (at least HEADING_SIZE_RATIO x the body size, or bold and not
+        smaller), its text is not repeated on another page (running headers are), and body text
+        (a paragraph or list item) follows right below it. It becomes a SECTION_HEADER
+        (``metadata["relabeled_from"] = "PAGE_HEADER"``, native label kept)."""
+        styles = {id(n): n.metadata.pop(_FURNITURE_STYLE_KEY, None) for n in self.elements}
+        if not self.body_sizes:
+            return
+        body = self.body_sizes.most_common(1)[0][0]
+        repeats: dict[str, set[int]] = {}
+        by_page: dict[int, list[ParsingResult]] = {}
+        for n in self.elements:
+            if not n.geom:
+                continue
+            if n.type in _FURNITURE:
+                repeats.setdefault(_running_text(n.content), set()).add(n.geom[0].page)
+            if n.type != T.FIGURE and n.content.strip():
+                by_page.setdefault(n.geom[0].page, []).append(n)
+        for nodes in by_page.values():
+            if len(nodes) < 2 or nodes[0].type != T.PAGE_HEADER:
+                continue
+            first, after = nodes[0], nodes[1]
+            style = styles.get(id(first))
+            if style is None or after.type not in (T.PARAGRAPH, T.LIST_ITEM):
+                continue
+            size, caps, bold = style
+            if not (size >= HEADING_SIZE_RATIO * body or (bold and size >= body)):
+                continue
+            if len(repeats.get(_running_text(first.content), ())) > 1 or len(first.geom[0].spans) != 1:
+                continue
+            box, below = first.geom[0], after.geom[0]
+            height = box.bottom - box.top
+            if not (box.bottom - 0.5 * height <= below.top <= box.bottom + 2.5 * height):
+                continue
+            first.type = T.SECTION_HEADER
+            first.metadata["relabeled_from"] = T.PAGE_HEADER.value
+            first.metadata[_STYLE_KEY] = [size, caps, bold]
+            first.metadata["font_size"] = size
+
     def _assign_header_levels(self) -> None:
         """Levels: numbering depth; else the depth numbered headers of the same style have; else
         placed by font size among the numbered styles; without numbering at all, the rank of
@@ -821,6 +868,11 @@ class _TreeBuilder:
             _set_list_geom(current)
             out.extend(parked)
         return out
+
+
+def _running_text(text: str) -> str:
+    """A page header's text as it repeats from page to page (page numbers and case ignored)."""
+    return " ".join(re.sub(r"[\d\W_]+", " ", text.casefold()).split())
 
 
 def _set_list_geom(lst: ParsingResult) -> None:
