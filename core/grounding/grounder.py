@@ -23,6 +23,7 @@ Algorithm (linear-ish in the document length):
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -219,11 +220,17 @@ class Grounder:
         occurrence and the cost stays linear in the number of texts."""
         out = []
         cursor = near
-        for text in texts:
-            g = self.ground(text, near=cursor)
-            out.append(g)
-            if g.spans:
-                cursor = g.spans[-1][1]
+        enabled = gc.isenabled()
+        gc.disable()  # as in chunking: generation scans over a large tree's boxes would dominate
+        try:
+            for text in texts:
+                g = self.ground(text, near=cursor)
+                out.append(g)
+                if g.spans:
+                    cursor = g.spans[-1][1]
+        finally:
+            if enabled:
+                gc.enable()
         return out
 
     def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:
@@ -362,10 +369,17 @@ class Grounder:
         """Texts shorter than two k-grams: verbatim (normalized) occurrences only."""
         doc = self.norm.text
         hits: list[int] = []
-        i = doc.find(query)
-        while i >= 0 and len(hits) < 10000:
-            hits.append(i)
-            i = doc.find(query, i + 1)
+        if near_pos is not None:  # the nearest occurrence after, or else before, the cursor
+            lo = max(0, near_pos - len(query) - 1000)
+            i = doc.find(query, lo, near_pos + 2 * len(query) + 4000)
+            while i >= 0 and len(hits) < 64:
+                hits.append(i)
+                i = doc.find(query, i + 1, near_pos + 2 * len(query) + 4000)
+        if not hits:
+            i = doc.find(query)
+            while i >= 0 and len(hits) < 64:
+                hits.append(i)
+                i = doc.find(query, i + 1)
         if not hits:
             return _refused(f"the text is short ({len(query)} letters/digits) and does not occur verbatim in the document")
         pos = min(hits, key=lambda h: abs(h - near_pos)) if near_pos is not None else hits[0]
