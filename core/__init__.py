@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from . import _offline  # noqa: F401  (first: sets ORT_DISABLE_TELEMETRY etc. before onnxruntime can load, #14.9)
 from .errors import GroundedError
 from .model import (
     BoxMode,
