@@ -65,9 +65,11 @@ _OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
 
 def _characters(text: str) -> list[tuple[int, int]]:
     """Every character is one token (``length_function=len``). A whitespace character is an empty
-    token right after the text before it, so chunks never end in whitespace."""
+    token right after the text before it (before the first word: where the first word begins), so
+    chunks never end - and, cut after a delimiter, never begin - with whitespace."""
     out: list[tuple[int, int]] = []
-    last = 0
+    stripped = text.lstrip()
+    last = len(text) - len(stripped)  # leading whitespace: empty tokens where the text begins
     for i, char in enumerate(text):
         if char.isspace():
             out.append((last, last))

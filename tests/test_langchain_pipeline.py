@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
@@ -147,6 +149,24 @@ def test_from_huggingface_tokenizer_counts_in_that_tokenizers_tokens():
     assert max(len(fast.tokenize(p)) for p in parts) > 48  # filled, not cut short
     with pytest.raises(ChunkingError, match="fast tokenizer"):  # no character offsets
         GroundedTextSplitter.from_huggingface_tokenizer(lambda text: text.split(), chunk_size=64)
+
+
+_WORDS = st.sampled_from(["dose", "renal", "MRI", "follow-up", "10 mg", "née", "β-blocker", ".", ",", "\n", "\n\n", "  "])
+
+
+@settings(max_examples=40, deadline=None)
+@given(words=st.lists(_WORDS, min_size=1, max_size=400), size=st.integers(min_value=8, max_value=120))
+def test_plain_parts_are_located_bounded_and_uniquely_named(words, size):
+    text = " ".join(words)
+    for splitter in (GroundedTextSplitter(size, add_start_index=True), GroundedTextSplitter(size, add_start_index=True, length_function=len)):
+        parts = splitter.create_documents([text, text], [{"source": "a"}, {"source": "b"}])
+        ids = [p.id for p in parts]
+        assert len(ids) == len(set(ids))
+        for part in parts:
+            start = part.metadata["start_index"]
+            assert text[start : start + len(part.page_content)] == part.page_content
+            assert part.page_content == part.page_content.strip()
+            assert splitter._length_function(part.page_content) <= size
 
 
 def test_from_tiktoken_encoder_works_offline():
