@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -102,16 +103,21 @@ class _Pipeline:
         if isinstance(pdf, (str, Path)) and self.password is None:
             return parser.parse(pdf)
         accepted = inspect.signature(parser.parse).parameters
+        parse: Any = parser.parse  # parsers taking bytes (`name`) and `password`
         kwargs: dict[str, Any] = {}
-        if self.password is not None:
+        if self.password is not None and "password" in accepted:
             kwargs["password"] = self.password
-        if not isinstance(pdf, (str, Path)) and name and "name" in accepted:
-            kwargs["name"] = name
-        missing = [k for k in kwargs if k not in accepted] + ([] if isinstance(pdf, (str, Path)) or "name" in accepted else ["bytes input"])
-        if missing:
-            raise InputError(name or "<bytes>", f"parser {parser.name!r} does not accept {', '.join(missing)}")
-        parse: Any = parser.parse  # bytes and file objects: parsers taking `name`
-        return parse(pdf, **kwargs)
+        if not isinstance(pdf, (str, Path)) and "name" in accepted:
+            return parse(pdf, name=name or "document.pdf", **kwargs)
+        if isinstance(pdf, (str, Path)) and (self.password is None or kwargs):
+            return parse(pdf, **kwargs)
+        # a parser that reads unencrypted paths only: hand it a temporary (decrypted) copy
+        data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
+        label = name or (Path(pdf).name if isinstance(pdf, (str, Path)) else "document.pdf")
+        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:
+            path = Path(tmp) / (Path(label).name or "document.pdf")
+            path.write_bytes(data if self.password is None or kwargs else _decrypted(data, self.password, label))
+            return parse(path, **kwargs)
 
     def _cached(self, pdf: str | Path | bytes) -> ParsingResult | None:
         """The cached parse of these exact bytes with this parser configuration (the reference
@@ -311,6 +317,18 @@ class GroundedPDFParser(BaseBlobParser):
             return
         name = str(blob.source) if blob.source else None
         yield from self._pipeline.documents(blob.as_bytes(), name)
+
+
+def _decrypted(data: bytes, password: str, label: str) -> bytes:
+    """An encrypted PDF's bytes without encryption (for parsers that cannot take a password)."""
+    import pymupdf
+
+    from grounded.errors import EncryptedPDFError
+
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        if doc.needs_pass and not doc.authenticate(password):
+            raise EncryptedPDFError(label, "wrong password for the encrypted PDF")
+        return bytes(doc.tobytes(encryption=getattr(pymupdf, "PDF_ENCRYPT_NONE", 1)))
 
 
 def _encrypted(data: bytes) -> bool:

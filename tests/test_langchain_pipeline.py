@@ -466,12 +466,18 @@ def test_bytes_file_objects_blobs_and_passwords(tmp_path, sample_pdf, sample_tre
         assert doc.metadata["title"] == "Sample guideline" and doc.metadata["source_sha256"] == by_path.metadata["source_sha256"]
     blob_docs = list(GroundedPDFParser(mode="single").lazy_parse(Blob.from_data(plain.read_bytes(), path="info.pdf")))
     assert blob_docs[0].page_content == by_path.page_content
-    from grounded.errors import EncryptedPDFError
+    from grounded.errors import EncryptedPDFError, InputError
 
     with pytest.raises(EncryptedPDFError):
         GroundedPDFLoader(locked, mode="single").load()
+    with pytest.raises(EncryptedPDFError):
+        GroundedPDFLoader(locked, mode="single", password="wrong").load()
     unlocked = GroundedPDFLoader(locked, mode="single", password="s3cret").load()[0]
     assert unlocked.page_content == by_path.page_content and unlocked.metadata["title"] == "Sample guideline"
+    from_locked_bytes = GroundedPDFLoader(locked.read_bytes(), mode="single", password="s3cret", name="locked.pdf").load()[0]
+    assert from_locked_bytes.page_content == by_path.page_content and from_locked_bytes.metadata["source"] == "locked.pdf"
+    with plain.open("r", encoding="latin-1") as text_mode, pytest.raises(InputError, match="binary"):
+        GroundedPDFLoader(text_mode, mode="single").load()
 
 
 # -- the clinical-science article (issue #9's numbers) ---------------------------------------------
