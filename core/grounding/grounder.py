@@ -138,6 +138,11 @@ class Grounder:
 
     ``near`` (a document-text offset, e.g. the previous chunk's end) picks among repeated
     occurrences and lets the search stay local; :meth:`ground_all` keeps a running cursor.
+
+    Pass the chunker's ``stream`` to share its tokenization (boxes in ``line`` mode use token
+    positions). Thresholds: refused below ``min_score`` (harmonic mean of coverage and precision)
+    or ``min_coverage`` (share of the text's letters found) or with fewer than ``min_letters``
+    letters/digits; ``partial`` below ``partial_below`` coverage. ``k``: k-gram length in letters.
     """
 
     def __init__(
@@ -151,6 +156,7 @@ class Grounder:
         min_score: float = 0.45,
         min_coverage: float = 0.3,
         partial_below: float = 0.9,
+        min_letters: int = 4,
     ) -> None:
         if root.type != T.ROOT:
             raise ChunkingError(f"grounding needs a ROOT node, got {root.type}")
@@ -168,6 +174,7 @@ class Grounder:
         self.min_score = min_score
         self.min_coverage = min_coverage
         self.partial_below = partial_below
+        self.min_letters = min_letters
         self.norm: AlnumText = alnum_text(self.text)
         self.index = KgramIndex(self.norm.codes(), k)
 
@@ -179,6 +186,8 @@ class Grounder:
         m = len(query)
         if m == 0:
             return _refused("the text has no letters or digits")
+        if m < self.min_letters:
+            return _refused(f"the text is too short to place ({m} letters/digits < {self.min_letters})")
         near_pos = self.norm.position(near) if near is not None else None
         if m < 2 * self.k:
             return self._ground_short(query, cleaned, near_pos)
