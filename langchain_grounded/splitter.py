@@ -126,8 +126,8 @@ class GroundedTextSplitter(TextSplitter):
 
     LangChain's keywords: ``add_start_index`` (default ``False``: ``start_index`` only when asked;
     it is the body's offset in the source text, never found with ``str.find``);
-    ``length_function=len`` splits by characters (``chunk_size`` characters at most; a ``"fixed"``
-    window may start at a space), another length function is refused (see
+    ``length_function=len`` splits by characters (``chunk_size`` characters at most), another
+    length function is refused (see
     :meth:`from_huggingface_tokenizer` / :meth:`from_tiktoken_encoder`); ``keep_separator`` must be
     ``True``/``"end"`` and ``strip_whitespace`` ``True`` (what exact slices of the source do).
     ``strategy`` is a strategy name, a strategy object or a :class:`~grounded.chunking.Chunker`.
@@ -221,7 +221,16 @@ class GroundedTextSplitter(TextSplitter):
 
     # -- plain text ----------------------------------------------------------------------------
     def _text_chunks(self, text: str, key: str | None = None) -> list[Chunk]:
-        return list(self.chunker.iter_chunks(text_tree(text), source_key=key or text_key(text)))
+        chunks = list(self.chunker.iter_chunks(text_tree(text), source_key=key or text_key(text)))
+        for chunk in chunks:  # a window of a token-per-character count may begin or end at a space
+            content = chunk.content
+            lead, trail = len(content) - len(content.lstrip()), len(content) - len(content.rstrip())
+            if lead or trail:
+                chunk.content = content.strip()
+                chunk.metadata["start_char"] = int(chunk.metadata["start_char"]) + lead
+                chunk.metadata["end_char"] = int(chunk.metadata["end_char"]) - trail
+                chunk.metadata["token_count"] = self.chunker.tokenizer.count(chunk.content)
+        return chunks
 
     def split_text(self, text: str) -> list[str]:
         return [c.content for c in self._text_chunks(text)]
