@@ -48,6 +48,12 @@ CHUNK_KEYS = frozenset(
 #: machine payload: never shown to an embedder or an LLM
 _HIDDEN = (*PAYLOAD_KEYS, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
 _ALIASES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}
+#: keys a node does not repeat: page_start/page_end are in ``pages``, heading_path is ``section``,
+#: the sha256 and parser are in the tree reference, the rest stays on the source Document
+_NODE_DROPPED = (
+    "page_start", "page_end", "heading_path", "source_sha256", "parser",
+    "creator", "producer", "subject", "keywords", "creationdate", "moddate",
+)
 
 
 class GroundedNodeParser(NodeParser):
@@ -494,7 +500,8 @@ class GroundedNodeParser(NodeParser):
         embed_hidden = self._hidden(inherited, embed=True, source=source)
         llm_hidden = self._hidden(inherited, embed=False, source=source)
         if isinstance(source, Document) or source.source_node is None:
-            source_info_rel: RelatedNodeInfo = source.as_related_node_info()
+            # the Document by id; its metadata is on every node already (not copied once more)
+            source_info_rel = RelatedNodeInfo(node_id=source.node_id, node_type=source.get_type())
         else:
             source_info_rel = source.source_node  # a re-split chunk: its parts belong to the same Document
         info = source_info(root) if root is not None else None
@@ -523,7 +530,10 @@ class GroundedNodeParser(NodeParser):
             extra["file_name"] = inherited.get("file_name") or info["name"]
             extra["file_path"] = inherited.get("file_path", info["path"])
             extra["total_pages"] = inherited.get("total_pages", info["page_count"])
-        return text, {**inherited, **extra, **meta}
+        merged = {**inherited, **extra, **meta}
+        for key in _NODE_DROPPED:  # derivable, or on the source Document: a vector store keeps every key twice
+            merged.pop(key, None)
+        return text, merged
 
     def _node(
         self,
@@ -541,12 +551,14 @@ class GroundedNodeParser(NodeParser):
         text, metadata = self._text_and_metadata(chunk, inherited, info)
         start = base_offset + int(chunk.metadata["start_char"])
         node_id = self.id_func(index, source) if use_id_func else chunk.id
+        if node_id == metadata.get("chunk_id"):
+            del metadata["chunk_id"]  # the node id is the chunk id
         return TextNode(
             id_=node_id,
             text=text,
             metadata=metadata,
-            excluded_embed_metadata_keys=list(embed_hidden),
-            excluded_llm_metadata_keys=list(llm_hidden),
+            excluded_embed_metadata_keys=[k for k in embed_hidden if k in metadata],
+            excluded_llm_metadata_keys=[k for k in llm_hidden if k in metadata],
             start_char_idx=start,
             end_char_idx=start + len(chunk.body),
             relationships={NodeRelationship.SOURCE: source_rel},
@@ -558,11 +570,14 @@ class GroundedNodeParser(NodeParser):
 
 def _related(node: TextNode) -> RelatedNodeInfo:
     """A neighbour reference without the neighbour's metadata (its boxes would triple every node)."""
-    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type(), hash=node.hash)
+    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type())
 
 
 def _heading_path(meta: dict[str, Any]) -> list[str]:
     value = meta.get("heading_path")
+    if value is None:  # nodes keep the path as ``section`` only
+        section = str(meta.get("section") or "")
+        return section.split(" > ") if section else []
     if isinstance(value, str):
         try:
             value = json.loads(value)

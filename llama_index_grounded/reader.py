@@ -93,6 +93,7 @@ def document_from_tree(
             metadata[PARSER_OPTIONS_KEY] = json.dumps(dict(parser_options), sort_keys=True, default=repr)
     metadata.update({k: v for k, v in (extra_info or {}).items() if k not in (TREE_KEY, TREE_REF_KEY)})
     identity = os.path.abspath(path) if path else (name or sha)
+    parts: list[tuple[int | None, ParsingResult]]
     if split_pages:
         parts = [(page, page_tree(root, page)) for page in range(1, int(info["page_count"]) + 1)]
     else:
@@ -162,7 +163,8 @@ class GroundedPDFReader(BasePydanticReader):
             if data.get("parser_options"):
                 raise ValueError("parser_options cannot be combined with a built parser")
             built, parser = parser, parser.name
-        super().__init__(parser=parser, **data)
+        data["parser"] = parser
+        super().__init__(**data)
         self._parser = built
 
     @classmethod
@@ -226,7 +228,7 @@ class GroundedPDFReader(BasePydanticReader):
             return self._call_parse(parser, path, password=password)
 
     # -- BaseReader ------------------------------------------------------------------------------
-    def lazy_load_data(  # type: ignore[override]
+    def lazy_load_data(
         self,
         file_path: str | Path | bytes | BinaryIO | Iterable[str | Path],
         extra_info: Mapping[str, Any] | None = None,
@@ -259,7 +261,7 @@ class GroundedPDFReader(BasePydanticReader):
                 split_pages=self.split_pages,
             )
 
-    def load_data(self, *args: Any, **kwargs: Any) -> list[Document]:  # type: ignore[override]
+    def load_data(self, *args: Any, **kwargs: Any) -> list[Document]:
         return list(self.lazy_load_data(*args, **kwargs))
 
 

@@ -201,8 +201,9 @@ def test_embed_and_llm_text_carry_no_box_payload(documents):
         assert embed == node.text  # the embedder sees the chunk text only
         assert f"pages: {node.metadata['pages']}" in llm  # the LLM can cite pages
         assert f"page_label: {node.metadata['page_label']}" in llm
-        assert set(PAYLOAD_KEYS) - {TREE_KEY} <= set(node.excluded_embed_metadata_keys)
-        assert set(PAYLOAD_KEYS) - {TREE_KEY} <= set(node.excluded_llm_metadata_keys)
+        payload = set(PAYLOAD_KEYS) & set(node.metadata)
+        assert payload and payload <= set(node.excluded_embed_metadata_keys)
+        assert payload <= set(node.excluded_llm_metadata_keys)
         assert TREE_REF_KEY not in content
 
 
@@ -435,9 +436,10 @@ def test_node_ids_are_chunk_ids_and_id_func_is_honoured(documents):
     small = GroundedNodeParser(max_tokens=128).get_nodes_from_documents(documents)
     assert not {n.node_id for n in big} & {n.node_id for n in small}
     assert [n.node_id for n in small] == [n.node_id for n in GroundedNodeParser(max_tokens=128).get_nodes_from_documents(documents)]
-    assert all(n.node_id == n.metadata["chunk_id"] for n in small)
+    assert all("chunk_id" not in n.metadata for n in small)  # the node id is the chunk id
     named = GroundedNodeParser(max_tokens=128, id_func=lambda i, doc: f"{doc.doc_id}/{i}").get_nodes_from_documents(documents)
     assert [n.node_id for n in named] == [f"{documents[0].doc_id}/{i}" for i in range(len(named))]
+    assert [n.metadata["chunk_id"] for n in named] == [n.node_id for n in small]  # kept when the ids differ
     # plain Documents with identical text: the Document id is part of the source key
     twins = [Document(text="Monitor creatinine weekly. " * 80, id_=name) for name in ("a.txt", "b.txt")]
     ids = [n.node_id for n in GroundedNodeParser(max_tokens=64).get_nodes_from_documents(twins)]

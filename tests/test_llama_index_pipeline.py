@@ -6,6 +6,7 @@ No stored node, cache entry or relationship may contain the parse tree."""
 
 from __future__ import annotations
 
+import importlib.util
 import warnings
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from grounded.parse_cache import ParseCache, clear_memory
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
 
 from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
-from .conftest import shared
+from .conftest import REPO, shared
 from .test_llama_index import make_pdf
 
 #: the parse tree's fingerprints in any serialized form (lossless JSON, compressed, metadata key)
@@ -189,3 +190,20 @@ def test_default_splitter_index_over_reader_documents_stores_no_tree(documents, 
     assert size < 2_000_000, size
     node = index.as_retriever(similarity_top_k=1).retrieve(QUESTION)[0]
     assert_boxes_show_body(pdf, node_boxes(node), node.node.text)  # located in the tree by its text
+
+
+def test_store_sizes_meet_the_issue_budget(documents, tmp_path):
+    """benchmarks/adapter_store_size.py on the clinsci PDF (vectors of zeros: sizes, not retrieval):
+    median node JSON <= 6 KB, LlamaIndex Chroma <= 1.5x LangChain Chroma, no tree anywhere."""
+    spec = importlib.util.spec_from_file_location("adapter_store_size", REPO / "benchmarks" / "adapter_store_size.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = {}
+    for line in bench.run(shared("long", "cermine_web_example3_clinsci.pdf"), "zeros", tmp_path):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3:
+            table[cells[0]] = cells[1]
+    assert float(table["median `len(node.to_json())`"].split()[0]) <= 6.0
+    assert float(table["LlamaIndex / LangChain Chroma"].rstrip("x")) <= 1.5
+    assert table["files or nodes containing the parse tree"] == "0"
