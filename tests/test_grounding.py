@@ -295,6 +295,14 @@ def test_own_chunks_ground_exactly_to_their_own_spans_and_boxes(doc: ParsingResu
         assert g.boxes == _body_boxes(c)
 
 
+def test_overlapping_chunks_in_sequence(doc: ParsingResult, grounder: Grounder) -> None:
+    """Splitters with overlap: each chunk starts before the previous one's end (the cursor)."""
+    chunks = Chunker("fixed", 40, 12, tokenizer=TOKENIZER).chunk(doc).chunks
+    assert len(chunks) > 5
+    for c, g in zip(chunks, grounder.ground_all(c.body for c in chunks), strict=True):
+        assert g.spans == [(c.metadata["start_char"], c.metadata["end_char"])], c.id
+
+
 @pytest.mark.parametrize("kind", sorted(PERTURBATIONS))
 def test_each_perturbation_class_grounds_to_the_same_boxes(doc: ParsingResult, grounder: Grounder, kind: str) -> None:
     rng = random.Random(7)
