@@ -21,10 +21,10 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
-from grounded.errors import EmptyDocumentError, InputError
+from grounded.errors import EmptyDocumentError, EncryptedPDFError, InputError
 from grounded.metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, file_sha256, ref_for
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, ref_for
 from grounded.parsers import BaseParser, get_parser
 
 from .grounding import PAGE_KEY, document_text_of, page_tree
@@ -178,7 +178,7 @@ class GroundedPDFReader(BasePydanticReader):
 
     # -- input -----------------------------------------------------------------------------------
     def _parse(self, source: Any, *, password: str | None, name: str | None) -> tuple[ParsingResult, str, str, bytes | None]:
-        """-> (tree, file_path or "", file name, the PDF bytes when given as bytes)."""
+        """-> (tree, absolute file path or "", file name, the PDF bytes when given as bytes)."""
         parser = self.get_parser()
         data: bytes | None = None
         if isinstance(source, (bytes, bytearray, memoryview)):
@@ -186,46 +186,49 @@ class GroundedPDFReader(BasePydanticReader):
         elif hasattr(source, "read"):
             data = _read_stream(source)
             name = name or Path(str(getattr(source, "name", "") or "")).name or None
-        if data is not None:
-            sha = hashlib.sha256(data).hexdigest()
-            root = self._cached(sha, parser)
-            if root is None:
-                root = self._parse_bytes(parser, data, name=name or "document.pdf", password=password)
-            return root, "", name or "document.pdf", data
-        path = str(source)
-        root = self._cached(file_sha256(path), parser) if os.path.isfile(path) else None
+        path = None if data is not None else str(source)
+        label = name or (Path(path).name if path else "document.pdf")
+        root = self._cached(data if data is not None else path, parser)
         if root is None:
-            root = self._call_parse(parser, path, password=password)
-        return root, os.path.abspath(path), Path(path).name, None
+            root = self._run_parser(parser, data, path, label, password)
+        return root, os.path.abspath(path) if path else "", label, data
 
-    def _cached(self, sha: str, parser: BaseParser) -> ParsingResult | None:
-        if not (self.use_cache and self.keep_tree):
+    def _cached(self, pdf: bytes | str | None, parser: BaseParser) -> ParsingResult | None:
+        """The cached parse of these exact bytes by this parser configuration - never for an
+        encrypted PDF, whose text must not come back without its password."""
+        if not (self.use_cache and self.keep_tree) or pdf is None:
             return None
-        return self._cache().get(ref_for(sha, parser.name, parser.version(), self.parser_options))
+        try:
+            data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
+        except OSError:
+            return None  # parsing reports it with a typed error
+        if _encrypted(data):
+            return None
+        return self._cache().get(ref_for(hashlib.sha256(data).hexdigest(), parser.name, parser.version(), self.parser_options))
 
     def _cache(self) -> ParseCache:
         return ParseCache(self.cache_dir)
 
     @staticmethod
-    def _call_parse(parser: BaseParser, source: Any, **kwargs: Any) -> ParsingResult:
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
-        if kwargs:
-            accepted = inspect.signature(parser.parse).parameters
-            missing = [k for k in kwargs if k not in accepted]
-            if missing:
-                raise InputError(
-                    str(source), f"parser '{parser.name}' does not accept {', '.join(missing)} (update grounded)"
-                )
-        return parser.parse(source, **kwargs)
-
-    def _parse_bytes(self, parser: BaseParser, data: bytes, *, name: str, password: str | None) -> ParsingResult:
+    def _run_parser(parser: BaseParser, data: bytes | None, path: str | None, label: str, password: str | None) -> ParsingResult:
+        """Parse a path or bytes, with the password when the parser takes one; a parser that reads
+        unencrypted paths only gets a temporary (decrypted) copy."""
         accepted = inspect.signature(parser.parse).parameters
-        if "name" in accepted:  # the parser reads bytes itself
-            return self._call_parse(parser, data, name=name, password=password)
-        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:  # older parsers read paths only
-            path = Path(tmp) / (Path(name).name or "document.pdf")
-            path.write_bytes(data)
-            return self._call_parse(parser, path, password=password)
+        parse: Any = parser.parse
+        kwargs: dict[str, Any] = {}
+        if password is not None and "password" in accepted:
+            kwargs["password"] = password
+        if path is not None and (password is None or kwargs):
+            return parse(path, **kwargs)
+        if data is not None and "name" in accepted:
+            return parse(data, name=label, **kwargs)
+        raw = data if data is not None else Path(str(path)).read_bytes()
+        if password is not None and not kwargs:
+            raw = _decrypted(raw, password, label)
+        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:
+            copy = Path(tmp) / (Path(label).name or "document.pdf")
+            copy.write_bytes(raw)
+            return parse(copy, **kwargs)
 
     # -- BaseReader ------------------------------------------------------------------------------
     def lazy_load_data(
@@ -270,3 +273,23 @@ def _read_stream(stream: Any) -> bytes:
     if isinstance(data, str):
         raise InputError(str(getattr(stream, "name", "<stream>")), "open the PDF in binary mode ('rb')")
     return bytes(data)
+
+
+def _encrypted(data: bytes) -> bool:
+    import pymupdf
+
+    try:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            return bool(doc.is_encrypted or doc.needs_pass)
+    except Exception:  # noqa: BLE001 - MuPDF's own errors: not readable, parsing raises the typed error
+        return True
+
+
+def _decrypted(data: bytes, password: str, label: str) -> bytes:
+    """An encrypted PDF's bytes without encryption (for parsers that cannot take a password)."""
+    import pymupdf
+
+    with pymupdf.open(stream=data, filetype="pdf") as doc:
+        if doc.needs_pass and not doc.authenticate(password):
+            raise EncryptedPDFError(label, "encrypted PDF: the password given is wrong (it does not open the file)")
+        return bytes(doc.tobytes(encryption=getattr(pymupdf, "PDF_ENCRYPT_NONE", 1)))

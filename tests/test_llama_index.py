@@ -4,7 +4,6 @@ against PyMuPDF's text; metadata through JSON, docstore and a flat-metadata stor
 
 from __future__ import annotations
 
-import inspect
 import json
 import pickle
 import subprocess
@@ -21,7 +20,7 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship, Te
 from llama_index.core.storage.docstore import SimpleDocumentStore
 
 from grounded.chunking import Chunker, document_text
-from grounded.errors import ChunkingError, GroundedError, NotAPDFError
+from grounded.errors import ChunkingError, EncryptedPDFError, GroundedError, NotAPDFError
 from grounded.metadata import (
     PAYLOAD_KEYS,
     TREE_KEY,
@@ -31,7 +30,6 @@ from grounded.metadata import (
     unflatten_metadata,
 )
 from grounded.parse_cache import TREE_REF_KEY
-from grounded.parsers import BaseParser
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
 from llama_index_grounded.grounding import tree_for
 from llama_index_grounded.reader import document_from_tree
@@ -579,14 +577,17 @@ def test_reader_reads_bytes_and_file_objects_and_is_a_pydantic_reader(made_pdf):
     assert nodes and all(boxes_from_metadata(n.metadata, text=n.text) for n in nodes)
 
 
-@pytest.mark.xfail(
-    "password" not in inspect.signature(BaseParser.parse).parameters,
-    reason="BaseParser.parse(password=) is not there yet",
-    strict=True,
-)
 def test_reader_passes_the_password_to_the_parser(tmp_path):
     locked = make_pdf(tmp_path / "locked.pdf", pages=1, password="s3cret")
     with pytest.raises(GroundedError):
         GroundedPDFReader().load_data(locked)
     docs = GroundedPDFReader().load_data(locked, password="s3cret")
     assert "Dosing step 1" in docs[0].text and docs[0].metadata["title"] == "Renal dosing guide"
+    assert docs[0].metadata["file_path"] == str(locked.resolve())
+    nodes = GroundedNodeParser(max_tokens=32).get_nodes_from_documents(docs)
+    assert nodes and all(boxes_from_metadata(n.metadata, text=n.text) for n in nodes)
+    # the parse is cached (boxes), but reading the encrypted PDF again still needs the password
+    with pytest.raises(GroundedError):
+        GroundedPDFReader().load_data(locked)
+    with pytest.raises(EncryptedPDFError):
+        GroundedPDFReader().load_data(locked.read_bytes(), password="wrong")
