@@ -326,6 +326,35 @@ def test_ligatures_quotes_dashes_and_case(grounder: Grounder) -> None:
     assert a.text == "efficientflow" and a.origin.tolist()[:4] == [0, 1, 1, 1] and a.source_span(1, 4) == (1, 2)
 
 
+_DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+
+
+def test_ligature_glyphs_in_the_pdf_text_layer(tmp_path: Path) -> None:
+    """The PDF's text layer holds ligature characters (U+FB01...), which the parser expands: texts
+    that keep the ligatures (as text-layer exports do) and plain-letter texts both ground exactly."""
+    if not _DEJAVU.exists():
+        pytest.skip("a font with ligature glyphs is needed to write them into a PDF")
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_font(fontname="dejavu", fontfile=str(_DEJAVU))
+    lines = [
+        "The e\ufb03cacy of the \ufb01rst \ufb02uid bolus was con\ufb01rmed in the o\ufb03ce.",
+        "Sta\ufb00 recorded the \ufb01nal \ufb01ndings of the renal clearance study.",
+        "A control paragraph without any ligature characters in its words.",
+    ]
+    for i, line in enumerate(lines):
+        page.insert_text((60, 100 + 20 * i), line, fontname="dejavu", fontsize=10)
+    path = tmp_path / "lig.pdf"
+    doc.save(path)
+    root = get_parser("pymupdf").parse(path)
+    gr = Grounder(root, tokenizer=TOKENIZER)
+    for query in ("The efficacy of the first fluid bolus was confirmed in the office.", lines[0], "staff recorded the final findings"):
+        g = gr.ground(query)
+        assert g.status == "exact" and g.boxes and g.pages == [1], (query, g)
+    g = gr.ground("The efficacy of the first fluid bolus was confirmed in the office.")
+    assert all(b.top < 120 / page.rect.height for b in g.boxes)  # the first line only
+
+
 def test_markup_with_letters_is_removed_before_matching() -> None:
     md = "**Table 1** <br> see [the renin data](https://x.org/renin) &amp; <sup>2</sup> ![fig](a.png) end"
     assert alnum_text(strip_markup(md)).text == "table1seetherenindata2end"
