@@ -14,7 +14,10 @@ Algorithm (linear-ish in the document length):
    cluster). The cluster explaining most of the query wins (among near-equal ones: the occurrence
    nearest ``near``); further clusters are added while each explains enough *new* query text
    (non-contiguous pieces). Unmatched query ends are extended fuzzily (Levenshtein) when the text's
-   first/last words were edited.
+   first/last words were edited. A verbatim (normalized) occurrence short-cuts all of this; when
+   k-grams explain too little (table cells re-ordered, short fields), a bag-of-words alignment
+   (maximum-sum run of document words) inside the window is tried as well. Texts shorter than two
+   k-grams are matched verbatim only.
 4. ``coverage`` = query letters explained, ``precision`` = matched share of the chosen document
    spans; ``score`` = their harmonic mean. Below ``min_score`` (or ``min_coverage``) the text is
    refused: no spans, no boxes, a reason. Otherwise the spans' boxes are made by the chunk
