@@ -108,7 +108,7 @@ class _Pipeline:
         if self.password is not None and "password" in accepted:
             kwargs["password"] = self.password
         if not isinstance(pdf, (str, Path)) and "name" in accepted:
-            return parse(pdf, name=name or "document.pdf", **kwargs)
+            return parse(pdf, name=name, **kwargs)
         if isinstance(pdf, (str, Path)) and (self.password is None or kwargs):
             return parse(pdf, **kwargs)
         # a parser that reads unencrypted paths only: hand it a temporary (decrypted) copy
