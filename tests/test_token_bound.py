@@ -210,8 +210,7 @@ def test_numpy_integer_max_tokens_is_accepted() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("strategy", ["fixed", "recursive"])
-def test_shared_pdfs_at_16_tokens_with_half_overlap(strategy: str) -> None:
+def test_shared_pdfs_at_16_tokens_with_half_overlap() -> None:
     """1 of 66,332 chunks exceeded N=16 (an overlapping window starting inside a word)."""
     if not LONG_PDFS:
         pytest.skip("../shared/data/long not available")
@@ -220,7 +219,8 @@ def test_shared_pdfs_at_16_tokens_with_half_overlap(strategy: str) -> None:
     parser = get_parser("pymupdf")
     for pdf in LONG_PDFS:
         root = parser.parse(pdf)
-        result = Chunker(strategy, 16, 0.5, tokenizer=MINILM).chunk(root)
-        counts = MINILM.count_batch([c.content for c in result.chunks])
-        assert max(counts) <= 16, (pdf.name, max(counts))
-        check_bound(root, result, 16)
+        for strategy in ("fixed", "recursive"):
+            result = Chunker(strategy, 16, 0.5, tokenizer=MINILM).chunk(root)
+            counts = MINILM.count_batch([c.content for c in result.chunks])
+            assert max(counts) <= 16, (pdf.name, strategy, max(counts))
+            check_bound(root, result, 16)

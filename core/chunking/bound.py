@@ -33,7 +33,6 @@ prefix, which ends in a blank line, adds its own count. Everything else is re-en
 
 from __future__ import annotations
 
-import json
 import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 
@@ -56,27 +55,27 @@ def heading_prefix(stream: TokenStream, headings: Sequence[int]) -> str:
 
 
 def prefix_stable(tokenizer: Tokenizer | None) -> bool:
-    """True for a Hugging Face WordPiece tokenizer with BERT normalization (or none) and BERT
-    pre-tokenization: word-local and greedy from each word's start (see the module docstring)."""
+    """True for a Hugging Face WordPiece tokenizer with BERT normalization (or none), BERT
+    pre-tokenization and no non-special added tokens: word-local and greedy from each word's start
+    (see the module docstring)."""
     if not isinstance(tokenizer, HFTokenizer):
         return False
-    cached = getattr(tokenizer, "_grounded_prefix_stable", None)
+    cached = tokenizer.prefix_stable
     if cached is None:
+        from tokenizers import models, normalizers, pre_tokenizers
+
+        tok = tokenizer._tok
         try:
-            spec = json.loads(tokenizer._tok.to_str())
-        except (ValueError, AttributeError):
-            spec = {}
-        model = spec.get("model") or {}
-        pre = spec.get("pre_tokenizer") or {}
-        norm = spec.get("normalizer")
+            added = tok.get_added_tokens_decoder().values()
+        except AttributeError:  # pragma: no cover - tokenizers < 0.15
+            added = ()
         cached = (
-            model.get("type") == "WordPiece"
-            and pre.get("type") == "BertPreTokenizer"
-            and (norm is None or norm.get("type") == "BertNormalizer")
-            and not spec.get("added_tokens_decoder_non_special")  # no user-added tokens that match inside words
-            and not any(not t.get("special", True) for t in spec.get("added_tokens") or [])
+            isinstance(tok.model, models.WordPiece)
+            and isinstance(tok.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+            and (tok.normalizer is None or isinstance(tok.normalizer, normalizers.BertNormalizer))
+            and all(t.special for t in added)
         )
-        tokenizer._grounded_prefix_stable = cached  # type: ignore[attr-defined]
+        tokenizer.prefix_stable = cached
     return bool(cached)
 
 
@@ -223,7 +222,7 @@ class TokenBound:
                 yield from self._release(dropped)
             ends = [(e, self._span(g, k, e)) for e in cuts[ci:]]
             ends = [(e, (s0, s1)) for e, (s0, s1) in ends if s1 > s0]
-            words = [(e, sp) for e, sp in ends if e == g.end or st.starts_word(e) is not False]
+            words = [(e, sp) for e, sp in ends if e == g.end or st.is_boundary(e)]
             best = -1
             for candidates in (words, ends):
                 best_i = self.farthest(headings, [sp for _, sp in candidates])

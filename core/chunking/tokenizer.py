@@ -87,6 +87,7 @@ class HFTokenizer(Tokenizer):
         tok.no_truncation()
         self._tok = tok
         self.name = name
+        self.prefix_stable: bool | None = None  # set by grounded.chunking.bound.prefix_stable
 
     @classmethod
     def from_file(cls, path: str | Path, name: str | None = None) -> HFTokenizer:
