@@ -102,6 +102,9 @@ def main() -> int:
     ap.add_argument("--cli", choices=("all", "sample", "none"), default="all",
                     help="CLI subprocess for every file, for non-mutants + every 5th mutant, or never")
     ap.add_argument("--kinds", default="", help="comma-separated kinds to run (default: all 21)")
+    ap.add_argument("--exclude", default="", help="comma-separated kinds to leave out")
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="minutes after which no new file is started (0: no limit); the report says how many ran")
     ap.add_argument("--workdir", type=Path, help="generate into this folder (default: a temporary one)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/fuzz.md")
     args = ap.parse_args()
@@ -109,16 +112,27 @@ def main() -> int:
 
     pymupdf.TOOLS.mupdf_display_errors(False)  # MuPDF's own stderr chatter would drown the progress lines
     work = args.workdir or Path(tempfile.mkdtemp(prefix="grounded-fuzz-"))
-    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] or None
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()] or list(KINDS)
+    excluded = {k.strip() for k in args.exclude.split(",") if k.strip()}
+    kinds = [k for k in kinds if k not in excluded]
     started = time.perf_counter()
     cases = build_corpus(work / "in", seed=args.seed, counts=full_counts(args.cases), kinds=kinds)
     generated = time.perf_counter() - started
+    # every kind first, then the mutants, the 1000 pages last: a --budget cut only trims the mutants
+    rank = {"byte_flip": 1, "thousand_pages": 2}
+    cases.sort(key=lambda c: rank.get(c.kind, 0))
+    planned = len(cases)
     parser = grounded.get_parser("pymupdf")
     chunker = grounded.Chunker("recursive", 64)
     api: list[Outcome] = []
     cli: list[Outcome] = []
     mutant_no = 0
+    done_cases: list[Case] = []
     for n, case in enumerate(cases, 1):
+        if args.budget and time.perf_counter() - started > args.budget * 60:
+            print(f"budget of {args.budget:g} min used up: {n - 1} of {planned} files run", file=sys.stderr)
+            break
+        done_cases.append(case)
         expected = expected_text(case.path)
         out = check_api(case, work / "out" / f"{case.kind}-{case.name}-api", parser, chunker, expected)
         api.append(out)
@@ -131,6 +145,7 @@ def main() -> int:
             line += f", cli {c.status} ({c.seconds:.1f} s)"
         print(line, file=sys.stderr, flush=True)
     elapsed = time.perf_counter() - started
+    cases = done_cases
 
     printed: list[str] = []
 
@@ -140,7 +155,12 @@ def main() -> int:
 
     emit(f"grounded {grounded.__version__} at {_git_head()}, PyMuPDF {pymupdf.VersionBind}; "
          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    emit(f"cases: {len(cases)} generated with seed {args.seed} in {generated:.0f} s; CLI: {args.cli} "
+    if excluded:
+        emit(f"kinds left out: {', '.join(sorted(excluded))}")
+    if len(cases) < planned:
+        emit(f"time budget ({args.budget:g} min) used up: {len(cases)} of {planned} generated files were run "
+             "(all non-mutant files first, then mutants in seed order)")
+    emit(f"cases: {len(cases)} of {planned} generated with seed {args.seed} in {generated:.0f} s; CLI: {args.cli} "
          f"({len(cli)} files); total {elapsed / 60:.1f} min; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
     for label, outs in (("API: get_parser('pymupdf').run -> Chunker('recursive', 64).chunk -> save", api),
                         ("CLI: grounded parse FILE -o DIR (subprocess)", cli)):
@@ -166,6 +186,9 @@ def main() -> int:
 
         report = "\n".join(printed)
         command = f"python benchmarks/fuzz_run.py --cases {args.cases} --seed {args.seed} --cli {args.cli}"
+        command += f" --exclude {args.exclude}" if args.exclude else ""
+        command += f" --kinds {args.kinds}" if args.kinds else ""
+        command += f" --budget {args.budget:g}" if args.budget else ""
         atomic_write_text(
             args.save,
             f"# Fuzz run (`{command} --save {args.save}`)\n\n"

@@ -268,7 +268,8 @@ def _judge_result(out: Outcome, root: Any, expected: Expected | None, chunk_coun
 
 def _judge_error(out: Outcome, message: str, typed: bool, error_type: str) -> None:
     case = out.case
-    names_file = case.path.name in message or str(case.path) in message
+    # an output error may name the output file (<stem>.json) rather than the input
+    names_file = any(part in message for part in (case.path.name, str(case.path), case.path.stem))
     if typed and names_file:
         out.outcome = "TYPED_ERROR"
         out.detail = f"{error_type}: {message}"

@@ -496,12 +496,28 @@ def gen_rotated(folder: Path, rng: random.Random, n: int) -> list[Case]:
 
         return make
 
+    def short(angle: int, chars: int) -> Callable[[int], Case]:
+        # a paragraph or two on an otherwise empty page: the layout model, seeing it sideways,
+        # took such text for page headers/footers (issue #14 item 1)
+        def make(i: int) -> Case:
+            doc = pymupdf.open()
+            page = doc.new_page()
+            page.insert_textbox(pymupdf.Rect(72, 72, 540, 300), _prose(rng, chars), fontsize=11)
+            page.set_rotation(angle)
+            path = _save(doc, folder / f"rotated-short-{angle}-{i}.pdf")
+            return Case("rotated", path.stem, path, MUST_HAVE_TEXT, f"{chars} characters with /Rotate {angle}")
+
+        return make
+
     def mixed(i: int) -> Case:
-        doc = _text_doc(rng, pages=4)
-        for page, angle in zip(doc, (0, 90, 180, 270)):
+        doc = pymupdf.open()
+        for k, angle in enumerate((0, 90, 180, 270)):
+            page = doc.new_page()
+            page.insert_text((72, 72), f"{k + 1}. Section heading", fontsize=14)
+            page.insert_textbox(pymupdf.Rect(72, 90, 540, 400), _prose(rng, 700), fontsize=11)
             page.set_rotation(angle)
         path = _save(doc, folder / f"rotated-mixed-{i}.pdf")
-        return Case("rotated", path.stem, path, MUST_HAVE_TEXT, "4 text pages, /Rotate 0/90/180/270")
+        return Case("rotated", path.stem, path, MUST_HAVE_TEXT, "4 pages (heading + 700 characters), /Rotate 0/90/180/270")
 
     def landscape(i: int) -> Case:
         doc = _text_doc(rng, width=792, height=612)
@@ -509,7 +525,7 @@ def gen_rotated(folder: Path, rng: random.Random, n: int) -> list[Case]:
         path = _save(doc, folder / f"rotated-landscape-{i}.pdf")
         return Case("rotated", path.stem, path, MUST_HAVE_TEXT, "landscape text page with /Rotate 90")
 
-    return _cycle(n, [real(90), real(180), real(270), mixed, landscape, real(90), real(270)])
+    return _cycle(n, [short(90, 600), real(90), short(270, 300), real(180), mixed, real(270), landscape, short(90, 300)])
 
 
 def _scaled_page_doc(i: int, width: float, height: float) -> pymupdf.Document:
