@@ -4,5 +4,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup_venv.sh test
+# strace lets tests/test_no_network.py prove that no native code (onnxruntime) opens a socket
+if ! command -v strace >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && apt-get install -y -qq strace >/dev/null || echo "strace unavailable: the native no-network test will skip" >&2
+  else
+    echo "strace not installed (needs root + apt): the native no-network test will skip" >&2
+  fi
+fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 .venv/bin/python -m pytest -n 2 --dist loadfile "$@"
