@@ -84,7 +84,7 @@ TEST_COUNTS: dict[str, int] = {
     "byte_flip": 6,
     "encrypted_user": 2,
     "encrypted_owner": 1,
-    "zero_pages": 5,
+    "zero_pages": 6,
     "image_only": 3,
     "rotated": 5,
     "huge_page": 2,
@@ -135,7 +135,7 @@ def full_counts(total: int) -> dict[str, int]:
         "truncated": 12,
         "encrypted_user": 3,
         "encrypted_owner": 2,
-        "zero_pages": 6,
+        "zero_pages": 9,
         "image_only": 4,
         "rotated": 8,
         "huge_page": 3,
@@ -442,6 +442,9 @@ def gen_zero_pages(folder: Path, rng: random.Random, n: int) -> list[Case]:
         ("catalog without /Pages", "<< /Type /Catalog >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
         ("/Pages is null", "<< /Type /Catalog /Pages null >>", "<< /Type /Pages /Kids [3 0 R] /Count 1 >>"),
         ("/Kids [] but /Count 3", catalog, "<< /Type /Pages /Kids [] /Count 3 >>"),
+        ("page tree that contains itself", catalog, "<< /Type /Pages /Kids [2 0 R] /Count 1 >>"),
+        ("/Kids holds a font, not a page", catalog, "<< /Type /Pages /Kids [5 0 R] /Count 1 >>"),
+        ("/Kids is a number", catalog, "<< /Type /Pages /Kids 7 /Count 1 >>"),
     ]
 
     def make(i: int) -> Case:
