@@ -20,7 +20,6 @@ from grounded.chunking.chunker import Chunker
 from grounded.cli import main, warnings_as_lines
 from grounded.errors import CorruptPDFError, GroundedError
 from grounded.model import Chunk, ChunkingResult, ParsingBoundingBox
-from grounded.parsers.base import BaseParser
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from grounded.serialization import load_chunking_result, save_parsing_result, write_chunks_jsonl
 
@@ -244,28 +243,20 @@ def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_pat
     assert code == 0, err
 
 
-def _accepts_password() -> bool:
-    import inspect
-
-    return "password" in inspect.signature(BaseParser.run).parameters
-
-
-@pytest.mark.xfail(not _accepts_password(), reason="BaseParser.run(pdf, password=...) not there yet", strict=True)
-def test_parse_and_chunk_pass_the_password(pdf, tmp_path, capsys):
+def test_parse_and_chunk_pass_the_password(pdf, tmp_path, capsys, monkeypatch):
     locked = tmp_path / "locked.pdf"
     pymupdf.open(pdf).save(locked, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="s3cret", owner_pw="owner")
     code, err, _ = _cli(capsys, "parse", locked, "-o", tmp_path / "out", "--no-progress")
     assert code == 1 and len(err) == 1 and "password" in err[0]
-    if not _accepts_password():
-        code, err, _ = _cli(capsys, "parse", locked, "-o", tmp_path / "out", "--no-progress", "--password", "s3cret")
-        assert code == 1 and "does not accept a password" in err[0]
-        pytest.fail("BaseParser.run(pdf, password=...) is not there yet")
     code, err, out = _cli(capsys, "parse", locked, "-o", tmp_path / "out", "--no-progress", "--password", "s3cret")
     assert code == 0 and (tmp_path / "out" / "locked.json").exists(), err
     code, err, out = _cli(capsys, "chunk", locked, "--password", "s3cret", "-n", "64")
     assert code == 0 and "locked.pdf:" in out
     code, err, out = _cli(capsys, "chunk", locked, "--password", "wrong")
     assert code == 1 and len(err) == 1 and str(locked) in err[0]
+    monkeypatch.setenv("GROUNDED_PDF_PASSWORD", "s3cret")
+    code, err, out = _cli(capsys, "parse", locked, "-o", tmp_path / "env", "--no-progress")
+    assert code == 0 and (tmp_path / "env" / "locked.md").exists(), err
 
 
 # -- parse batches ------------------------------------------------------------------------------------
