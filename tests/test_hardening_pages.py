@@ -495,3 +495,20 @@ def test_worker_processes_lay_out_rotated_pages_upright_too(tmp_path):
     for page in range(1, 5):
         assert _coverage(root, path, page) >= 0.95
         assert _words_on_boxes(root, path, page) >= 0.95
+
+
+def test_page_left_empty_by_the_filter_names_what_was_dropped():
+    from grounded.model import ParsingBoundingBox
+
+    root = ParsingResult("root", T.ROOT)
+    root.add_child(ParsingResult("", T.PARAGRAPH, content="Body text of page one.", geom=[ParsingBoundingBox(1, 0.1, 0.1, 0.9, 0.2)]))
+    root.add_child(ParsingResult("", T.PAGE_HEADER, content="Running header 12", geom=[ParsingBoundingBox(2, 0.1, 0.02, 0.9, 0.04)]))
+    drop = {T.PAGE_HEADER, T.PAGE_FOOTER}
+    dropped = postprocess.dropped_text(root, drop)
+    postprocess.filter_elements(root, drop)
+    report, total = postprocess.page_report(root, 3, [1, 2], dropped=dropped)
+    assert total == len("Bodytextofpageone.")
+    assert report[1]["status"] == "ok"
+    assert report[2]["status"] == "empty" and report[2]["dropped"] == {"PAGE_HEADER": 15}
+    assert "PAGE_HEADER (15 chars)" in report[2]["reason"]
+    assert report[3]["status"] == "no_text_layer"

@@ -165,9 +165,10 @@ class BaseParser(ABC):
             int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
         }
         kept = postprocess.keep_body_furniture(root, self.drop_types, info.path)
+        dropped = postprocess.dropped_text(root, self.drop_types)
         postprocess.filter_elements(root, self.drop_types)
         report, total = postprocess.page_report(
-            root, info.page_count, info.text_pages, info.damaged_pages, info.page_warnings
+            root, info.page_count, info.text_pages, info.damaged_pages, info.page_warnings, dropped
         )
         if not total:  # checked after filtering: text that was filtered away is not a result
             raise EmptyDocumentError(info.path, _empty_reason(info, self.name))

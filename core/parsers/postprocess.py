@@ -35,6 +35,7 @@ from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 __all__ = [
     "keep_body_furniture",
     "page_report",
+    "dropped_text",
     "FurnitureKeptWarning",
     "FURNITURE_RESCUE_MIN_CHARS",
     "filter_elements",
@@ -140,12 +141,27 @@ def _ancestors(node: ParsingResult) -> Iterable[ParsingResult]:
         parent = parent.parent
 
 
+def dropped_text(root: ParsingResult, drop_types: Iterable[ParsingResultType | str]) -> dict[int, dict[str, int]]:
+    """Per page, the non-space characters of text that :func:`filter_elements` will drop, by type."""
+    drop = frozenset(ParsingResultType(t) for t in drop_types)
+    out: dict[int, dict[str, int]] = {}
+    for node in _text_nodes(root):
+        if not node.geom or not node.content:
+            continue
+        kind = node.type if node.type in drop else next((a.type for a in _ancestors(node) if a.type in drop), None)
+        if kind is not None:
+            per = out.setdefault(node.geom[0].page, {})
+            per[kind.value] = per.get(kind.value, 0) + _solid(node.content)
+    return out
+
+
 def page_report(
     root: ParsingResult,
     page_count: int,
     text_pages: Iterable[int],
     damaged_pages: Iterable[int] = (),
     page_warnings: dict[int, list[str]] | None = None,
+    dropped: dict[int, dict[str, int]] | None = None,
 ) -> tuple[dict[int, dict[str, object]], int]:
     """Per 1-based page: ``status`` (``ok``, ``damaged``, ``no_text_layer``, ``empty`` or
     ``unknown`` when the result has no boxes), a
@@ -186,10 +202,16 @@ def page_report(
             entry["reason"] = "the page has no text layer (blank or image-only; OCR would be needed)"
         else:
             entry["status"] = "empty"
-            entry["reason"] = (
-                "the page has a text layer but none of its text is in a kept element "
-                "(e.g. only page headers/footers, or text inside figures)"
-            )
+            gone = (dropped or {}).get(page)
+            if gone:
+                kinds = ", ".join(f"{k} ({n} chars)" for k, n in sorted(gone.items()))
+                entry["reason"] = f"the page's text is only of dropped element types: {kinds}"
+                entry["dropped"] = dict(gone)
+            else:
+                entry["reason"] = (
+                    "the page has a text layer but none of its text is in an element "
+                    "(e.g. text inside figures only)"
+                )
         out[page] = entry
     return out, total
 
