@@ -37,6 +37,10 @@ class Chunker:
     ``overlap`` is a token count or, as a float in (0, 1), a fraction of ``max_tokens``.
     Strategy-specific options (``delimiters``, ``percentile``, ``min_tokens``, ``embedder``,
     ``heading_budget``) are passed through ``**options``.
+
+    Token bound (:mod:`grounded.chunking.bound`): every chunk's ``content``, headings included,
+    encodes to at most ``max_tokens`` tokens by the chunker's tokenizer (no special tokens), except
+    a chunk that holds one single character (with its combining marks) that alone encodes to more.
     """
 
     def __init__(
