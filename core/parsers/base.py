@@ -16,6 +16,7 @@ from the PDF text layer), stable element ids, root metadata, and atomic persiste
 from __future__ import annotations
 
 import logging
+import os
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
@@ -27,7 +28,9 @@ from ..errors import EmptyDocumentError, GroundedError, ParserError
 from ..model import ParsingResult, ParsingResultType
 from ..serialization import refuse_overwriting_inputs, save_parse_pair
 from . import postprocess
-from .pdf_input import PDFInfo, inspect_pdf
+from ._memory import release_memory
+from ._source import BYTES_NAME, PDFSource, prepared_source
+from .pdf_input import PDFInfo
 
 __all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label"]
 
@@ -136,25 +139,50 @@ class BaseParser(ABC):
         return "unknown"
 
     # -- shared pipeline ------------------------------------------------------------------------
-    def parse(self, pdf: str | Path) -> ParsingResult:
-        return self.run(pdf).root
+    def parse(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> ParsingResult:
+        """Parse ``pdf`` and return the tree (see :meth:`run` for the arguments)."""
+        return self.run(pdf, password=password, name=name).root
 
-    def save(self, pdf: str | Path, out_dir: str | Path) -> tuple[Path, Path]:
-        """Parse ``pdf`` and write ``<stem>.json`` + ``<stem>.md`` into ``out_dir``."""
-        return self.run(pdf).save(out_dir, Path(pdf).stem)
+    def save(
+        self, pdf: PDFSource, out_dir: str | Path, *, password: str | None = None, name: str | None = None
+    ) -> tuple[Path, Path]:
+        """Parse ``pdf`` and write ``<stem>.json`` + ``<stem>.md`` into ``out_dir`` (the stem of
+        the path, or of ``name`` for bytes; ``document`` without one)."""
+        output = self.run(pdf, password=password, name=name)
+        if isinstance(pdf, (str, os.PathLike)):
+            stem = Path(pdf).stem
+        else:
+            given = name or str(output.root.metadata.get("source", {}).get("name") or "")
+            stem = Path(given).stem if given and given != BYTES_NAME else "document"
+        return output.save(out_dir, stem)
 
-    def run(self, pdf: str | Path) -> ParseOutput:
-        info = inspect_pdf(pdf, require_text=self.requires_text_layer)
-        started = time.perf_counter()
-        try:
-            native = self._parse(info.path)
-            root = self._transform(native)
-            markdown = self._get_md(native)
-        except GroundedError:
-            raise
-        except Exception as exc:  # a backend's own failure -> typed error naming the file
-            raise ParserError(info.path, f"parser '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
-        return self.finish(root, markdown, info, started)
+    def run(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> ParseOutput:
+        """Check the input, run the backend's three steps and post-process.
+
+        ``pdf`` is a path, PDF bytes, or a binary file object (``.read()``); ``name`` names bytes
+        in messages and the root's ``source`` metadata (default: the file object's ``name``, else
+        ``<bytes>``). An encrypted PDF needs ``password`` (user or owner password): it is parsed
+        from a decrypted copy in a private temporary directory that is removed afterwards, and the
+        source metadata records the original file, its sha256 and ``encrypted: true``. A missing
+        or wrong password raises :class:`~grounded.errors.EncryptedPDFError`.
+        """
+        with prepared_source(pdf, require_text=self.requires_text_layer, password=password, name=name) as source:
+            info = source.info
+            started = time.perf_counter()
+            try:
+                native = self._parse(info.path)
+                root = self._transform(native)
+                markdown = self._get_md(native)
+                del native
+                output = self.finish(root, markdown, info, started)
+            except GroundedError:
+                raise
+            except Exception as exc:  # a backend's own failure -> typed error naming the file
+                raise ParserError(info.path, f"parser '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
+            finally:
+                release_memory()  # a long-lived process stays flat (#14.7)
+            source.stamp(output.root.metadata)
+            return output
 
     def finish(self, root: ParsingResult, markdown: str, info: PDFInfo, started: float) -> ParseOutput:
         """Post-process a transformed tree and fill the root metadata (public so fixtures can use it)."""

@@ -108,6 +108,8 @@ class PDFInfo:
     page_count: int
     page_sizes: list[tuple[float, float]] = field(default_factory=list)
     text_pages: list[int] = field(default_factory=list)
+    #: the file needed a password (it was opened with the one given)
+    encrypted: bool = False
     page_chars: list[int] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     page_warnings: dict[int, list[str]] = field(default_factory=dict)
@@ -144,7 +146,10 @@ def _read_checked(path: Path) -> bytes:
     return data
 
 
-def _open_document(path: Path, data: bytes):  # -> pymupdf.Document
+def _open_document(path: Path, data: bytes, password: str | None = None) -> tuple[Any, bool]:
+    """(the open pymupdf.Document, whether it needed a password). Never read ``doc.needs_pass``
+    after ``authenticate()``: MuPDF then retries the empty password and a decrypted copy saved
+    afterwards has unreadable content streams."""
     import pymupdf
 
     try:
@@ -152,9 +157,16 @@ def _open_document(path: Path, data: bytes):  # -> pymupdf.Document
     except Exception as exc:  # MuPDF raises FileDataError/RuntimeError with its own message
         raise CorruptPDFError(path, f"damaged PDF that MuPDF cannot open ({exc})") from exc
     truncated = b"%%EOF" not in data[-_TRAILER_WINDOW:]
-    if doc.needs_pass:
-        doc.close()
-        raise EncryptedPDFError(path, "encrypted PDF: a password is needed to open it")
+    encrypted = bool(doc.needs_pass)
+    if encrypted:
+        if password is None:
+            doc.close()
+            raise EncryptedPDFError(
+                path, "encrypted PDF: a password is needed to open it (pass password=..., CLI: --password)"
+            )
+        if not doc.authenticate(password):
+            doc.close()
+            raise EncryptedPDFError(path, "encrypted PDF: the password given is wrong (it does not open the file)")
     count = _page_count(path, doc)
     if doc.is_repaired and truncated:
         pages = count
@@ -168,7 +180,7 @@ def _open_document(path: Path, data: bytes):  # -> pymupdf.Document
         if repaired:
             raise CorruptPDFError(path, "damaged PDF: the page tree cannot be read (0 readable pages)")
         raise EmptyDocumentError(path, "the PDF has 0 pages")
-    return doc
+    return doc, encrypted
 
 
 def _page_count(path: Path, doc: Any) -> int:
@@ -249,8 +261,9 @@ def _check_damage(info: PDFInfo) -> None:
     warnings.warn(f"{info.path}: damaged PDF: " + "; ".join(parts), PDFDamageWarning, stacklevel=3)
 
 
-def inspect_pdf(path: str | Path, require_text: bool) -> PDFInfo:
-    """Check ``path`` is a readable, unencrypted, non-empty PDF with sane pages.
+def inspect_pdf(path: str | Path, require_text: bool, password: str | None = None) -> PDFInfo:
+    """Check ``path`` is a readable, non-empty PDF with sane pages; an encrypted PDF needs its
+    (user or owner) ``password`` and is reported with ``encrypted=True``.
 
     With ``require_text`` a document whose pages all lack a text layer raises
     :class:`NoTextLayerError`; if only some pages lack one, a :class:`NoTextLayerWarning`
@@ -262,9 +275,10 @@ def inspect_pdf(path: str | Path, require_text: bool) -> PDFInfo:
     sha256 = hashlib.sha256(data).hexdigest()
     with mupdf_quiet():
         _mupdf_messages()  # drop messages of earlier documents
-        doc = _open_document(path, data)
+        doc, encrypted = _open_document(path, data, password)
         try:
             info = _inspect_pages(path, sha256, doc)
+            info.encrypted = encrypted
         finally:
             doc.close()
     _check_damage(info)

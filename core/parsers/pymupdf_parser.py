@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import BackendUnavailableError, ParserError
 from ..markdown import table_to_markdown
 from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .pdf_input import mupdf_quiet
@@ -287,6 +288,14 @@ def _worker_init(parent: ParentInfo | None = None) -> None:
     _load_layout(1)
 
 
+def _worker_task(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
+    """One pool task: :func:`_worker_pages`, then hand the worker's freed memory back (#14.7)."""
+    try:
+        return _worker_pages(task)
+    finally:
+        release_memory()
+
+
 @dataclass
 class _PageTask:
     path: str
@@ -486,7 +495,7 @@ class PyMuPDFParser(BaseParser):
             from concurrent.futures.process import BrokenProcessPool
 
             try:
-                yield from self._get_pool().map(_worker_pages, tasks)
+                yield from self._get_pool().map(_worker_task, tasks)
             except BrokenProcessPool as exc:
                 self._pool = None
                 raise ParserError(
