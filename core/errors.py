@@ -24,6 +24,7 @@ __all__ = [
     "MissingCredentialsError",
     "RemoteServiceError",
     "SchemaError",
+    "OutputError",
     "ChunkingError",
 ]
 
@@ -101,6 +102,16 @@ class MissingCredentialsError(GroundedError):
 
 class RemoteServiceError(GroundedError):
     """A cloud service failed after retries (quota, server errors, timeouts)."""
+
+
+class OutputError(GroundedError, OSError):
+    """An output file cannot be written (name too long, no permission, disk full, or it would
+    replace one of the inputs); ``path`` and ``cause`` are kept as attributes."""
+
+    def __init__(self, path: str | Path, cause: str):
+        self.path = str(path)
+        self.cause = cause
+        super().__init__(f"{self.path}: {cause}")
 
 
 class SchemaError(GroundedError, ValueError):

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from .errors import GroundedError, SchemaError
+from .errors import OutputError, SchemaError
 from .model import Chunk, ChunkingResult, ParsingResult
 
 __all__ = [
@@ -72,16 +72,6 @@ _READABLE = {PARSE_SCHEMA: {1}, CHUNKS_SCHEMA: {1}}
 # process umask, read once at import (os.umask can only be read by setting it)
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)
-
-
-class OutputError(GroundedError, OSError):
-    """An output file cannot be written (name too long, no permission, disk full, or it would
-    replace one of the inputs); ``path`` and ``cause`` are kept as attributes."""
-
-    def __init__(self, path: str | Path, cause: str):
-        self.path = str(path)
-        self.cause = cause
-        super().__init__(f"{self.path}: {cause}")
 
 
 # -- atomic writes ------------------------------------------------------------------------------------

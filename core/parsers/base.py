@@ -69,7 +69,7 @@ class ParseOutput:
         records the Markdown's sha256 so :func:`~grounded.serialization.load_parse_pair` detects
         a pair mixed by a crash. Stale temp files of interrupted writes in ``out_dir`` are removed.
         An output that is the source PDF itself (e.g. a PDF named ``paper.md``) is refused with
-        :class:`~grounded.serialization.OutputError`, as is any file that cannot be written.
+        :class:`~grounded.errors.OutputError`, as is any file that cannot be written.
         """
         out = Path(out_dir)
         source = self.root.metadata.get("source")
