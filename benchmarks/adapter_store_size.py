@@ -60,7 +60,7 @@ def run(pdf: Path, vectors: str, work: Path) -> list[str]:
     import chromadb
     from langchain_chroma import Chroma
     from langchain_core.embeddings import Embeddings
-    from llama_index.core.ingestion import IngestionCache, IngestionPipeline
+    from llama_index.core.ingestion import DocstoreStrategy, IngestionCache, IngestionPipeline
     from llama_index.core.schema import MetadataMode
     from llama_index.core.storage.docstore import SimpleDocumentStore
     from llama_index.vector_stores.chroma import ChromaVectorStore
@@ -78,7 +78,12 @@ def run(pdf: Path, vectors: str, work: Path) -> list[str]:
     docstore = SimpleDocumentStore()
     docstore.add_documents(nodes)
     docstore.persist(str(work / "docstore" / "docstore.json"))
-    pipeline = IngestionPipeline(transformations=[parser], docstore=SimpleDocumentStore(), cache=IngestionCache())
+    pipeline = IngestionPipeline(
+        transformations=[parser],
+        docstore=SimpleDocumentStore(),
+        cache=IngestionCache(),
+        docstore_strategy=DocstoreStrategy.DUPLICATES_ONLY,  # no vector store here: upserts do not apply
+    )
     pipeline.run(documents=docs)
     pipeline.persist(str(work / "pipeline"))
     for node, vec in zip(nodes, embed([n.get_content(MetadataMode.EMBED) for n in nodes]), strict=True):

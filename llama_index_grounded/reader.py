@@ -53,7 +53,7 @@ def _doc_id(identity: str, parser: str, page: int | None = None) -> str:
     """Stable per (file path or name, parser, page) - not per content, so ``DocstoreStrategy.UPSERTS``
     replaces the nodes of a PDF rewritten in place (the Document hash changes with the content)."""
     digest = hashlib.sha256(f"{identity}\0{parser}".encode()).hexdigest()[:16]
-    name = identity.replace("\\", "/").rsplit("/", 1)[-1] or "document.pdf"
+    name = identity.replace("\\", "/").rsplit("/", 1)[-1][:64] or "document.pdf"
     return f"{name}-{parser}-{digest}" + (f"-p{page}" if page is not None else "")
 
 
@@ -78,7 +78,7 @@ def document_from_tree(
     info = source_info(root)
     sha = info["sha256"]
     path = file_path if file_path is not None else info["path"]
-    name = file_name or info["name"] or (Path(path).name if path else "document.pdf")
+    name = file_name or ("document.pdf" if file_path == "" else info["name"] or (Path(path).name if path else "document.pdf"))
     metadata: dict[str, Any] = {
         "file_name": name,
         "file_path": path,
@@ -92,7 +92,8 @@ def document_from_tree(
         if parser_options:
             metadata[PARSER_OPTIONS_KEY] = json.dumps(dict(parser_options), sort_keys=True, default=repr)
     metadata.update({k: v for k, v in (extra_info or {}).items() if k not in (TREE_KEY, TREE_REF_KEY)})
-    identity = os.path.abspath(path) if path else (name or sha)
+    # bytes without a name: the content is all that names them (two unnamed PDFs never share an id)
+    identity = os.path.abspath(path) if path else (file_name or sha)
     parts: list[tuple[int | None, ParsingResult]]
     if split_pages:
         parts = [(page, page_tree(root, page)) for page in range(1, int(info["page_count"]) + 1)]
@@ -187,10 +188,10 @@ class GroundedPDFReader(BasePydanticReader):
             data = _read_stream(source)
             name = name or Path(str(getattr(source, "name", "") or "")).name or None
         path = None if data is not None else str(source)
-        label = name or (Path(path).name if path else "document.pdf")
+        label = name or (Path(path).name if path else "")
         root = self._cached(data if data is not None else path, parser)
         if root is None:
-            root = self._run_parser(parser, data, path, label, password)
+            root = self._run_parser(parser, data, path, label or "document.pdf", password)
         return root, os.path.abspath(path) if path else "", label, data
 
     def _cached(self, pdf: bytes | str | None, parser: BaseParser) -> ParsingResult | None:

@@ -555,7 +555,7 @@ def test_per_page_documents_and_pdf_metadata(made_pdf):
     assert len(whole) == 1 and all(d.text in whole[0].text for d in docs)
 
 
-def test_reader_reads_bytes_and_file_objects_and_is_a_pydantic_reader(made_pdf):
+def test_reader_reads_bytes_and_file_objects_and_is_a_pydantic_reader(made_pdf, tmp_path):
     from llama_index.core.readers.base import BasePydanticReader, ReaderConfig
 
     by_path = GroundedPDFReader().load_data(made_pdf)[0]
@@ -565,6 +565,10 @@ def test_reader_reads_bytes_and_file_objects_and_is_a_pydantic_reader(made_pdf):
     for doc in (by_bytes, by_file):
         assert doc.text == by_path.text and doc.metadata[TREE_REF_KEY] == by_path.metadata[TREE_REF_KEY]
         assert doc.metadata["file_name"] == "renal_guide.pdf" and doc.metadata["title"] == "Renal dosing guide"
+    # unnamed bytes are told apart by their content (no shared Document id, no cross-upserts)
+    other = make_pdf(tmp_path / "other.pdf", pages=1, words="sodium").read_bytes()
+    unnamed = [GroundedPDFReader().load_data(data)[0] for data in (made_pdf.read_bytes(), other)]
+    assert unnamed[0].doc_id != unnamed[1].doc_id and unnamed[0].metadata["file_name"] == "document.pdf"
     reader = GroundedPDFReader(split_pages=True)
     assert isinstance(reader, BasePydanticReader)
     assert GroundedPDFReader.from_dict(reader.to_dict()).split_pages is True
