@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import GroundedError, InputNotFoundError
+from ..errors import GroundedError, InputNotFoundError, SchemaError
 from ..model import ParsingResult
-from ..serialization import atomic_write_text, dumps_parsing_result, load_parsing_result
+from ..serialization import load_parse_pair, save_parse_pair
 from .dla import DLAResult, Layout, evaluate_layout
 
 __all__ = [
@@ -114,15 +114,18 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
     stem = f"{pdf.stem}-{digest}"
     json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"
     if use_cache and json_path.is_file() and md_path.is_file():
-        return ParsedDocument(pdf.stem, load_parsing_result(json_path), md_path.read_text(encoding="utf-8"))
+        try:
+            root, markdown = load_parse_pair(json_path, md_path)
+            return ParsedDocument(pdf.stem, root, markdown)
+        except SchemaError as exc:  # a damaged or mixed cache entry is parsed again, not trusted
+            log.warning("ignoring the cached parse of %s: %s", pdf, exc)
     try:
         out = parser.run(pdf)
     except GroundedError as exc:
         log.warning("parsing %s failed: %s", pdf, exc)
         return ParsedDocument(pdf.stem, None, "", error=str(exc))
     if use_cache:
-        atomic_write_text(md_path, out.markdown)
-        atomic_write_text(json_path, dumps_parsing_result(out.root))
+        save_parse_pair(out.root, out.markdown, json_path, md_path)
     return ParsedDocument(pdf.stem, out.root, out.markdown)
 
 
