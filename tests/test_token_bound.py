@@ -224,3 +224,9 @@ def test_shared_pdfs_at_16_tokens_with_half_overlap() -> None:
             counts = MINILM.count_batch([c.content for c in result.chunks])
             assert max(counts) <= 16, (pdf.name, strategy, max(counts))
             check_bound(root, result, 16)
+
+
+@pytest.mark.parametrize("overlap", [True, False, "2", None, -1.5])
+def test_overlap_must_be_a_count_or_a_fraction(overlap):
+    with pytest.raises(ChunkingError, match="overlap"):
+        Chunker("fixed", 8, overlap)

@@ -224,12 +224,12 @@ class ChunkAssembler:
     def assemble(self, group: TokenGroup, index: int, params: dict[str, Any] | None = None) -> Chunk:
         st = self.stream
         doc = st.doc
-        body_start, body_end = st.char_span(group.start, group.end)
+        body_start, body_end = group.char_span(st)  # cut inside a token only by the token bound (bound.py)
         body = doc.text[body_start:body_end]
         heading_nodes = [doc.nodes[k] for k in group.headings]
         prefix = "\n".join(" ".join(h.content.split()) for h in heading_nodes)
         prefix = prefix + "\n\n" if prefix else ""
-        extents = self._extents(group.start, group.end)
+        extents = list(group.clip_extents(self._extents(group.start, group.end), st))
 
         geom: list[ParsingBoundingBox] = []
         for k in group.headings:

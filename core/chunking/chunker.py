@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+
 from ..errors import ChunkingError
 from ..model import Chunk, ChunkingResult, ParsingResult
 from ..model import ParsingResultType as T
@@ -24,6 +26,8 @@ __all__ = ["Chunker", "chunk"]
 
 
 def _resolve_overlap(overlap: int | float, max_tokens: int) -> int:
+    if isinstance(overlap, bool) or not isinstance(overlap, (int, float, np.integer)):
+        raise ChunkingError(f"overlap must be a token count or a fraction in (0, 1), got {overlap!r}")
     if isinstance(overlap, float) and 0.0 < overlap < 1.0:
         return int(round(overlap * max_tokens))
     if isinstance(overlap, float) and not overlap.is_integer():
