@@ -6,6 +6,8 @@ silent empty success, lost text or a leftover temp/half-written file. The API ru
 the CLI (a subprocess per file) on the first case of each kind, the rest of it is ``slow``, as is
 the 100 k-character page. The 1000-page kind and the larger run (~200 byte-flip mutants) are
 ``python benchmarks/fuzz_run.py --cases 320 --seed 0`` (table in docs/results/fuzz.md).
+The last tests feed the checker stand-ins with each defect, so a checker that passes everything
+cannot go unnoticed.
 """
 
 from __future__ import annotations
@@ -102,3 +104,94 @@ def test_long_text_page(parser, chunker, tmp_path):
     expected = expected_text(case.path)
     outs = [check_api(case, tmp_path / "api", parser, chunker, expected), check_cli(case, tmp_path / "cli", expected)]
     assert all(o.ok for o in outs), "\n".join(o.describe() for o in outs)
+
+
+# ---------------------------------------------------------------------------------------------
+# the checker itself: each violation class is detected (a checker that always says OK proves nothing)
+# ---------------------------------------------------------------------------------------------
+
+
+class _BrokenParser:
+    """Stands in for a parser with one of the defects the contract forbids."""
+
+    def __init__(self, mode: str):
+        self.mode = mode
+
+    def run(self, path):
+        from grounded.errors import CorruptPDFError
+        from grounded.model import ParsingResult
+        from grounded.model import ParsingResultType as T
+        from grounded.parsers.base import ParseOutput
+
+        if self.mode == "untyped":
+            raise RuntimeError("code=2: something inside MuPDF")
+        if self.mode == "unnamed":
+            raise CorruptPDFError("some other file.pdf", "damaged")
+        root = ParsingResult(id="root", type=T.ROOT, metadata={"pages": [{"page": 1, "width": 612, "height": 792}]})
+        if self.mode == "lossy":
+            root.add_child(ParsingResult(id="p1", type=T.PARAGRAPH, content="only a few words"))
+        mode = self.mode
+
+        class _Output(ParseOutput):
+            def save(self, out_dir, name=None):
+                out_dir.mkdir(parents=True, exist_ok=True)
+                (out_dir / "x.json").write_text("{}")
+                if mode == "half":
+                    (out_dir / ".x.md.1234.tmp").write_text("partial")
+                else:
+                    (out_dir / "x.md").write_text("")
+                return out_dir / "x.json", out_dir / "x.md"
+
+        return _Output(root=root, markdown="")
+
+
+@pytest.mark.parametrize(
+    "mode, expect_kind, codes",
+    [
+        ("untyped", "rotated", {"UNTYPED_ERROR"}),
+        ("unnamed", "byte_flip", {"UNTYPED_ERROR"}),
+        ("empty", "byte_flip", {"SILENT_EMPTY"}),
+        ("empty", "rotated", {"SILENT_EMPTY", "TEXT_LOST"}),
+        ("lossy", "rotated", {"TEXT_LOST"}),
+        ("lossy", "oversize_page", {"ACCEPTED_BAD_INPUT"}),
+        ("half", "byte_flip", {"SILENT_EMPTY", "TEMP_FILE_LEFT", "HALF_WRITTEN"}),
+    ],
+)
+def test_checker_flags_each_violation(mode, expect_kind, codes, corpus, chunker, tmp_path):
+    case = corpus[(expect_kind, 0)]
+    out = check_api(case, tmp_path / "out", _BrokenParser(mode), chunker, expected_text(case.path))
+    assert {v.code for v in out.violations} >= codes, out.describe()
+    assert not out.ok
+
+
+_FAKE_CLI = {
+    "traceback": "import sys\nsys.stderr.write('Traceback (most recent call last):\\n  File x\\nRuntimeError: boom\\n')\nsys.exit(1)\n",
+    "unnamed": "import sys\nsys.stderr.write('grounded parse: error: something went wrong\\n')\nsys.exit(1)\n",
+    "half": (
+        "import sys, pathlib\nout = pathlib.Path(sys.argv[sys.argv.index('-o') + 1])\nout.mkdir(parents=True)\n"
+        "(out / 'x.json').write_text('not json')\n(out / '.x.md.99.tmp').write_text('')\n"
+    ),
+    "signal": "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+}
+
+
+@pytest.mark.parametrize(
+    "mode, codes",
+    [
+        ("traceback", {"TRACEBACK"}),
+        ("unnamed", {"UNTYPED_ERROR"}),
+        ("half", {"HALF_WRITTEN", "TEMP_FILE_LEFT"}),
+        ("signal", {"CRASH"}),
+    ],
+)
+def test_checker_flags_cli_violations(mode, codes, corpus, tmp_path, monkeypatch):
+    import sys
+
+    from . import contract
+
+    script = tmp_path / "fake_cli.py"
+    script.write_text(_FAKE_CLI[mode])
+    monkeypatch.setattr(contract, "grounded_exe", lambda: [sys.executable, str(script)])
+    case = corpus[("rotated", 0)]
+    out = check_cli(case, tmp_path / "out", expected_text(case.path))
+    assert {v.code for v in out.violations} >= codes, out.describe()
