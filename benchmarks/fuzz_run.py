@@ -106,6 +106,7 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=0.0,
                     help="minutes after which no new file is started (0: no limit); the report says how many ran")
     ap.add_argument("--workdir", type=Path, help="generate into this folder (default: a temporary one)")
+    ap.add_argument("--note", action="append", default=[], help="a line to add under the table in --save (repeatable)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/fuzz.md")
     args = ap.parse_args()
     import pymupdf
@@ -198,7 +199,8 @@ def main() -> int:
             "(EMPTY_WITH_REASON); anything else is a violation. Kinds, expected classes and outcome "
             "codes are defined in `tests/fuzz/corpus.py` and `tests/fuzz/contract.py`; the CI subset "
             "is `tests/fuzz/test_fuzz.py`.\n\n"
-            f"```\n{report}\n```\n",
+            f"```\n{report}\n```\n"
+            + "".join(f"\n{note}\n" for note in args.note),
         )
     return 0 if all(o.ok for o in api + cli) else 1
 
