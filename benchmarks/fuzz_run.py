@@ -85,11 +85,15 @@ def _mutant_retention(outcomes: list[Outcome]) -> list[str]:
     if not kept:
         return ["(no byte-flip mutant parsed to a result)"]
     below = sorted((k, o) for k, o in kept if k < 0.9)
+    unflagged = [o for _, o in below if not o.flagged]
     lines = [
         f"byte-flip mutants accepted by the API: {len(kept)}; with < 90% of the source's text: {len(below)}"
         + (f" (lowest {below[0][0]:.0%})" if below else "")
+        + f"; of these without any damage flag in the result's metadata: {len(unflagged)}"
     ]
-    lines += [f"  {k:5.0%}  {o.case.path.name} ({o.case.note})" for k, o in below[:25]]
+    lines += [
+        f"  {k:5.0%}  {o.case.path.name} ({o.case.note}){'' if o.flagged else '  NOT FLAGGED'}" for k, o in below[:25]
+    ]
     if len(below) > 25:
         lines.append(f"  ... and {len(below) - 25} more")
     return lines

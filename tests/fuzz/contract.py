@@ -95,6 +95,7 @@ class Outcome:
     coverage: float | None = None
     seconds: float = 0.0
     text: str | None = None  # the document text of a result (for reports)
+    flagged: bool | None = None  # whether the result's metadata reports damage
 
     @property
     def status(self) -> str:
@@ -217,6 +218,7 @@ def _judge_result(out: Outcome, root: Any, expected: Expected | None, chunk_coun
     case = out.case
     text, text_pages = _root_text(root)
     out.text = text
+    out.flagged = flags_damage(root.metadata)
     got = _chars(text)
     meta_pages = root.metadata.get("pages") or []
     if sum(got.values()) == 0:
