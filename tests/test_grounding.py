@@ -355,6 +355,32 @@ def test_ligature_glyphs_in_the_pdf_text_layer(tmp_path: Path) -> None:
     assert all(b.top < 120 / page.rect.height for b in g.boxes)  # the first line only
 
 
+def _reference_alnum(text: str) -> tuple[str, list[int], list[int]]:
+    """Character-by-character definition of the letter stream (what the vectorized one must equal)."""
+    import unicodedata
+
+    out: list[str] = []
+    origin: list[int] = []
+    starts: list[int] = []
+    for m in re.finditer(r"[^\W_]+", text):
+        starts.append(len(out))
+        for i, ch in enumerate(m.group()):
+            letters = "".join(c for c in unicodedata.normalize("NFKD", ch).casefold() if c.isalnum() and not unicodedata.combining(c))
+            out.extend(letters)
+            origin.extend([m.start() + i] * len(letters))
+    return "".join(out), origin, sorted({s for s in starts if s < len(out)})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("aZ09 _-\n.,|*#é\u0301ßİﬁﬃ½²–“”ΑωЖ\u00ad©\ufb02")), max_size=60) | st.text(max_size=40))
+def test_letter_stream_equals_its_reference_definition(text: str) -> None:
+    a = alnum_text(text)
+    want, origin, starts = _reference_alnum(text)
+    assert a.text == want
+    assert a.origin.tolist() == origin
+    assert a.word_starts.tolist() == starts
+
+
 def test_markup_with_letters_is_removed_before_matching() -> None:
     md = "**Table 1** <br> see [the renin data](https://x.org/renin) &amp; <sup>2</sup> ![fig](a.png) end"
     assert alnum_text(strip_markup(md)).text == "table1seetherenindata2end"

@@ -83,47 +83,56 @@ class AlnumText:
         return int(np.searchsorted(self.origin, offset, side="left"))
 
 
+_ASCII_FOLD = np.zeros(128, dtype=np.uint32)  # lower-cased code of an ASCII letter/digit, else 0
+for _c in range(128):
+    if chr(_c).isalnum():
+        _ASCII_FOLD[_c] = ord(chr(_c).lower())
+_FOLDED: dict[str, tuple[str, bool]] = {}  # non-ASCII char -> (its letters/digits, is a word char)
+
+
+def _fold_info(ch: str) -> tuple[str, bool]:
+    info = _FOLDED.get(ch)
+    if info is None:
+        word = _RUN.match(ch) is not None
+        info = _FOLDED[ch] = (_fold(ch) if word else "", word)
+    return info
+
+
 def alnum_text(text: str) -> AlnumText:
-    """The letter/digit stream of ``text`` with its offset map (linear; ASCII words take a fast path)."""
-    pieces: list[str] = []
-    seg_origin: list[int] = []  # per output segment: source offset of its first char
-    seg_len: list[int] = []  # output length
-    seg_step: list[int] = []  # 1: consecutive source chars; 0: all from one source char
-    word_starts: list[int] = []
-    pos = 0
-    for m in _RUN.finditer(text):
-        run = m.group()
-        start = m.start()
-        word_starts.append(pos)
-        if run.isascii():
-            pieces.append(run.lower())
-            seg_origin.append(start)
-            seg_len.append(len(run))
-            seg_step.append(1)
-            pos += len(run)
-            continue
-        for i, ch in enumerate(run):
-            if ch.isascii():
-                folded = ch.lower()
-            else:
-                folded = _fold(ch)
-                if not folded:
-                    continue
-            pieces.append(folded)
-            seg_origin.append(start + i)
-            seg_len.append(len(folded))
-            seg_step.append(0)
-            pos += len(folded)
-    out = "".join(pieces)
-    if not seg_len:
-        return AlnumText(out, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    lens = np.asarray(seg_len, dtype=np.int64)
-    first = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(lens)[:-1]])
-    within = np.arange(len(out), dtype=np.int64) - np.repeat(first, lens)
-    origin = np.repeat(np.asarray(seg_origin, dtype=np.int64), lens) + within * np.repeat(np.asarray(seg_step, dtype=np.int64), lens)
-    starts = np.asarray(word_starts, dtype=np.int64)
-    keep = np.concatenate([starts[1:] != starts[:-1], [True]]) if len(starts) else starts.astype(bool)
-    return AlnumText(out, origin, starts[keep])  # runs that folded to nothing start no word
+    """The letter/digit stream of ``text`` with its offset map.
+
+    Vectorized over code points; only non-ASCII characters are looked at one by one (memoized),
+    so the cost is linear with a small constant for mostly-ASCII text."""
+    empty = np.zeros(0, dtype=np.int64)
+    if not text:
+        return AlnumText("", empty, empty)
+    codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    is_ascii = codes < 128
+    folded = np.where(is_ascii, _ASCII_FOLD[np.minimum(codes, 127)], 0).astype(np.uint32)
+    lens = (folded > 0).astype(np.int64)
+    is_word = lens > 0
+    expanded: list[tuple[int, str]] = []
+    for i in np.nonzero(~is_ascii)[0].tolist():
+        letters, word = _fold_info(text[i])
+        if word:
+            is_word[i] = True
+        if letters:
+            lens[i] = len(letters)
+            expanded.append((i, letters))
+    ends = np.cumsum(lens)
+    total = int(ends[-1])
+    offsets = ends - lens  # stream offset of each source character
+    out = np.zeros(total, dtype=np.uint32)
+    simple = np.nonzero(folded)[0]
+    out[offsets[simple]] = folded[simple]
+    for i, letters in expanded:
+        o = int(offsets[i])
+        out[o : o + len(letters)] = [ord(c) for c in letters]
+    origin = np.repeat(np.arange(len(codes), dtype=np.int64), lens)
+    run_start = is_word & ~np.concatenate([[False], is_word[:-1]])
+    starts = offsets[np.nonzero(run_start)[0]]
+    starts = np.unique(starts[starts < total])  # runs that folded to nothing start no word
+    return AlnumText(out.tobytes().decode("utf-32-le"), origin, starts.astype(np.int64))
 
 
 def alnum_only(text: str) -> str:
