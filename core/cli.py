@@ -1,4 +1,4 @@
-"""``grounded`` command line: parse, chunk, highlight, eval, demo.
+"""``grounded`` command line: parse, chunk, ground, highlight, eval, demo.
 
 Each sub-command lives beside the code it drives (``grounded.<area>.cli``) and registers itself
 through ``register(subparsers)``; the handler it sets returns an exit code. Any
@@ -34,8 +34,10 @@ class UsageError(GroundedError, ValueError):
 COMMAND_MODULES = [
     "grounded.parsers.cli",
     "grounded.chunking.cli",
+    "grounded.grounding.cli",
     "grounded.attribution.cli",
     "grounded.evaluation.cli",
+    "grounded.ingest.cli",
     "grounded.demo",
 ]
 

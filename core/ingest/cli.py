@@ -1,0 +1,67 @@
+"""``grounded ingest DIR|GLOB|LIST -o OUT`` - a corpus of PDFs -> Parquet chunk rows (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..chunking.cli import STRATEGY_NAMES
+from ..parsers import PARSERS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="parse + chunk (+ embed) a folder, glob or list of PDFs into Parquet (resumable)",
+        description=(
+            "Ingest many PDFs: parse, chunk with exact boxes, optionally embed, and write one Parquet part per "
+            "document under OUT/chunks plus OUT/documents.parquet and OUT/errors.parquet. A re-run skips "
+            "documents already done with the same configuration; a file that fails is recorded in "
+            "errors.parquet and never stops the run (exit code 1 when any input failed)."
+        ),
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="DIR|GLOB|LIST",
+        help="a folder (its *.pdf, recursively), a glob pattern (quote it), a PDF, or a text file listing one PDF per line",
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
+    p.add_argument("--parser", default="pymupdf", choices=sorted(PARSERS), metavar="NAME",
+                   help=f"parser (default: pymupdf); one of: {', '.join(PARSERS)}")
+    p.add_argument("-s", "--strategy", choices=STRATEGY_NAMES, default="recursive", help="chunking strategy (default: recursive)")
+    p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk (default: 256)")
+    p.add_argument("--overlap", type=float, default=0,
+                   help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2)")
+    p.add_argument("--embed", choices=("minilm", "none"), default="none",
+                   help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
+    p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
+    p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import UsageError
+    from .job import ingest
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    overlap: int | float = int(args.overlap) if float(args.overlap).is_integer() else float(args.overlap)
+    report = ingest(
+        args.inputs,
+        args.out,
+        parser=args.parser,
+        strategy=args.strategy,
+        max_tokens=args.max_tokens,
+        overlap=overlap,
+        embed=args.embed,
+        workers=args.workers,
+        progress=not args.no_progress,
+        retry_errors=args.retry_errors,
+    )
+    for path, error_type, message in report.errors[:20]:
+        print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)
+    if len(report.errors) > 20:
+        print(f"grounded ingest: ... {len(report.errors) - 20} more in {args.out / 'errors.parquet'}", file=sys.stderr)
+    print(f"grounded ingest: {report.summary()}", file=sys.stderr)
+    return 0 if report.ok else 1

@@ -1,0 +1,441 @@
+"""``ingest``: a folder / glob / list of PDFs -> Parquet chunk rows, resumable and failure-isolated.
+
+Layout of ``OUT``::
+
+    OUT/chunks/part-<sha12>-<fp8>.parquet   one file per document (all its chunks, or none)
+    OUT/_manifest/<sha256>-<fp16>.json      one small record per finished document (done or error)
+    OUT/documents.parquet                   one row per done document (rebuilt from the manifest)
+    OUT/errors.parquet                      one row per failed input (rebuilt from the manifest)
+
+Per document: sha256 (by the parent) -> skipped when its manifest record for this configuration
+exists -> parse, chunk, embed in a worker process -> the parent writes the part file atomically
+(temp file + rename), then the manifest record. A run killed at any moment therefore leaves
+only whole part files, and a re-run redoes exactly the documents without a record (a part
+without a record is rewritten with the same bytes). ``documents.parquet`` and ``errors.parquet``
+are rewritten atomically from the records at the end of every run.
+
+Inputs that fail (corrupt, encrypted, image-only, not a PDF, unreadable) get an error record
+with their typed error and never stop the run; a re-run does not retry them (pass
+``retry_errors=True``), except a worker crash (``WorkerCrashError``), which is always retried.
+
+Determinism: a document's rows depend only on its bytes and the configuration (chunk ids are
+:func:`grounded.chunking.ids.chunk_id` of its sha256, parser and chunker fingerprint), never on
+the worker count or the order in which documents finish.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import io
+import json
+import logging
+import multiprocessing
+import os
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import Any, Literal
+
+from .. import __version__
+from ..chunking.ids import stable_hash
+from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
+from ..parsers._process import ParentInfo
+from ..serialization import atomic_write_bytes
+from .rows import _pa, documents_schema, errors_schema
+from .worker import DocResult, JobConfig, build_chunker, init_worker, process_document
+
+__all__ = ["ingest", "IngestReport", "IngestError", "expand_inputs", "config_fingerprint"]
+
+log = logging.getLogger(__name__)
+
+_GLOB_CHARS = set("*?[")
+#: error type of a document whose worker process died (killed, out of memory, crash in native code)
+CRASH = "WorkerCrashError"
+
+
+class IngestError(GroundedError):
+    """The job cannot run at all (no input, a worker that cannot be set up, ...)."""
+
+
+@dataclass
+class IngestReport:
+    """What one :func:`ingest` run did. ``done``/``skipped``/``failed`` count input files:
+    ``skipped`` were already done (or failed) under this configuration in ``out``, or repeat the
+    bytes of another input; ``failed`` includes inputs whose earlier failure was kept."""
+
+    out: Path
+    files: int = 0
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    pages: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    stage_seconds: dict[str, float] = field(default_factory=dict)
+    errors: list[tuple[str, str, str]] = field(default_factory=list)  # (path, error type, message)
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+    def summary(self) -> str:
+        return (
+            f"{self.done} done, {self.skipped} skipped, {self.failed} failed "
+            f"({self.pages} pages, {self.chunks} chunks in {self.seconds:.1f} s) -> {self.out}"
+        )
+
+
+# -- inputs -----------------------------------------------------------------------------------------
+def _is_pdf_name(path: Path) -> bool:
+    return path.suffix.lower() == ".pdf"
+
+
+def _expand_one(item: str | os.PathLike[str]) -> Iterator[Path]:
+    text = os.fspath(item)
+    path = Path(text).expanduser()
+    if path.is_dir():
+        yield from (p for p in path.rglob("*") if _is_pdf_name(p) and p.is_file())
+    elif path.is_file():
+        if _is_pdf_name(path):
+            yield path
+        else:  # a list file: one path per line (relative to the list's folder), '#' comments
+            for line in path.read_text(encoding="utf-8").splitlines():
+                entry = line.strip()
+                if entry and not entry.startswith("#"):
+                    listed = Path(entry).expanduser()
+                    yield listed if listed.is_absolute() else path.parent / listed
+    elif _GLOB_CHARS & set(text):
+        matches = [Path(m) for m in glob.glob(os.path.expanduser(text), recursive=True)]
+        if not matches:
+            raise InputNotFoundError(text, "the pattern matches no file")
+        for m in matches:
+            if m.is_dir():
+                yield from _expand_one(m)
+            elif m.is_file():
+                yield m
+    else:
+        raise InputNotFoundError(text, "no such file, folder or pattern")
+
+
+def expand_inputs(inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """Absolute paths of the PDFs named by ``inputs`` (a folder: its ``*.pdf`` recursively; a
+    glob; a PDF; a list file with one path per line; or a sequence of those), sorted, without
+    repeats. Files listed in a list file are returned even when they do not exist (they become
+    error rows); a folder, glob or list file that does not exist raises
+    :class:`~grounded.errors.InputNotFoundError`."""
+    items: Iterable[str | os.PathLike[str]] = [inputs] if isinstance(inputs, (str, os.PathLike)) else inputs
+    found = {Path(os.path.abspath(p)) for item in items for p in _expand_one(item)}
+    return sorted(found)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- configuration ---------------------------------------------------------------------------------
+def _dist_version(name: str) -> str | None:
+    try:
+        return importlib_metadata.version(name)
+    except importlib_metadata.PackageNotFoundError:
+        return None
+
+
+def config_fingerprint(config: JobConfig, chunker_fingerprint: str) -> str:
+    """Hash of everything that decides a document's rows: grounded's version, the parser and the
+    versions of the libraries it runs, the chunker's fingerprint and the embedding model."""
+    parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
+    return stable_hash(
+        {
+            "grounded": __version__,
+            "parser": config.parser,
+            "parser_libs": {name: _dist_version(name) for name in parser_libs},
+            "chunker": chunker_fingerprint,
+            "embed": config.embed,
+        }
+    )
+
+
+# -- output -----------------------------------------------------------------------------------------
+class _Out:
+    def __init__(self, root: Path, fingerprint: str) -> None:
+        self.root = root
+        self.fp = fingerprint
+        self.chunks = root / "chunks"
+        self.manifest = root / "_manifest"
+        try:
+            self.chunks.mkdir(parents=True, exist_ok=True)
+            self.manifest.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OutputError(root, f"cannot create the output folder: {exc.strerror or exc}") from exc
+
+    def record_path(self, sha: str | None, path: str) -> Path:
+        key = sha if sha is not None else "nosha-" + hashlib.sha256(path.encode()).hexdigest()
+        return self.manifest / f"{key}-{self.fp[:16]}.json"
+
+    def part_name(self, sha: str) -> str:
+        return f"part-{sha[:12]}-{self.fp[:8]}.parquet"
+
+    def read_record(self, sha: str) -> dict[str, Any] | None:
+        path = self.record_path(sha, "")
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # absent, or damaged: the document is done again
+            return None
+        return record if isinstance(record, dict) else None
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        data = json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8")
+        atomic_write_bytes(self.record_path(record.get("sha256"), str(record.get("path"))), data)
+
+    def write_part(self, sha: str, table: Any) -> str:
+        import pyarrow.parquet as pq
+
+        buffer = io.BytesIO()
+        pq.write_table(table, buffer, compression="zstd")
+        name = self.part_name(sha)
+        atomic_write_bytes(self.chunks / name, buffer.getvalue())
+        return name
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        for path in sorted(self.manifest.glob("*.json")):
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                log.warning("ingest: unreadable manifest record %s ignored", path)
+                continue
+            if isinstance(record, dict):
+                yield record
+
+    def write_tables(self) -> None:
+        """Rewrite documents.parquet and errors.parquet from the manifest records, in batches."""
+        pa = _pa()
+        import pyarrow.parquet as pq
+
+        targets = {"done": ("documents.parquet", documents_schema()), "error": ("errors.parquet", errors_schema())}
+        for status, (name, schema) in targets.items():
+            buffer = io.BytesIO()
+            with pq.ParquetWriter(buffer, schema) as writer:
+                batch: list[dict[str, Any]] = []
+                for record in self.records():
+                    if record.get("status") != status:
+                        continue
+                    batch.append({k: record.get(k) for k in schema.names})
+                    if len(batch) >= 1000:
+                        writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                        batch = []
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+            atomic_write_bytes(self.root / name, buffer.getvalue())
+
+
+# -- the job ----------------------------------------------------------------------------------------
+def _progress_bar(total: int, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    show = enabled and sys.stderr.isatty()
+    return tqdm(total=total, unit="file", desc="ingest", disable=not show, file=sys.stderr, dynamic_ncols=True)
+
+
+class _Pool:
+    """A spawn process pool of ``workers`` processes (re-created after a worker crash)."""
+
+    def __init__(self, workers: int, config: JobConfig) -> None:
+        self.workers = workers
+        self.config = config
+        self.executor: ProcessPoolExecutor | None = None
+
+    def get(self) -> ProcessPoolExecutor:
+        if self.executor is None:
+            ctx = multiprocessing.get_context("spawn")  # no fork of a process with model threads
+            self.executor = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=init_worker, initargs=(ParentInfo(), self.config)
+            )
+        return self.executor
+
+    def reset(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            self.executor = None
+
+    def close(self) -> None:
+        if self.executor is not None:
+            self.executor.shutdown(wait=True, cancel_futures=True)
+            self.executor = None
+
+
+def _run_local(
+    todo: list[tuple[str, str]], workers: int, config: JobConfig
+) -> Iterator[DocResult]:
+    """Results of ``todo`` ((path, sha256) pairs) as they arrive, at most ``2 x workers`` in flight.
+
+    When a worker dies, every document then in flight is retried alone (one in flight); one that
+    kills its worker alone is reported as a :data:`CRASH` error.
+    """
+    pool = _Pool(workers, config)
+    queue: deque[tuple[str, str]] = deque(todo)
+    suspects: deque[tuple[str, str]] = deque()
+    in_flight: dict[Future[DocResult], tuple[str, str]] = {}
+    try:
+        while queue or suspects or in_flight:
+            limit = 1 if suspects else 2 * workers
+            source = suspects if suspects else queue
+            while source and len(in_flight) < limit:
+                item = source.popleft()
+                in_flight[pool.get().submit(process_document, *item)] = item
+            finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            broken: list[tuple[str, str]] = []
+            for future in finished:
+                item = in_flight.pop(future)
+                try:
+                    yield future.result()
+                except BrokenProcessPool:
+                    broken.append(item)
+            if broken:
+                was_solo = limit == 1
+                broken.extend(in_flight.values())
+                in_flight.clear()
+                pool.reset()
+                if was_solo and len(broken) == 1:
+                    path, sha = broken[0]
+                    yield DocResult("error", path, sha, error_type=CRASH,
+                                    message=f"{path}: the worker process died while parsing it (crash or out of memory)")
+                else:
+                    suspects.extend(sorted(broken))
+    finally:
+        pool.close()
+
+
+def ingest(
+    inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    out: str | os.PathLike[str],
+    *,
+    parser: str = "pymupdf",
+    strategy: str = "recursive",
+    max_tokens: int = 256,
+    overlap: int | float = 0,
+    embed: Literal["minilm", "none"] = "none",
+    workers: int | None = None,
+    progress: bool = True,
+    retry_errors: bool = False,
+) -> IngestReport:
+    """Parse, chunk and (optionally) embed every PDF of ``inputs`` into Parquet under ``out``.
+
+    See the module docstring for the output layout, resume and failure rules. ``workers`` is
+    the number of worker processes (default: the machine's cores). Returns an
+    :class:`IngestReport`; raises :class:`IngestError` only when the job itself cannot run.
+    """
+    started = time.perf_counter()
+    if embed not in ("minilm", "none"):
+        raise IngestError(f"embed must be 'minilm' or 'none', got {embed!r}")
+    n_workers = (os.cpu_count() or 1) if workers is None else int(workers)
+    if n_workers < 1:
+        raise IngestError(f"workers must be >= 1, got {workers!r}")
+    from ..parsers import parser_class
+
+    parser_class(parser)  # unknown names fail here, before any work
+    config = JobConfig(parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed)
+    chunker = build_chunker(config)  # invalid chunking options fail here
+    fingerprint = config_fingerprint(config, chunker.fingerprint)
+    config = JobConfig(**{**config.__dict__, "config_fingerprint": fingerprint})
+    del chunker
+    _pa()  # pyarrow present?
+
+    files = expand_inputs(inputs)
+    report = IngestReport(out=Path(out), files=len(files))
+    store = _Out(Path(out), fingerprint)
+    bar = _progress_bar(len(files), progress)
+    todo: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    try:
+        for path in files:
+            try:
+                sha = _sha256(path)
+            except OSError as exc:
+                error = InputNotFoundError(path, "no such file") if isinstance(exc, FileNotFoundError) else InputError(
+                    path, f"cannot read: {exc.strerror or exc}"
+                )
+                _record_error(store, report, str(path), None, type(error).__name__, str(error))
+                bar.update(1)
+                continue
+            record = store.read_record(sha)
+            if sha in seen or (record is not None and _finished(record, retry_errors)):
+                report.skipped += 1
+                if record is not None and record.get("status") == "error" and sha not in seen:
+                    report.failed += 1
+                    report.errors.append((str(path), str(record.get("error_type")), str(record.get("message"))))
+                bar.update(1)
+                seen.add(sha)
+                continue
+            seen.add(sha)
+            todo.append((str(path), sha))
+        for result in _run_local(todo, min(n_workers, max(len(todo), 1)), config):
+            if result.status == "setup-error":
+                raise IngestError(f"the worker processes cannot be set up: {result.error_type}: {result.message}")
+            if result.status == "error":
+                _record_error(store, report, result.path, result.sha256, result.error_type, result.message)
+            else:
+                _record_done(store, report, result, config)
+            bar.update(1)
+            bar.set_postfix(pages=report.pages, failed=report.failed, refresh=False)
+    finally:
+        bar.close()
+        store.write_tables()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _finished(record: dict[str, Any], retry_errors: bool) -> bool:
+    if record.get("status") == "done":
+        return True
+    return record.get("status") == "error" and not retry_errors and record.get("error_type") != CRASH
+
+
+def _record_error(
+    store: _Out, report: IngestReport, path: str, sha: str | None, error_type: str, message: str
+) -> None:
+    report.failed += 1
+    report.errors.append((path, error_type, message))
+    store.write_record(
+        {"status": "error", "path": path, "sha256": sha, "config_fingerprint": store.fp,
+         "error_type": error_type, "message": message}
+    )
+
+
+def _record_done(store: _Out, report: IngestReport, result: DocResult, config: JobConfig) -> None:
+    assert result.sha256 is not None
+    started = time.perf_counter()
+    part = store.write_part(result.sha256, result.table)
+    write_seconds = time.perf_counter() - started
+    seconds = {**result.seconds, "write": write_seconds}
+    store.write_record(
+        {
+            "status": "done",
+            "path": result.path,
+            "sha256": result.sha256,
+            "config_fingerprint": store.fp,
+            "parser": config.parser,
+            "strategy": config.strategy,
+            "pages": result.pages,
+            "chunks": result.chunks,
+            "part": part,
+            "parse_seconds": round(seconds.get("parse", 0.0), 4),
+            "chunk_seconds": round(seconds.get("chunk", 0.0) + seconds.get("rows", 0.0), 4),
+            "embed_seconds": round(seconds.get("embed", 0.0), 4),
+            "write_seconds": round(write_seconds, 4),
+        }
+    )
+    report.done += 1
+    report.pages += result.pages
+    report.chunks += result.chunks
+    for stage, value in seconds.items():
+        report.stage_seconds[stage] = report.stage_seconds.get(stage, 0.0) + value

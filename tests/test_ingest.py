@@ -1,0 +1,265 @@
+"""``grounded ingest``: folder/glob/list -> Parquet rows; resume, failure isolation, determinism."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from grounded.cli import main  # noqa: E402
+from grounded.errors import InputNotFoundError  # noqa: E402
+from grounded.ingest import expand_inputs, ingest  # noqa: E402
+
+from .conftest import LONG_PDFS, REPO, shared  # noqa: E402
+
+ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+WORDS = ["guideline", "patients", "treatment", "dose", "renal", "hepatic", "monitoring", "therapy", "evidence", "recommendation", "trial", "outcome", "adverse", "event", "clinical", "review", "cohort", "baseline", "follow-up", "analysis", "protocol"]
+
+
+def make_pdf(path: Path, pages: int, seed: int) -> Path:
+    """A text PDF: a title, then per page a section header and three paragraphs."""
+    import pymupdf  # imported after grounded (which sets the ONNX Runtime offline defaults first)
+
+    doc = pymupdf.open()
+    for p in range(pages):
+        page = doc.new_page()
+        y = 72
+        if p == 0:
+            page.insert_text((72, y), f"Document {seed} clinical guideline", fontsize=18)
+            y += 36
+        page.insert_text((72, y), f"{p + 1}. Section {seed}.{p + 1}", fontsize=13)
+        y += 24
+        for k in range(3):
+            words = [WORDS[(seed * 7 + p * 5 + k * 3 + i) % len(WORDS)] for i in range(70)]
+            text = " ".join(words).capitalize() + "."
+            rect = pymupdf.Rect(72, y, 523, y + 150)
+            page.insert_textbox(rect, text, fontsize=10)
+            y += 160
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def make_bad(folder: Path) -> tuple[Path, Path]:
+    """A truncated PDF (header and a few bytes of a body, no objects) and a password-protected one."""
+    import pymupdf
+
+    folder.mkdir(parents=True, exist_ok=True)
+    good = make_pdf(folder / "_source.tmp", 2, 99).read_bytes()
+    (folder / "_source.tmp").unlink()
+    corrupt = folder / "truncated.pdf"
+    corrupt.write_bytes(good[:400])
+    encrypted = folder / "encrypted.pdf"
+    doc = pymupdf.open()
+    doc.new_page().insert_text((72, 72), "secret text " * 20)
+    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner")
+    doc.close()
+    return corrupt, encrypted
+
+
+def parts(out: Path) -> dict[str, list[dict]]:
+    return {p.name: pq.read_table(p).to_pylist() for p in sorted((out / "chunks").glob("part-*.parquet"))}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("corpus")
+    make_pdf(root / "a.pdf", 3, 1)
+    make_pdf(root / "b.PDF", 2, 2)
+    make_pdf(root / "sub" / "c.pdf", 2, 3)
+    (root / "notes.txt").write_text("not a pdf\n")
+    make_bad(root / "bad")
+    return root
+
+
+@pytest.fixture(scope="module")
+def run2(corpus: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("out2")
+    return ingest(corpus, out, workers=2, progress=False), out
+
+
+def test_expand_inputs(corpus: Path, tmp_path: Path) -> None:
+    found = expand_inputs(corpus)
+    assert [p.name for p in found] == ["a.pdf", "b.PDF", "encrypted.pdf", "truncated.pdf", "c.pdf"]
+    assert found == sorted(found) and all(p.is_absolute() for p in found)
+    assert [p.name for p in expand_inputs(str(corpus / "**" / "c.pdf"))] == ["c.pdf"]
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"# corpus\n{corpus / 'a.pdf'}\n\nrelative/missing.pdf\n{corpus / 'a.pdf'}\n")
+    assert expand_inputs(listing) == [corpus / "a.pdf", tmp_path / "relative" / "missing.pdf"]
+    assert expand_inputs([corpus / "a.pdf", str(corpus / "a.pdf")]) == [corpus / "a.pdf"]
+    with pytest.raises(InputNotFoundError):
+        expand_inputs(tmp_path / "nothing-here")
+    with pytest.raises(InputNotFoundError):
+        expand_inputs(str(tmp_path / "*.pdf"))
+
+
+def test_rows_documents_and_errors(corpus: Path, run2) -> None:
+    report, out = run2
+    assert (report.files, report.done, report.skipped, report.failed) == (5, 3, 0, 2)
+    assert not report.ok
+    errors = {Path(r["path"]).name: r for r in pq.read_table(out / "errors.parquet").to_pylist()}
+    assert errors["truncated.pdf"]["error_type"] in ("CorruptPDFError", "EmptyDocumentError")
+    assert errors["encrypted.pdf"]["error_type"] == "EncryptedPDFError"
+    assert all(r["sha256"] and "pdf" in r["message"] for r in errors.values())
+    documents = pq.read_table(out / "documents.parquet").to_pylist()
+    assert sorted(Path(d["path"]).name for d in documents) == ["a.pdf", "b.PDF", "c.pdf"]
+    tables = parts(out)
+    assert sorted(d["part"] for d in documents) == sorted(tables)
+    for d in documents:
+        rows = tables[d["part"]]
+        assert d["sha256"] == sha256(Path(d["path"])) and d["pages"] >= 2 and d["chunks"] == len(rows) > 0
+        assert all(r["source_sha256"] == d["sha256"] and r["source_path"] == d["path"] for r in rows)
+        assert all(r["chunk_id"].startswith(d["sha256"][:12]) for r in rows)
+        assert all(r["embedding"] is None and r["strategy"] == "recursive" for r in rows)
+        assert all(r["pages"] and r["boxes"] and r["token_count"] <= 256 for r in rows)
+        for r in rows:
+            assert {b["page"] for b in r["boxes"]} == set(r["pages"])
+            for b in r["boxes"]:
+                assert 0 <= b["left"] <= b["right"] <= 1 and 0 <= b["top"] <= b["bottom"] <= 1
+                assert b["spans"] and b["mode"]
+            assert r["text"].endswith(r["body"]) and r["end_char"] - r["start_char"] == len(r["body"])
+        assert [r["start_char"] for r in rows] == sorted(r["start_char"] for r in rows)
+    ids = [r["chunk_id"] for rows in tables.values() for r in rows]
+    assert len(ids) == len(set(ids))
+    assert not list((out / "chunks").glob(".*"))  # no temp file left behind
+
+
+def test_second_run_does_no_work(corpus: Path, run2) -> None:
+    _, out = run2
+    before = {p: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()}
+    again = ingest(corpus, out, workers=2, progress=False)
+    assert (again.done, again.skipped, again.failed) == (0, 5, 2)
+    assert {p: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()} == before
+    assert "parse" not in again.stage_seconds
+
+
+def test_worker_count_does_not_change_rows(corpus: Path, run2, tmp_path: Path) -> None:
+    _, out2 = run2
+    one = ingest(corpus, tmp_path, workers=1, progress=False)
+    assert (one.done, one.failed) == (3, 2)
+    assert parts(tmp_path) == parts(out2)
+    assert pq.read_table(tmp_path / "errors.parquet").to_pylist() == pq.read_table(out2 / "errors.parquet").to_pylist()
+
+
+def test_body_is_the_document_text_span(run2) -> None:
+    from grounded.chunking.stream import document_text
+    from grounded.ingest.worker import build_parser
+
+    _, out = run2
+    document = next(d for d in pq.read_table(out / "documents.parquet").to_pylist() if d["path"].endswith("a.pdf"))
+    text = document_text(build_parser("pymupdf").parse(Path(document["path"]))).text
+    rows = pq.read_table(out / "chunks" / document["part"]).to_pylist()
+    for r in rows:
+        assert text[r["start_char"] : r["end_char"]] == r["body"]
+
+
+def test_cli_exit_codes_and_summary(corpus: Path, run2, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _, out = run2
+    listing = tmp_path / "good.txt"
+    listing.write_text("\n".join(str(corpus / n) for n in ("a.pdf", "b.PDF", "sub/c.pdf")) + "\n")
+    assert main(["ingest", str(listing), "-o", str(out), "--workers", "1"]) == 0  # all done before: skipped
+    assert "0 done, 3 skipped, 0 failed" in capsys.readouterr().err
+    assert main(["ingest", str(corpus / "bad"), "-o", str(out), "--workers", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "0 done, 2 skipped, 2 failed" in err and "EncryptedPDFError" in err
+    missing = tmp_path / "missing.txt"
+    missing.write_text("nowhere.pdf\n")
+    assert main(["ingest", str(missing), "-o", str(tmp_path / "o"), "--workers", "1"]) == 1
+    assert "InputNotFoundError" in capsys.readouterr().err
+    assert main(["ingest", str(tmp_path / "no-such-dir"), "-o", str(tmp_path / "o")]) == 1
+
+
+def test_job_errors_are_refused_before_work(tmp_path: Path, corpus: Path) -> None:
+    from grounded.errors import GroundedError
+
+    with pytest.raises(GroundedError):
+        ingest(corpus, tmp_path, workers=0, progress=False)
+    with pytest.raises(GroundedError):
+        ingest(corpus, tmp_path, embed="openai", progress=False)  # type: ignore[arg-type]
+    with pytest.raises(GroundedError):
+        ingest(corpus, tmp_path, max_tokens=256, overlap=True, progress=False)
+    assert not (tmp_path / "chunks").exists()
+
+
+# -- the shared long PDFs (slow: ~45 pages through the layout model several times) ------------------
+@pytest.fixture(scope="module")
+def long_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    shared("long")
+    root = tmp_path_factory.mktemp("long")
+    listing = root / "inputs.txt"
+    corrupt, encrypted = make_bad(root / "bad")
+    listing.write_text("\n".join(str(p) for p in [*LONG_PDFS, corrupt, encrypted]) + "\n")
+    return listing
+
+
+@pytest.fixture(scope="module")
+def long_run(long_corpus: Path, tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("long-out")
+    return ingest(long_corpus, out, workers=2, progress=False), out
+
+
+@pytest.mark.slow
+def test_long_pdfs_and_bad_files(long_run) -> None:
+    report, out = long_run
+    assert (report.done, report.failed) == (len(LONG_PDFS), 2)
+    assert {r["error_type"] for r in pq.read_table(out / "errors.parquet").to_pylist()} >= {"EncryptedPDFError"}
+    tables = parts(out)
+    assert len(tables) == len(LONG_PDFS)
+    ids = [r["chunk_id"] for rows in tables.values() for r in rows]
+    assert len(ids) == len(set(ids)) == report.chunks
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_without_duplicates(long_corpus: Path, long_run, tmp_path: Path) -> None:
+    _, reference = long_run
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "grounded.cli", "ingest", str(long_corpus), "-o", str(out), "--workers", "1"]
+    proc = subprocess.Popen(cmd, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 300
+    try:
+        while not list((out / "chunks").glob("part-*.parquet")):
+            assert proc.poll() is None, "the run ended before its first part file"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert 1 <= len(list((out / "chunks").glob("part-*.parquet"))) < len(LONG_PDFS)
+    restarted = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
+    assert restarted.returncode == 1, restarted.stderr  # the bad files failed
+    assert parts(out) == parts(reference)
+    ids = [r["chunk_id"] for rows in parts(out).values() for r in rows]
+    assert len(ids) == len(set(ids))
+    assert len(pq.read_table(out / "documents.parquet")) == len(LONG_PDFS)
+    assert len(pq.read_table(out / "errors.parquet")) == 2
+
+
+@pytest.mark.slow
+def test_minilm_embeddings(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "in" / "small.pdf", 1, 5)
+    report = ingest(pdf, tmp_path / "out", embed="minilm", workers=1, progress=False)
+    assert report.ok and report.done == 1 and report.stage_seconds.get("embed", 0) > 0
+    (rows,) = parts(tmp_path / "out").values()
+    import numpy as np
+
+    vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)
+    assert vectors.shape == (len(rows), 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    plain = ingest(pdf, tmp_path / "plain", workers=1, progress=False)
+    (plain_rows,) = parts(tmp_path / "plain").values()
+    assert plain.ok and [r["chunk_id"] for r in plain_rows] == [r["chunk_id"] for r in rows]
