@@ -263,3 +263,42 @@ def test_minilm_embeddings(tmp_path: Path) -> None:
     plain = ingest(pdf, tmp_path / "plain", workers=1, progress=False)
     (plain_rows,) = parts(tmp_path / "plain").values()
     assert plain.ok and [r["chunk_id"] for r in plain_rows] == [r["chunk_id"] for r in rows]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker processes through /proc")
+def test_a_killed_worker_loses_nothing(
+    corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A worker process that dies (OOM killer, crash in native code) breaks the pool: the documents
+    then in flight are retried one at a time in a new pool, and the rows are complete."""
+    import threading
+
+    _, reference = run2
+    killed: list[int] = []
+
+    def workers() -> list[int]:
+        me = os.getpid()
+        children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+        return [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+
+    def kill_one() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            found = workers()
+            if found:
+                time.sleep(1.0)  # let it start on a document
+                os.kill(found[0], signal.SIGKILL)
+                killed.append(found[0])
+            time.sleep(0.02)
+
+    listing = tmp_path / "good.txt"
+    listing.write_text("\n".join(str(corpus / n) for n in ("a.pdf", "b.PDF", "sub/c.pdf")) + "\n")
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    with caplog.at_level("WARNING", logger="grounded.ingest.job"):
+        report = ingest(listing, tmp_path / "out", workers=2, progress=False)
+    killer.join()
+    assert killed, "no worker process was seen"
+    assert "a worker process died" in caplog.text
+    assert (report.done, report.failed) == (3, 0), report.errors
+    assert parts(tmp_path / "out") == parts(reference)

@@ -273,25 +273,33 @@ class _Pool:
             self.executor = None
 
 
-def _run_local(
-    todo: list[tuple[str, str]], workers: int, config: JobConfig
-) -> Iterator[DocResult]:
-    """Results of ``todo`` ((path, sha256) pairs) as they arrive, at most ``2 x workers`` in flight.
+def _run_local(todo: Iterable[tuple[str, str]], workers: int, config: JobConfig) -> Iterator[DocResult]:
+    """Results of ``todo`` ((path, sha256) pairs, read lazily) as they arrive, at most
+    ``2 x workers`` in flight (so memory does not grow with the corpus).
 
     When a worker dies, every document then in flight is retried alone (one in flight); one that
     kills its worker alone is reported as a :data:`CRASH` error.
     """
     pool = _Pool(workers, config)
-    queue: deque[tuple[str, str]] = deque(todo)
+    pending = iter(todo)
+    exhausted = False
     suspects: deque[tuple[str, str]] = deque()
+    suspected: set[tuple[str, str]] = set()
     in_flight: dict[Future[DocResult], tuple[str, str]] = {}
     try:
-        while queue or suspects or in_flight:
+        while True:
             limit = 1 if suspects else 2 * workers
-            source = suspects if suspects else queue
-            while source and len(in_flight) < limit:
-                item = source.popleft()
+            while len(in_flight) < limit:
+                if suspects:
+                    item = suspects.popleft()
+                else:
+                    item = next(pending, None) if not exhausted else None
+                    if item is None:
+                        exhausted = True
+                        break
                 in_flight[pool.get().submit(process_document, *item)] = item
+            if not in_flight:
+                break
             finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
             broken: list[tuple[str, str]] = []
             for future in finished:
@@ -301,16 +309,17 @@ def _run_local(
                 except BrokenProcessPool:
                     broken.append(item)
             if broken:
-                was_solo = limit == 1
                 broken.extend(in_flight.values())
                 in_flight.clear()
                 pool.reset()
-                if was_solo and len(broken) == 1:
+                if len(broken) == 1 and broken[0] in suspected:  # it killed its worker alone
                     path, sha = broken[0]
                     yield DocResult("error", path, sha, error_type=CRASH,
                                     message=f"{path}: the worker process died while parsing it (crash or out of memory)")
                 else:
+                    log.warning("ingest: a worker process died; retrying its %d document(s) one at a time", len(broken))
                     suspects.extend(sorted(broken))
+                    suspected.update(broken)
     finally:
         pool.close()
 
@@ -354,9 +363,10 @@ def ingest(
     report = IngestReport(out=Path(out), files=len(files))
     store = _Out(Path(out), fingerprint)
     bar = _progress_bar(len(files), progress)
-    todo: list[tuple[str, str]] = []
     seen: set[str] = set()
-    try:
+
+    def todo() -> Iterator[tuple[str, str]]:
+        """(path, sha256) of the inputs still to do, hashed lazily (work starts at once)."""
         for path in files:
             try:
                 sha = _sha256(path)
@@ -367,18 +377,20 @@ def ingest(
                 _record_error(store, report, str(path), None, type(error).__name__, str(error))
                 bar.update(1)
                 continue
-            record = store.read_record(sha)
-            if sha in seen or (record is not None and _finished(record, retry_errors)):
+            repeat = sha in seen
+            seen.add(sha)
+            record = None if repeat else store.read_record(sha)
+            if repeat or (record is not None and _finished(record, retry_errors)):
                 report.skipped += 1
-                if record is not None and record.get("status") == "error" and sha not in seen:
+                if record is not None and record.get("status") == "error":
                     report.failed += 1
                     report.errors.append((str(path), str(record.get("error_type")), str(record.get("message"))))
                 bar.update(1)
-                seen.add(sha)
                 continue
-            seen.add(sha)
-            todo.append((str(path), sha))
-        for result in _run_local(todo, min(n_workers, max(len(todo), 1)), config):
+            yield str(path), sha
+
+    try:
+        for result in _run_local(todo(), min(n_workers, max(len(files), 1)), config):
             if result.status == "setup-error":
                 raise IngestError(f"the worker processes cannot be set up: {result.error_type}: {result.message}")
             if result.status == "error":
