@@ -33,6 +33,7 @@ from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
+from .hyphenation import HYPHENS_KEY, resolve_document
 from .pdf_input import mupdf_quiet
 from .postprocess import numbering_level
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
@@ -646,13 +647,15 @@ class _TreeBuilder:
         sel = pc.select(*rect)
         sel = sel[~claimed[sel]]
         claimed[sel] = True
-        built = build_lines([pc], [sel])
+        built = build_lines([pc], [sel], defer_hyphens=True)
         spans = lines_to_spans(built.lines, [pc]).get(0, [])
         if spans:  # whole words are taken, so a line may stick out of a tight box: grow the box
             grown = ParsingBoundingBox.enclosing([geom, *spans])
             geom = ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
         geom.spans = spans
         node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
+        if built.hyphens:  # line-break hyphens: decided once per document in finish() (#13.3)
+            node.metadata[HYPHENS_KEY] = [list(h) for h in built.hyphens]
         if type_ == T.PARAGRAPH and len(sel):
             sizes, counts = np.unique(np.round(pc.size[sel] * 2) / 2, return_counts=True)
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
@@ -732,7 +735,9 @@ class _TreeBuilder:
         return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
 
     def finish(self, drop_types: frozenset[ParsingResultType]) -> list[ParsingResult]:
-        """Document-wide part: header levels, title, list grouping; returns the root's children."""
+        """Document-wide part: line-break hyphens, header levels, title, list grouping; returns
+        the root's children."""
+        self._resolve_hyphens()
         self._first_line_headings()
         self.styles: dict[int, _Style] = {}
         for n in self.elements:
@@ -741,6 +746,15 @@ class _TreeBuilder:
                 self.styles[id(n)] = _Style(*style)
         self._assign_header_levels()
         return self._group_lists(self.elements, drop_types)
+
+    def _resolve_hyphens(self) -> None:
+        """Keep or drop each line-break hyphen with the whole document as evidence (#13.3);
+        tables whose cells changed get their Markdown again."""
+        changed = {id(n) for n in resolve_document(self.elements)}
+        if changed:
+            for n in self.elements:
+                if n.type == T.TABLE and any(id(d) in changed for d in n.walk()):
+                    n.content = table_to_markdown(n)
 
     # -- headers --------------------------------------------------------------------------------
     def _first_line_headings(self) -> None:

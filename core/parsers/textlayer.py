@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..model import ParsingBoundingBox
+from .hyphenation import DROP, Lexicon, decide
 
 __all__ = [
     "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
@@ -336,13 +337,17 @@ class BuiltText:
     """Text rebuilt from the text layer with its lines and, per text char, the source char
     (page char index, or -1 for an inserted space). ``droppable`` holds text positions of
     line-final hyphens that joined two lines without a space -- a broken word's hyphen or a
-    compound's (only when ``keep_hyphens``)."""
+    compound's (only when ``keep_hyphens``); ``hyphens`` the line-break hyphens left for a
+    document-level decision (only when ``defer_hyphens``)."""
 
     text: str
     lines: list[TextLine]
     source: list[int]
     line_of: list[int]
     droppable: set[int] = field(default_factory=set)
+    #: with ``defer_hyphens``: (text position, token before, token after) of each line-break
+    #: hyphen left in the text for a document-level decision (:mod:`.hyphenation`)
+    hyphens: list[tuple[int, str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -448,29 +453,44 @@ def _is_lower(c: str) -> bool:
 JOIN_SPACE, JOIN_DROP, JOIN_KEEP = "space", "drop", "keep"
 
 
-def hyphen_join(token: str, first: str) -> str:
+def hyphen_join(token: str, first: str, lexicon: Lexicon | None = None) -> str:
     """How a line ending in ``token`` (its last run of non-space chars) joins a line starting
-    with ``first``: ``JOIN_SPACE`` (with a space), ``JOIN_DROP`` (broken word: drop the final
-    hyphen, no space) or ``JOIN_KEEP`` (hyphenated compound broken after its hyphen: keep the
-    hyphen, no space).
+    with ``first`` (its first run of non-space chars, or at least its first char):
+    ``JOIN_SPACE`` (with a space), ``JOIN_DROP`` (broken word: drop the final hyphen, no space)
+    or ``JOIN_KEEP`` (hyphenated compound broken after its hyphen: keep the hyphen, no space).
 
-    A soft hyphen is always dropped. A hyphen ending a plain word of letters whose last letter
-    is lowercase, continued by a lowercase letter, is dropped ("treat-" + "ment"). A hyphen
-    attached to anything else -- a token that already contains a hyphen ("N-domain-" +
-    "selective"), digits ("2.17-" + "2.06"), an uppercase letter ("FAA-" + "approved") -- or
-    followed by an uppercase letter or a digit ("non-" + "Hodgkin") is kept. A free-standing
-    hyphen (a dash) or a next line starting with punctuation joins with a space.
+    A soft hyphen is always dropped. A free-standing hyphen (a dash) or a next line starting
+    with punctuation joins with a space. Otherwise :func:`.hyphenation.decide` judges from the
+    words either side (the document's own spellings in ``lexicon`` when given, the form --
+    digits, capitals, earlier hyphens -- and word frequencies): "treat-" + "ment" drops the
+    hyphen, "N-domain-" + "selective", "FAA-" + "approved", "non-" + "Hodgkin",
+    "angiotensin-" + "converting" keep it.
     """
-    if not token or token[-1] not in HYPHENS or not first:
+    if _needs_space(token, first):
         return JOIN_SPACE
     if token[-1] == _SOFT_HYPHEN:
         return JOIN_DROP
-    word = token[:-1]
-    if not word or not first[0].isalnum():
-        return JOIN_SPACE
-    if word.isalpha() and _is_lower(word[-1]) and _is_lower(first[0]) and not any(h in word for h in HYPHENS):
-        return JOIN_DROP
-    return JOIN_KEEP
+    return JOIN_DROP if decide(token[:-1], first, lexicon) == DROP else JOIN_KEEP
+
+
+def _needs_space(token: str, first: str) -> bool:
+    """Lines ending in ``token`` and starting with ``first`` join with a space (no line-break
+    hyphen between them)."""
+    if not token or token[-1] not in HYPHENS or not first:
+        return True
+    if token[-1] == _SOFT_HYPHEN:
+        return False
+    return len(token) < 2 or not first[0].isalnum()
+
+
+def _head_token(chars: Sequence[str], norm: Sequence[int]) -> str:
+    """The first run of non-space chars of a line (``norm``: its char indices, -1 = space)."""
+    out: list[str] = []
+    for i in norm:
+        if i < 0 or chars[i].isspace():
+            break
+        out.append(chars[i])
+    return "".join(out)
 
 
 def _tail_token(text: list[str], start: int) -> str:
@@ -538,6 +558,7 @@ def build_lines(
     merge_overlap: float = 0.5,
     *,
     keep_hyphens: bool = False,
+    defer_hyphens: bool = False,
 ) -> BuiltText:
     """Rebuild an element's text from the chars selected in each of its boxes.
 
@@ -546,7 +567,10 @@ def build_lines(
     after a line-final hyphen that breaks a word or a hyphenated compound (:func:`hyphen_join`).
     A word-breaking hyphen is dropped unless ``keep_hyphens``; then its position is listed in
     ``droppable``, as is a kept compound hyphen at a line end (content from another backend may
-    or may not have either). Line boxes are tight across the text (see the module docstring).
+    or may not have either). With ``defer_hyphens`` every line-break hyphen but a soft one stays
+    in the text and is listed in ``hyphens`` with the words either side, for
+    :func:`.hyphenation.resolve_document` to decide with the whole document as evidence. Line
+    boxes are tight across the text (see the module docstring).
     """
     text: list[str] = []
     source: list[int] = []
@@ -554,6 +578,7 @@ def build_lines(
     xs: list[tuple[float, float]] = []  # per text char (x0, x1), NaN for inserted chars
     lines: list[TextLine] = []
     droppable: set[int] = set()
+    deferred: list[tuple[int, str, str]] = []
     for box_index, (pc, sel) in enumerate(zip(layer_pages, selections, strict=True)):
         chars = pc.chars
         box_first = len(lines)
@@ -576,10 +601,14 @@ def build_lines(
                 norm.pop()
             if not norm:
                 continue
-            first = chars[norm[0]]
             # join with the previous line (space, or de-hyphenation)
             if text:
-                join = hyphen_join(_tail_token(text, lines[-1].start), first)
+                tail, head = _tail_token(text, lines[-1].start), _head_token(chars, norm)
+                soft = tail[-1:] == _SOFT_HYPHEN
+                if not (defer_hyphens or keep_hyphens):
+                    join = hyphen_join(tail, head)
+                else:  # only space or not matters here
+                    join = JOIN_SPACE if _needs_space(tail, head) else JOIN_DROP if soft else JOIN_KEEP
                 if join == JOIN_SPACE:
                     text.append(" ")
                     source.append(-1)
@@ -587,6 +616,8 @@ def build_lines(
                     xs.append((math.nan, math.nan))
                 elif keep_hyphens:
                     droppable.add(len(text) - 1)
+                elif defer_hyphens and not soft:
+                    deferred.append((len(text) - 1, tail[:-1], head))
                 elif join == JOIN_DROP:
                     text.pop()
                     source.pop()
@@ -637,7 +668,8 @@ def build_lines(
                 )
             )
         _separate_lines(lines[box_first:], across)
-    return BuiltText("".join(text), lines, source, line_of, droppable)
+    return BuiltText("".join(text), lines, source, line_of, droppable, deferred)
+
 
 
 def _fill_gaps(xs: Sequence[tuple[float, float]]) -> list[float]:
