@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
@@ -201,3 +203,39 @@ def test_soft_hyphens_are_dropped_at_once(tmp_path):
     if "\u00ad" in "".join(pc.chars):  # the font may not map the soft hyphen to a glyph
         assert built.text == "a wellknown fact"
         assert not built.hyphens
+
+
+def test_shared_pdf_keeps_compounds_broken_inside_and_at_hyphens():
+    path = SHARED_DATA / "pdfs" / "cermine_medical" / "test1.pdf"
+    if not path.is_file():
+        pytest.skip("shared data not available")
+    root = PyMuPDFParser().parse(path)
+    nodes = [n for n in root.walk() if n.content]
+    text = " ".join(n.content for n in nodes)
+    # "life-threa-⏎tening" (a compound broken inside a part) was kept as "life-threa-tening"
+    for word in ("life-threatening", "meta-analysis", "post-trauma", "Hollingsworth-Fridlund", "thromboprophylaxis"):
+        assert word in text, word
+    assert "life-threa-tening" not in text
+    for node in nodes:
+        assert HYPHENS_KEY not in node.metadata
+        if node.type in TEXT_TYPES:
+            _check_spans(node)
+
+
+_word = st.text(alphabet=st.sampled_from("abcdefghijklmnopqrstuvwxyz"), min_size=1, max_size=12)
+
+
+@given(a=_word, b=_word, joined=st.integers(0, 3), hyphenated=st.integers(0, 3))
+@settings(max_examples=200, deadline=None)
+def test_document_evidence_decides_when_it_differs(a, b, joined, hyphenated):
+    lex = Lexicon.from_texts([f"{a}{b} " * joined + f"{a}-{b} " * hyphenated])
+    got = decide(a, b, lex)
+    assert got in (KEEP, DROP)
+    if joined != hyphenated:
+        assert got == (DROP if joined > hyphenated else KEEP)
+
+
+@given(left=st.text(max_size=20), right=st.text(max_size=20))
+@settings(max_examples=300, deadline=None)
+def test_decide_never_fails(left, right):
+    assert decide(left, right) in (KEEP, DROP)
