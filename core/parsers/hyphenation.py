@@ -117,10 +117,10 @@ class Lexicon:
     def add(self, text: str, skip: Sequence[int] = ()) -> None:
         """Count the tokens of ``text``, except those covering a position in ``skip``."""
         skips = sorted(skip)
+        self._sorted = None
         for m in _TOKEN.finditer(text):
             if skips and any(m.start() <= p < m.end() for p in skips):
                 continue
-            self._sorted = None
             token = m.group(0).lower().replace("\u2010", "-").replace("\u2019", "'")
             parts = [p for p in token.split("-") if p]
             if len(parts) <= 1:
