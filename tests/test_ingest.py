@@ -302,3 +302,25 @@ def test_a_killed_worker_loses_nothing(
     assert "a worker process died" in caplog.text
     assert (report.done, report.failed) == (3, 0), report.errors
     assert parts(tmp_path / "out") == parts(reference)
+
+
+# -- the Ray engine (slow: starts a local Ray runtime with 2 CPUs) -----------------------------------
+@pytest.mark.slow
+def test_ray_engine_writes_the_same_files(corpus: Path, run2, tmp_path: Path) -> None:
+    pytest.importorskip("ray.data")
+    _, reference = run2
+    report = ingest(corpus, tmp_path, workers=2, engine="ray", progress=False)
+    assert (report.done, report.failed) == (3, 2)
+    assert parts(tmp_path) == parts(reference)
+    assert pq.read_table(tmp_path / "errors.parquet").to_pylist() == pq.read_table(reference / "errors.parquet").to_pylist()
+    again = ingest(corpus, tmp_path, workers=2, engine="ray", progress=False)
+    assert (again.done, again.skipped) == (0, 5)
+
+
+@pytest.mark.slow
+def test_ray_engine_long_pdfs(long_corpus: Path, long_run, tmp_path: Path) -> None:
+    pytest.importorskip("ray.data")
+    _, reference = long_run
+    assert main(["ingest", str(long_corpus), "-o", str(tmp_path), "--engine", "ray", "--workers", "2"]) == 1
+    assert parts(tmp_path) == parts(reference)
+    assert len(pq.read_table(tmp_path / "errors.parquet")) == 2

@@ -35,6 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--embed", choices=("minilm", "none"), default="none",
                    help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
     p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a process pool on this machine (default); ray: Ray Data actors (pip install 'ray[data]')")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: $RAY_ADDRESS, else a local Ray runtime with --workers CPUs)")
     p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
     p.set_defaults(func=run)
@@ -58,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=not args.no_progress,
         retry_errors=args.retry_errors,
+        engine=args.engine,
+        ray_address=args.ray_address,
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)

@@ -290,9 +290,8 @@ def _run_local(todo: Iterable[tuple[str, str]], workers: int, config: JobConfig)
         while True:
             limit = 1 if suspects else 2 * workers
             while len(in_flight) < limit:
-                if suspects:
-                    item = suspects.popleft()
-                else:
+                item: tuple[str, str] | None = suspects.popleft() if suspects else None
+                if item is None:
                     item = next(pending, None) if not exhausted else None
                     if item is None:
                         exhausted = True
@@ -336,14 +335,20 @@ def ingest(
     workers: int | None = None,
     progress: bool = True,
     retry_errors: bool = False,
+    engine: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into Parquet under ``out``.
 
     See the module docstring for the output layout, resume and failure rules. ``workers`` is
-    the number of worker processes (default: the machine's cores). Returns an
+    the number of worker processes (default: the machine's cores); ``engine="ray"`` runs the
+    documents on Ray (:mod:`grounded.ingest.ray_engine`; ``ray_address`` or ``$RAY_ADDRESS``
+    joins a cluster, else a local runtime with ``workers`` CPUs) and writes the same files. Returns an
     :class:`IngestReport`; raises :class:`IngestError` only when the job itself cannot run.
     """
     started = time.perf_counter()
+    if engine not in ("local", "ray"):
+        raise IngestError(f"engine must be 'local' or 'ray', got {engine!r}")
     if embed not in ("minilm", "none"):
         raise IngestError(f"embed must be 'minilm' or 'none', got {embed!r}")
     n_workers = (os.cpu_count() or 1) if workers is None else int(workers)
@@ -358,6 +363,10 @@ def ingest(
     config = JobConfig(**{**config.__dict__, "config_fingerprint": fingerprint})
     del chunker
     _pa()  # pyarrow present?
+    if engine == "ray":
+        from .ray_engine import _ray
+
+        _ray()  # ray installed?
 
     files = expand_inputs(inputs)
     report = IngestReport(out=Path(out), files=len(files))
@@ -390,7 +399,14 @@ def ingest(
             yield str(path), sha
 
     try:
-        for result in _run_local(todo(), min(n_workers, max(len(files), 1)), config):
+        pool_size = min(n_workers, max(len(files), 1))
+        if engine == "ray":
+            from .ray_engine import run_ray
+
+            results = run_ray(list(todo()), pool_size, config, ray_address=ray_address)
+        else:
+            results = _run_local(todo(), pool_size, config)
+        for result in results:
             if result.status == "setup-error":
                 raise IngestError(f"the worker processes cannot be set up: {result.error_type}: {result.message}")
             if result.status == "error":

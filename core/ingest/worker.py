@@ -109,14 +109,19 @@ def setup(config: JobConfig) -> None:
     _State.embedder = build_embedder(config.embed)
 
 
-def init_worker(parent: ParentInfo | None, config: JobConfig) -> None:
-    """Pool initializer: die with the parent, then :func:`setup` (a failure is kept and reported
-    by every task, so the parent can stop the job with the real reason)."""
-    die_with_parent(parent)
+def safe_setup(config: JobConfig) -> None:
+    """:func:`setup`, keeping a failure to report it from every task (the parent then stops the
+    job with the real reason)."""
     try:
         setup(config)
     except Exception as exc:  # reported per task as setup-error (the parent stops the job)
         _State.setup_error = exc
+
+
+def init_worker(parent: ParentInfo | None, config: JobConfig) -> None:
+    """Process-pool initializer: die with the parent, then :func:`safe_setup`."""
+    die_with_parent(parent)
+    safe_setup(config)
 
 
 def process_document(path: str, sha256: str) -> DocResult:
