@@ -54,7 +54,7 @@ def chunk(
     if isinstance(source, ParsingResult):
         root = source
     elif isinstance(source, (str, os.PathLike)) and Path(source).suffix.lower() == ".json":
-        root = load_parsing_result(source)
+        root = load_parsing_result(Path(source))
     else:
         root = parse(source, parser, password=password)
     return Chunker(strategy, max_tokens, overlap, **options).chunk(root)
