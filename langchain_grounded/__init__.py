@@ -1,7 +1,8 @@
 """LangChain adapter: :class:`GroundedPDFLoader` (PDF -> chunk, element, page or single Documents
 with exact source boxes), :class:`GroundedPDFParser` (the same as a blob parser for
 ``GenericLoader``) and :class:`GroundedTextSplitter` (splits any of them again with the boxes of
-each part's own text; splits plain Documents by tokens with character offsets).
+each part's own text; splits plain Documents by tokens with character offsets) and
+:class:`GroundingSplitter` (any LangChain splitter, its parts grounded in the PDF: boxes and offsets).
 
 Importing this package imports ``langchain_core``; without it an
 :class:`~grounded.errors.BackendUnavailableError` names ``pip install 'grounded[langchain]'``.
@@ -13,6 +14,7 @@ from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_me
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings
+from .grounding import GroundingSplitter
 from .loader import GroundedPDFLoader, GroundedPDFParser
 from .splitter import GroundedTextSplitter
 
@@ -21,6 +23,7 @@ __all__ = [
     "GroundedPDFParser",
     "GroundingWarning",
     "GroundedTextSplitter",
+    "GroundingSplitter",
     "MiniLMEmbeddings",
     "boxes_from_metadata",
     "boxes_to_metadata",

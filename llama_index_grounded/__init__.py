@@ -1,6 +1,7 @@
 """LlamaIndex adapter: :class:`GroundedPDFReader` (PDF -> Documents referring to their parse tree),
 :class:`GroundedNodeParser` (Documents -> TextNodes with exact, multi-page source boxes) and
-:func:`node_boxes` (the boxes of any node's own text, also of re-split parts and citation chunks).
+:func:`node_boxes` (the boxes of any node's own text, also of re-split parts and citation chunks)
+and :class:`GroundingNodeParser` (any node parser, its nodes grounded in the PDF).
 
 Importing this package imports ``llama_index.core``; without it an
 :class:`~grounded.errors.BackendUnavailableError` names ``pip install 'grounded[llama-index]'``.
@@ -13,13 +14,14 @@ from grounded.parse_cache import TREE_REF_KEY, ParseCache
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding
-from .grounding import node_boxes
+from .grounding import GroundingNodeParser, node_boxes
 from .node_parser import GroundedNodeParser
 from .reader import GroundedPDFReader
 
 __all__ = [
     "GroundedPDFReader",
     "GroundedNodeParser",
+    "GroundingNodeParser",
     "MiniLMEmbedding",
     "node_boxes",
     "GroundingWarning",

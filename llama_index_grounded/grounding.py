@@ -8,6 +8,8 @@ node's *own* text: the recorded boxes when the node is the chunk they were made 
 made by ``SentenceSplitter``, a ``CitationQueryEngine`` citation chunk, a node of the default
 splitter) the boxes of the part's char span located in the document text, or ``[]`` with one
 :class:`~grounded.metadata.GroundingWarning` - never the boxes of a parent.
+:class:`GroundingNodeParser` wraps any node parser so each node it makes is grounded (boxes, pages,
+char offsets of its own text; see :mod:`grounded.grounding`).
 """
 
 from __future__ import annotations
@@ -16,18 +18,43 @@ import re
 import threading
 import warnings
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
+from llama_index.core.node_parser import NodeParser
+from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 
 from grounded.chunking.assembly import ChunkAssembler
 from grounded.chunking.chunker import Chunker
+from grounded.chunking.ids import chunk_id, source_key, stable_hash
 from grounded.chunking.stream import document_text
 from grounded.errors import SchemaError
-from grounded.metadata import TREE_KEY, GroundingWarning, boxes_from_metadata, decode_tree, text_hash
+from grounded.grounding.grounder import Grounder, Grounding
+from grounded.grounding.wrappers import GROUNDING_KEYS, grounding_fields, splitter_fingerprint
+from grounded.metadata import (
+    PAYLOAD_KEYS,
+    TREE_KEY,
+    GroundingWarning,
+    boxes_from_metadata,
+    boxes_to_metadata,
+    decode_tree,
+    flatten_metadata,
+    text_hash,
+)
 from grounded.model import ParsingBoundingBox, ParsingResult
-from grounded.parse_cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, resolve_tree
 
-__all__ = ["PAGE_KEY", "tree_for", "page_tree", "document_text_of", "locate", "node_boxes", "GroundingWarning"]
+__all__ = [
+    "PAGE_KEY",
+    "tree_for",
+    "page_tree",
+    "document_text_of",
+    "locate",
+    "node_boxes",
+    "GroundingWarning",
+    "GroundingNodeParser",
+]
 
 #: metadata key of the reader's per-page Documents: the 1-based page the Document holds
 PAGE_KEY = "grounded_page"
@@ -256,3 +283,147 @@ def node_boxes(node: Any, *, cache_dir: str | None = None, box_mode: str = "auto
         return []
     assert root is not None
     return assembler_for(root, _default_chunker(box_mode)).boxes_for_chars(*found)
+
+
+# -- GroundingNodeParser: any node parser, its nodes grounded in the PDF ------------------------------
+
+#: node metadata an embedder / LLM never sees (machine payload of the grounding)
+GROUNDING_HIDDEN = (
+    *PAYLOAD_KEYS, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, *GROUNDING_KEYS,
+    "source_sha256", "file_path", "total_pages", "parser",
+)
+#: keys describing the parent's own text: recomputed for each node (or dropped when refused)
+_PARENT_KEYS = (*PAYLOAD_KEYS, *GROUNDING_KEYS, "pages", "section")
+
+
+class GroundingNodeParser(NodeParser):
+    """Wraps any LlamaIndex node parser (``SentenceSplitter``, ``MarkdownNodeParser``,
+    ``SemanticSplitterNodeParser``, ...) so every node it makes carries the boxes, pages and char
+    offsets of its own text, grounded (:mod:`grounded.grounding`) in the parse tree its source
+    Document refers to (``grounded_tree_ref`` of :class:`~llama_index_grounded.GroundedPDFReader`;
+    ``tree=`` for Documents without one). The Document's text may be the reader's text or any
+    rendering of the same PDF (Markdown from ``pymupdf4llm.to_markdown``).
+
+    Each node keeps the wrapped parser's id, text, relationships and metadata and gets (flat,
+    store-safe): ``chunk_id``, ``strategy`` (``grounding:<parser class>``), ``token_count``,
+    ``start_char``/``end_char`` and ``start_char_idx``/``end_char_idx`` (the grounded span in the
+    tree's document text - the reader Document's own text - never found with ``str.find``),
+    ``body_start`` 0, ``pages``, ``element_ids``, ``boxes``, ``text_hash``, ``grounding_status``,
+    ``grounding_score``, ``grounding_reason`` and ``grounding_spans``; the payload keys are excluded
+    from embedding and LLM metadata. A node that cannot be grounded gets no boxes, offsets or
+    pages, ``grounding_status="refused"`` and the reason (one
+    :class:`~grounded.metadata.GroundingWarning` per call).
+    """
+
+    node_parser: NodeParser = Field(description="the wrapped node parser")
+    min_score: float | None = Field(default=None, description="Grounder min_score (default: the Grounder's)")
+    box_mode: str = Field(default="auto", description="box mode of the grounded boxes")
+    cache_dir: str | None = Field(default=None, description="parse cache directory (default: the reader's default)")
+    line_boxes: bool = Field(default=True, description="keep each box's line boxes")
+    _grounders: Any = PrivateAttr(default_factory=OrderedDict)
+    _tree: Any = PrivateAttr(default=None)
+
+    def __init__(self, node_parser: NodeParser, *, tree: ParsingResult | None = None, **data: Any) -> None:
+        if isinstance(node_parser, GroundingNodeParser):
+            raise SchemaError("the node parser is already a GroundingNodeParser")
+        super().__init__(node_parser=node_parser, **data)  # type: ignore[call-arg]
+        self._tree = tree
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GroundingNodeParser"
+
+    def _grounder(self, meta: Mapping[str, Any]) -> tuple[Grounder | None, str]:
+        ref = str(meta.get(TREE_REF_KEY) or "")
+        page = meta.get(PAGE_KEY)
+        key = f"{ref}#{page}" if ref else (f"tree:{id(self._tree)}" if self._tree is not None else "")
+        if not key:
+            return None, "the Document refers to no parse tree (no grounded_tree_ref; read it with GroundedPDFReader or pass tree=)"
+        grounders: OrderedDict[str, Grounder] = self._grounders
+        grounder = grounders.get(key)
+        if grounder is None:
+            try:
+                root = tree_for(meta, self.cache_dir) if ref else self._tree
+            except SchemaError as exc:
+                return None, f"its parse tree cannot be read ({exc})"
+            if root is None:
+                return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
+            options: dict[str, Any] = {"box_mode": self.box_mode}
+            if self.min_score is not None:
+                options["min_score"] = self.min_score
+            grounder = Grounder(root, **options)
+            grounders[key] = grounder
+            while len(grounders) > 4:
+                grounders.popitem(last=False)
+        grounders.move_to_end(key)
+        return grounder, ""
+
+    def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        out: list[BaseNode] = []
+        refused: list[str] = []
+        for node in nodes:
+            out.extend(self._ground(node, refused))
+        if refused:
+            warnings.warn(
+                f"{len(refused)} of {len(out)} nodes could not be grounded and carry no boxes "
+                f"(grounding_status='refused'; first reason: {refused[0]})",
+                GroundingWarning,
+                stacklevel=4,
+            )
+        return out
+
+    def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
+        # the wrapped parser linked and merged already; offsets come from the grounding, not str.find
+        return nodes
+
+    def _ground(self, source: BaseNode, refused: list[str]) -> list[BaseNode]:
+        parts = self.node_parser.get_nodes_from_documents([source])  # type: ignore[list-item]
+        grounder, why = self._grounder(source.metadata)
+        texts = [p.get_content(metadata_mode=MetadataMode.NONE) for p in parts]
+        if grounder is None:
+            groundings = [Grounding([], 0.0, [], "refused", why) for _ in texts]
+            key = stable_hash([source.node_id, texts], 24)
+        else:
+            groundings = grounder.ground_all(texts)
+            key = source_key(grounder.root.metadata, grounder.text)
+        fingerprint = splitter_fingerprint(self.node_parser)
+        name = type(self.node_parser).__name__
+        tok = grounder.stream.tokenizer if grounder is not None else None
+        seen: dict[str, int] = {}
+        for part, text, g in zip(parts, texts, groundings, strict=True):
+            meta = {k: v for k, v in part.metadata.items() if k not in _PARENT_KEYS}
+            meta.update({"strategy": f"grounding:{name}", "token_count": tok.count(text) if tok is not None else 0})
+            if g.ok and g.spans:
+                start, end = int(g.spans[0][0]), int(g.spans[-1][1])
+                cid = chunk_id(key, fingerprint, start, end)
+                boxes = list(g.boxes)
+                meta.update(
+                    {
+                        "start_char": start,
+                        "end_char": end,
+                        "body_start": 0,
+                        "pages": sorted({int(b.page) for b in boxes}),
+                        "element_ids": list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
+                        "boxes": boxes_to_metadata(boxes, line_spans=self.line_boxes),
+                    }
+                )
+            else:
+                refused.append(g.reason)
+                start = end = None  # type: ignore[assignment]
+                cid = f"{chunk_id(key, fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+            repeats = seen.get(cid, 0)
+            seen[cid] = repeats + 1
+            meta["chunk_id"] = f"{cid}~{repeats}" if repeats else cid
+            meta["text_hash"] = text_hash(text)
+            meta.update(grounding_fields(g))
+            part.metadata = flatten_metadata(meta)
+            if isinstance(part, TextNode):
+                part.start_char_idx = start
+                part.end_char_idx = end
+            part.excluded_embed_metadata_keys = list(
+                dict.fromkeys([*part.excluded_embed_metadata_keys, *(k for k in (*GROUNDING_HIDDEN, "pages") if k in part.metadata)])
+            )
+            part.excluded_llm_metadata_keys = list(
+                dict.fromkeys([*part.excluded_llm_metadata_keys, *(k for k in GROUNDING_HIDDEN if k in part.metadata)])
+            )
+        return list(parts)

@@ -1,0 +1,184 @@
+"""Grounded chunks from any splitter's output (chonkie, docling-core ``HybridChunker``, plain strings).
+
+``ground_chunks(items, root, splitter=...)`` grounds each item's text (in order, each searched near
+the previous one's end so repeated passages resolve to the right occurrence) in the parse tree
+``root`` and returns :class:`~grounded.model.Chunk` objects:
+
+* ``content`` = the item's text as the splitter made it (never replaced by the document text);
+* ``metadata``: ``strategy`` (``grounding:<splitter class>``), ``token_count`` (grounded's
+  tokenizer), ``start_char``/``end_char`` (the grounded span in ``document_text(root).text``; for a
+  text made of non-contiguous pieces, the first piece's start and the last piece's end, every piece
+  in ``grounding_spans``), ``body_start`` 0, ``pages``, ``element_ids``, ``grounding_status``
+  (``exact``/``fuzzy``/``partial``/``refused``), ``grounding_score``, ``grounding_reason``;
+* ``geom`` = the grounded boxes. A refused text gets no boxes, no offsets and no pages;
+* ``id`` = :func:`grounded.chunking.ids.chunk_id` of the source (PDF sha256 + parser), a
+  fingerprint of the wrapped splitter (class + scalar parameters) and the span.
+
+Accepted items: strings, objects with ``.text`` (chonkie ``Chunk``, docling-core ``DocChunk``: the
+raw ``.text`` is grounded, not ``chunker.contextualize(chunk)``, whose headings are not contiguous
+with the body), ``.page_content`` (LangChain ``Document``) or ``get_content()`` (LlamaIndex nodes).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..chunking.ids import chunk_id, source_key, stable_hash
+from ..errors import ChunkingError
+from ..metadata import text_hash
+from ..model import Chunk, ParsingResult
+from .grounder import Grounder, Grounding
+
+__all__ = [
+    "GROUNDING_KEYS",
+    "text_of",
+    "splitter_fingerprint",
+    "grounding_fields",
+    "grounded_chunk",
+    "ground_chunks",
+    "status_counts",
+]
+
+#: metadata keys describing the grounding of a chunk
+GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans")
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def text_of(item: Any) -> str:
+    """The text of a splitter's output item (see the module docstring for what is accepted)."""
+    if isinstance(item, str):
+        return item
+    for attr in ("text", "page_content"):
+        value = getattr(item, attr, None)
+        if isinstance(value, str):
+            return value
+    get_content = getattr(item, "get_content", None)
+    if callable(get_content):
+        try:
+            from llama_index.core.schema import MetadataMode
+
+            return str(get_content(metadata_mode=MetadataMode.NONE))
+        except ImportError:  # pragma: no cover - get_content without LlamaIndex
+            return str(get_content())
+    raise ChunkingError(f"cannot ground a {type(item).__name__}: expected a string or an object with .text / .page_content")
+
+
+def _params(obj: Any) -> dict[str, Any]:
+    raw: Mapping[str, Any] = {}
+    fields = getattr(type(obj), "model_fields", None)
+    if isinstance(fields, Mapping) and hasattr(obj, "__dict__"):  # pydantic: declared fields only
+        raw = {k: getattr(obj, k, None) for k in fields}
+    elif hasattr(obj, "__dict__"):
+        raw = vars(obj)
+    out: dict[str, Any] = {}
+    for key, value in sorted(raw.items()):
+        name = key.lstrip("_")
+        if callable(value) and not isinstance(value, type):
+            out[name] = f"<{type(value).__name__}>"
+        elif isinstance(value, _SCALARS):
+            out[name] = value
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, _SCALARS) for v in value):
+            out[name] = list(value)
+        else:
+            out[name] = f"<{type(value).__module__}.{type(value).__qualname__}>"
+    return out
+
+
+def splitter_fingerprint(splitter: Any = None, params: Mapping[str, Any] | None = None) -> str:
+    """16 hex digits naming a splitter configuration: its class and scalar parameters (``params``
+    when given, else the object's scalar attributes; nested objects count by type only)."""
+    if splitter is None:
+        return stable_hash({"class": "text", "params": dict(params or {})}, 16)
+    cls = splitter if isinstance(splitter, type) else type(splitter)
+    values = dict(params) if params is not None else _params(splitter)
+    return stable_hash({"class": f"{cls.__module__}.{cls.__qualname__}", "params": values}, 16)
+
+
+def grounding_fields(g: Grounding) -> dict[str, Any]:
+    """``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one) and
+    ``grounding_spans`` (``[[start, end], ...]``; absent when refused) of one grounding."""
+    out: dict[str, Any] = {"grounding_status": g.status, "grounding_score": float(g.score)}
+    if g.reason:
+        out["grounding_reason"] = g.reason
+    if g.spans:
+        out["grounding_spans"] = [[int(s), int(e)] for s, e in g.spans]
+    return out
+
+
+def grounded_chunk(
+    text: str,
+    g: Grounding,
+    *,
+    key: str,
+    fingerprint: str,
+    strategy: str = "grounding",
+    token_count: int = 0,
+) -> Chunk:
+    """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring)."""
+    meta: dict[str, Any] = {"strategy": strategy, "token_count": int(token_count)}
+    if g.ok and g.spans:
+        start, end = int(g.spans[0][0]), int(g.spans[-1][1])
+        meta.update({"start_char": start, "end_char": end, "body_start": 0})
+        cid = chunk_id(key, fingerprint, start, end)
+    else:
+        cid = f"{chunk_id(key, fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+    boxes = list(g.boxes) if g.ok else []
+    meta["pages"] = sorted({int(b.page) for b in boxes})
+    meta["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
+    meta.update(grounding_fields(g))
+    return Chunk(id=cid, content=text, metadata=meta, geom=boxes)
+
+
+def ground_chunks(
+    items: Iterable[Any],
+    root: ParsingResult | None = None,
+    *,
+    splitter: Any = None,
+    grounder: Grounder | None = None,
+    near: int | None = None,
+    min_score: float | None = None,
+    tokenizer: Any = None,
+) -> list[Chunk]:
+    """Ground a splitter's output items (in document order) in ``root`` -> grounded Chunks.
+
+    ``splitter``: the splitter that made the items (its class and parameters go into the chunk ids
+    and ``strategy``). Pass a ``grounder`` built once to ground several batches of one document
+    (then ``root``, ``min_score`` and ``tokenizer`` are not needed). ``near``: the document-text
+    offset where the first item is expected."""
+    if grounder is None:
+        if root is None:
+            raise ChunkingError("ground_chunks needs the parse tree (root) or a Grounder")
+        options: dict[str, Any] = {"tokenizer": tokenizer}
+        if min_score is not None:
+            options["min_score"] = min_score
+        grounder = Grounder(root, **options)
+    elif min_score is not None or tokenizer is not None:
+        raise ChunkingError("min_score and tokenizer belong to the Grounder: pass them when building it")
+    texts = [text_of(item) for item in items]
+    fingerprint = splitter_fingerprint(splitter)
+    name = "text" if splitter is None else type(splitter).__name__
+    key = source_key(grounder.root.metadata, grounder.text)
+    tok = grounder.stream.tokenizer
+    out: list[Chunk] = []
+    seen: Counter[str] = Counter()
+    for text, g in zip(texts, grounder.ground_all(texts, near=near), strict=True):
+        chunk = grounded_chunk(
+            text, g, key=key, fingerprint=fingerprint, strategy=f"grounding:{name}",
+            token_count=tok.count(text) if tok is not None else 0,
+        )
+        seen[chunk.id] += 1
+        if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
+            chunk.id = f"{chunk.id}~{seen[chunk.id] - 1}"
+        out.append(chunk)
+    return out
+
+
+def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:
+    """``{"exact": n, "fuzzy": n, "partial": n, "refused": n}`` of grounded chunks or groundings."""
+    counts = dict.fromkeys(("exact", "fuzzy", "partial", "refused"), 0)
+    for c in chunks:
+        status = c.status if isinstance(c, Grounding) else str(c.metadata.get("grounding_status", "refused"))
+        counts[status] = counts.get(status, 0) + 1
+    return counts

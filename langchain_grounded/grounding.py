@@ -1,0 +1,249 @@
+"""``GroundingSplitter``: any LangChain splitter, with exact source boxes for every part it makes.
+
+``GroundingSplitter(RecursiveCharacterTextSplitter(...)).split_documents(docs)`` runs the wrapped
+splitter on each Document and grounds every part (:mod:`grounded.grounding`) in the parse tree the
+Document refers to (``grounded_tree_ref``, set by :class:`~langchain_grounded.GroundedPDFLoader`
+in every mode), so the parts carry the boxes, pages and char offsets of their own text. The
+Document's ``page_content`` may be any rendering of that PDF - the loader's text, or Markdown of
+the same PDF (``pymupdf4llm.to_markdown``) under the loader Document's metadata; pass ``tree=`` for
+Documents without a reference.
+
+Part metadata (flat by default, like the loader's): the parent's document-level keys, what the
+wrapped splitter adds (``Header 1`` of ``MarkdownHeaderTextSplitter``, ``start_index``), and
+``grounded_kind`` ``"chunk"``, ``chunk_id``, ``strategy`` (``grounding:<splitter class>``),
+``start_char``/``end_char`` (the grounded span in the document text), ``body_start`` 0, ``pages``,
+``page`` (0-based), ``page_start``/``page_end``, ``element_ids``, ``boxes``, ``text_hash`` of the
+part's text, ``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one)
+and ``grounding_spans``. A part that cannot be grounded (page furniture the parser dropped, text
+the PDF does not contain) gets no boxes, offsets or pages, ``grounding_status="refused"`` and the
+reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many parts were refused.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.documents import Document
+from langchain_text_splitters import TextSplitter
+
+from grounded.chunking.ids import chunk_id, source_key, stable_hash
+from grounded.errors import ChunkingError, SchemaError
+from grounded.grounding.grounder import Grounder, Grounding
+from grounded.grounding.wrappers import grounding_fields, splitter_fingerprint
+from grounded.metadata import (
+    BOXES_KEY,
+    TEXT_HASH_KEY,
+    TREE_KEY,
+    GroundingWarning,
+    boxes_to_metadata,
+    flatten_metadata,
+    text_hash,
+    unflatten_metadata,
+)
+from grounded.model import ParsingResult
+from grounded.parse_cache import TREE_REF_KEY, ParseCache, resolve_tree
+
+from .documents import KIND_KEY, SPANS_KEY, page_keys
+from .elements import ELEMENT_KEY
+
+__all__ = ["GroundingSplitter"]
+
+#: keys that describe the parent's own text: recomputed for each part (or dropped when refused)
+_PARENT_KEYS = frozenset(
+    {
+        KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
+        "page", "page_start", "page_end", "element_ids", "heading_ids", "element_id", "element_type",
+        BOXES_KEY, TEXT_HASH_KEY, SPANS_KEY, ELEMENT_KEY, TREE_KEY, "section", "heading_path",
+        "grounding_status", "grounding_score", "grounding_reason", "grounding_spans",
+    }
+)
+
+
+class GroundingSplitter(TextSplitter):
+    """Wraps a LangChain splitter (any ``TextSplitter``, or an object whose ``split_text`` returns
+    strings or Documents, like ``MarkdownHeaderTextSplitter``) so its parts carry grounded boxes and
+    char offsets. See the module docstring for the metadata.
+
+    ``tree``: the parse tree for Documents that carry no ``grounded_tree_ref``. ``cache``: the
+    :class:`~grounded.parse_cache.ParseCache` (or its directory) the loader used. ``min_score``,
+    ``tokenizer`` and ``box_mode`` go to the :class:`~grounded.grounding.Grounder` (one per
+    source tree, the four most recent kept). ``flat_metadata`` (default True): lists as compact
+    JSON strings; ``line_boxes``: keep each box's line boxes.
+    """
+
+    def __init__(
+        self,
+        splitter: Any,
+        *,
+        tree: ParsingResult | None = None,
+        cache: ParseCache | str | Path | None = None,
+        min_score: float | None = None,
+        tokenizer: Any = None,
+        box_mode: str = "auto",
+        flat_metadata: bool = True,
+        line_boxes: bool = True,
+    ) -> None:
+        if not callable(getattr(splitter, "split_text", None)):
+            raise ChunkingError(f"GroundingSplitter wraps a splitter with split_text(); got {type(splitter).__name__}")
+        if isinstance(splitter, GroundingSplitter):
+            raise ChunkingError("the splitter is already a GroundingSplitter")
+        size = int(getattr(splitter, "_chunk_size", 4000))
+        overlap = min(int(getattr(splitter, "_chunk_overlap", 0)), size)
+        super().__init__(chunk_size=size, chunk_overlap=overlap, add_start_index=bool(getattr(splitter, "_add_start_index", False)))
+        self.splitter = splitter
+        self.tree = tree
+        self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
+        self.flat_metadata = flat_metadata
+        self.line_boxes = line_boxes
+        self._options: dict[str, Any] = {"tokenizer": tokenizer, "box_mode": box_mode}
+        if min_score is not None:
+            self._options["min_score"] = min_score
+        self.fingerprint = splitter_fingerprint(splitter)
+        self._name = type(splitter).__name__
+        self._grounders: OrderedDict[str, Grounder] = OrderedDict()
+
+    # -- TextSplitter API -------------------------------------------------------------------------
+    def split_text(self, text: str) -> list[str]:
+        """The wrapped splitter's texts (no metadata to carry boxes: use :meth:`split_documents`)."""
+        return [p.page_content if isinstance(p, Document) else str(p) for p in self.splitter.split_text(text)]
+
+    def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
+        metadatas = metadatas or [{} for _ in texts]
+        return self.split_documents([Document(page_content=t, metadata=dict(m)) for t, m in zip(texts, metadatas, strict=True)])
+
+    def split_documents(self, documents: Iterable[Document]) -> list[Document]:
+        out: list[Document] = []
+        refused: list[str] = []
+        total = 0
+        for doc in documents:
+            for part in self._split(doc, refused):
+                total += 1
+                out.append(part)
+        if refused:
+            first = refused[0]
+            warnings.warn(
+                f"{len(refused)} of {total} parts could not be grounded and carry no boxes "
+                f"(grounding_status='refused'; first reason: {first})",
+                GroundingWarning,
+                stacklevel=2,
+            )
+        return out
+
+    # -- internals --------------------------------------------------------------------------------
+    def _parts(self, doc: Document) -> list[Document]:
+        if isinstance(self.splitter, TextSplitter):
+            return self.splitter.split_documents([doc])
+        parts = []
+        for p in self.splitter.split_text(doc.page_content):
+            if isinstance(p, Document):
+                parts.append(Document(page_content=p.page_content, metadata={**doc.metadata, **p.metadata}))
+            else:
+                parts.append(Document(page_content=str(p), metadata=dict(doc.metadata)))
+        return parts
+
+    def _grounder(self, meta: Mapping[str, Any]) -> tuple[Grounder | None, str]:
+        ref = str(meta.get(TREE_REF_KEY) or "")
+        key = ref or (f"tree:{id(self.tree)}" if self.tree is not None else "")
+        if not key:
+            return None, "the Document refers to no parse tree (no grounded_tree_ref; load it with GroundedPDFLoader or pass tree=)"
+        grounder = self._grounders.get(key)
+        if grounder is None:
+            root: ParsingResult | None
+            if ref:
+                try:
+                    root = resolve_tree(meta, self.cache)
+                except SchemaError as exc:
+                    return None, f"its parse tree cannot be read ({exc})"
+            else:
+                root = self.tree
+            if root is None:
+                return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
+            grounder = Grounder(root, **self._options)
+            self._grounders[key] = grounder
+            while len(self._grounders) > 4:
+                self._grounders.popitem(last=False)
+        self._grounders.move_to_end(key)
+        return grounder, ""
+
+    def _split(self, doc: Document, refused: list[str]) -> Iterator[Document]:
+        parent = unflatten_metadata(doc.metadata)
+        parts = self._parts(doc)
+        grounder, why = self._grounder(doc.metadata)
+        texts = [p.page_content for p in parts]
+        if grounder is None:
+            groundings = [Grounding([], 0.0, [], "refused", why) for _ in texts]
+            key = stable_hash([doc.id, doc.page_content], 24)
+        else:
+            groundings = grounder.ground_all(texts, near=_near(parent))
+            key = source_key(grounder.root.metadata, grounder.text)
+        seen: dict[str, int] = {}
+        for part, text, g in zip(parts, texts, groundings, strict=True):
+            if not g.ok:
+                refused.append(g.reason)
+            meta = self._metadata(part.metadata, parent, text, g, grounder)
+            cid = (
+                chunk_id(key, self.fingerprint, int(g.spans[0][0]), int(g.spans[-1][1]))
+                if g.ok and g.spans
+                else f"{chunk_id(key, self.fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+            )
+            repeats = seen.get(cid, 0)
+            seen[cid] = repeats + 1
+            if repeats:
+                cid = f"{cid}~{repeats}"
+            meta["chunk_id"] = cid
+            yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=cid)
+
+    def _metadata(
+        self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], text: str, g: Grounding, grounder: Grounder | None
+    ) -> dict[str, Any]:
+        own = {k: v for k, v in part_meta.items() if k not in _PARENT_KEYS}
+        if "start_index" in parent and part_meta.get("start_index") == parent["start_index"]:
+            own.pop("start_index", None)  # the parent's, copied by the wrapped splitter
+        tok = grounder.stream.tokenizer if grounder is not None else None
+        meta: dict[str, Any] = {
+            **own,
+            KIND_KEY: "chunk",
+            "strategy": f"grounding:{self._name}",
+            "token_count": tok.count(text) if tok is not None else 0,
+            TEXT_HASH_KEY: text_hash(text),
+        }
+        if g.ok and g.spans:
+            boxes = list(g.boxes)
+            meta.update(
+                {
+                    "start_char": int(g.spans[0][0]),
+                    "end_char": int(g.spans[-1][1]),
+                    "body_start": 0,
+                    **page_keys([b.page for b in boxes]),
+                    "element_ids": list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
+                    BOXES_KEY: boxes_to_metadata(boxes, line_spans=self.line_boxes),
+                }
+            )
+        meta.update(grounding_fields(g))
+        return meta
+
+
+def _near(parent: Mapping[str, Any]) -> int | None:
+    """Where a Document's text begins in the document text (chunk/element: ``start_char``; page: its
+    first char span; single: 0), so its parts are searched there first."""
+    spans = parent.get(SPANS_KEY)
+    if isinstance(spans, str):
+        try:
+            spans = json.loads(spans)
+        except json.JSONDecodeError:
+            spans = None
+    if isinstance(spans, Sequence) and spans and isinstance(spans[0], Sequence) and spans[0]:
+        try:
+            return int(spans[0][0])
+        except (TypeError, ValueError):
+            return None
+    value = parent.get("start_char")
+    try:
+        return int(value) if value is not None and value != "" else None
+    except (TypeError, ValueError):
+        return None
