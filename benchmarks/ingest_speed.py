@@ -10,7 +10,7 @@ Corpora (built once under ``~/.cache/grounded/bench``):
 * ``--quick``: only one shared PDF (13 pages), for a smoke run.
 
 Every measurement runs in a fresh subprocess (its own peak RSS): ``grounded.ingest`` with 1 and 2
-worker processes into an empty output folder (parse + chunk + optional MiniLM embed + Parquet
+worker processes (and ``--engine ray`` with 2 CPUs when ray is installed) into an empty output folder (parse + chunk + optional MiniLM embed + Parquet
 write), and the baseline a user would write: a loop over the files with
 ``pymupdf4llm.to_markdown`` + LangChain ``RecursiveCharacterTextSplitter`` (256 MiniLM tokens, the
 same tokenizer) + the same MiniLM embeddings when ``--embed`` -- without any source boxes.
@@ -76,11 +76,13 @@ def quick() -> Path:
 
 
 # -- one measurement (own process) ------------------------------------------------------------------
-def measure_ours(corpus: Path, workers: int, embed: bool) -> dict:
+def measure_ours(corpus: Path, workers: int, embed: bool, engine: str = "local") -> dict:
     from grounded.ingest import ingest
 
     with tempfile.TemporaryDirectory(prefix="grounded-ingest-bench-") as out:
-        report = ingest(corpus, out, workers=workers, embed="minilm" if embed else "none", progress=False)
+        report = ingest(
+            corpus, out, workers=workers, embed="minilm" if embed else "none", progress=False, engine=engine  # type: ignore[arg-type]
+        )
     if not report.ok:
         raise SystemExit(f"ingest failed: {report.errors}")
     return {
@@ -89,7 +91,8 @@ def measure_ours(corpus: Path, workers: int, embed: bool) -> dict:
         "seconds": report.seconds,
         "stages": report.stage_seconds,
         "rss_parent_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rss_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        # Ray's workers are children of its raylet, not of this process: not measured here
+        "rss_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if engine == "local" else float("nan"),
     }
 
 
@@ -151,12 +154,14 @@ def _shares(stages: dict[str, float]) -> str:
     return " ".join(f"{k} {100 * v / total:.0f}%" for k, v in stages.items() if v > 0)
 
 
-def run_corpus(name: str, corpus: Path, embed: bool) -> list[str]:
+def run_corpus(name: str, corpus: Path, embed: bool, with_ray: bool) -> list[str]:
     rows = {
         "grounded ingest, 1 worker": isolated("ours", corpus, 1, embed),
         "grounded ingest, 2 workers": isolated("ours", corpus, 2, embed),
         "pymupdf4llm + LangChain splitter": isolated("baseline", corpus, 1, embed),
     }
+    if with_ray:
+        rows["grounded ingest --engine ray, 2 CPUs"] = isolated("ray", corpus, 2, embed)
     lines = [
         f"## {name} ({next(iter(rows.values()))['pages']} pages, embed={'minilm' if embed else 'none'})",
         "",
@@ -168,7 +173,7 @@ def run_corpus(name: str, corpus: Path, embed: bool) -> list[str]:
             f"| {label} | {r['pages'] / r['seconds']:.2f} | {r['chunks']} | {r['seconds']:.1f} | "
             f"{r['rss_parent_mb']:.0f} | {r['rss_worker_mb']:.0f} | {_shares(r['stages'])} |"
         )
-    one, two, base = (r["pages"] / r["seconds"] for r in rows.values())
+    one, two, base = (r["pages"] / r["seconds"] for r in list(rows.values())[:3])
     lines += [
         "",
         f"- 2 workers / 1 worker: **{two / one:.2f}x** (target >= 1.7x on a multi-file corpus)",
@@ -186,11 +191,15 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="one 13-page PDF only (smoke run)")
     ap.add_argument("--embed", action="store_true", help="also embed every chunk with MiniLM (both pipelines)")
     ap.add_argument("--copies", type=int, default=4, help="copies of the 44 shared pages in the multi-file corpus")
+    ap.add_argument("--no-ray", action="store_true", help="skip the Ray engine (also skipped when ray is not installed)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/ingest_speed.md")
     args = ap.parse_args()
     if args.one:
         kind, corpus = args.one
-        result = measure_ours(Path(corpus), args.workers, args.embed) if kind == "ours" else measure_baseline(Path(corpus), args.embed)
+        if kind == "baseline":
+            result = measure_baseline(Path(corpus), args.embed)
+        else:
+            result = measure_ours(Path(corpus), args.workers, args.embed, engine="ray" if kind == "ray" else "local")
         print(json.dumps(result))
         return 0
     if not LONG.is_dir():
@@ -201,8 +210,11 @@ def main() -> int:
     ]
     command = f"python {SCRIPT}" + (" --quick" if args.quick else "") + (" --embed" if args.embed else "")
     lines = [f"# Ingest speed (`{command}`)", "", f"{os.cpu_count()} cores.", ""]
+    import importlib.util
+
+    with_ray = not args.no_ray and importlib.util.find_spec("ray") is not None
     for name, corpus in corpora:
-        lines += run_corpus(name, corpus, args.embed)
+        lines += run_corpus(name, corpus, args.embed, with_ray)
     print("\n".join(lines))
     if args.save:
         from grounded.serialization import atomic_write_text

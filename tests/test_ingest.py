@@ -148,6 +148,18 @@ def test_second_run_does_no_work(corpus: Path, run2) -> None:
     assert "parse" not in again.stage_seconds
 
 
+def test_a_removed_part_is_made_again(corpus: Path, tmp_path: Path) -> None:
+    pdf = corpus / "b.PDF"
+    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    (part,) = (tmp_path / "chunks").glob("part-*.parquet")
+    rows = pq.read_table(part).to_pylist()
+    part.unlink()
+    again = ingest(pdf, tmp_path, workers=1, progress=False)
+    assert (first.done, again.done, again.skipped) == (1, 1, 0)
+    assert pq.read_table(part).to_pylist() == rows
+    assert len(pq.read_table(tmp_path / "documents.parquet")) == 1
+
+
 def test_worker_count_does_not_change_rows(corpus: Path, run2, tmp_path: Path) -> None:
     _, out2 = run2
     one = ingest(corpus, tmp_path, workers=1, progress=False)

@@ -389,7 +389,7 @@ def ingest(
             repeat = sha in seen
             seen.add(sha)
             record = None if repeat else store.read_record(sha)
-            if repeat or (record is not None and _finished(record, retry_errors)):
+            if repeat or (record is not None and _finished(record, retry_errors, store.chunks)):
                 report.skipped += 1
                 if record is not None and record.get("status") == "error":
                     report.failed += 1
@@ -422,9 +422,9 @@ def ingest(
     return report
 
 
-def _finished(record: dict[str, Any], retry_errors: bool) -> bool:
-    if record.get("status") == "done":
-        return True
+def _finished(record: dict[str, Any], retry_errors: bool, chunks: Path) -> bool:
+    if record.get("status") == "done":  # done, unless its part file was removed since
+        return bool(record.get("part")) and (chunks / str(record["part"])).is_file()
     return record.get("status") == "error" and not retry_errors and record.get("error_type") != CRASH
 
 
