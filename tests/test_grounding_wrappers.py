@@ -54,7 +54,8 @@ def minilm_tokenizer() -> Any:
     from tokenizers import Tokenizer
 
     tok = Tokenizer.from_file(str(Path(get_model_path()) / "tokenizer.json"))
-    tok.no_truncation()  # the shipped tokenizer.json truncates at 128 tokens
+    tok.no_truncation()  # the shipped tokenizer.json truncates and pads to 128 tokens
+    tok.no_padding()
     return tok
 
 
@@ -62,6 +63,11 @@ def count_tokens(text: str, _tok: list[Any] = []) -> int:  # noqa: B006 - a proc
     if not _tok:
         _tok.append(minilm_tokenizer())
     return len(_tok[0].encode(text, add_special_tokens=False).ids)
+
+
+def test_count_tokens_counts_without_padding_or_truncation() -> None:
+    assert count_tokens("hello world") == 2
+    assert count_tokens("word " * 600) == 600
 
 
 def markdown(pdf: Path) -> str:
@@ -162,8 +168,11 @@ def test_langchain_recursive_over_markdown_of_a_long_pdf() -> None:
         if not is_furniture(part.page_content, doc_words):
             considered += 1
             grounded += meta["grounding_status"] != "refused"
+    # measured: 114 parts, 111 grounded (97 exact, 1 fuzzy, 13 partial); the 3 refused are the
+    # copyright footer the parser drops as page furniture and a 1-letter "<sup>+</sup>" fragment
     assert considered >= 80
     assert grounded / considered >= 0.99, (grounded, considered)
+    assert sum(p.metadata["grounding_status"] != "refused" for p in parts) >= 0.95 * len(parts)
 
 
 @pytest.mark.parametrize("mode", ["single", "page"])
