@@ -320,30 +320,38 @@ class GroundingNodeParser(NodeParser):
     box_mode: str = Field(default="auto", description="box mode of the grounded boxes")
     cache_dir: str | None = Field(default=None, description="parse cache directory (default: the reader's default)")
     line_boxes: bool = Field(default=True, description="keep each box's line boxes")
+    tree: Any = Field(default=None, exclude=True, description="parse tree for Documents without grounded_tree_ref")
     _grounders: Any = PrivateAttr(default_factory=OrderedDict)
-    _tree: Any = PrivateAttr(default=None)
 
     def __init__(self, node_parser: NodeParser, *, tree: ParsingResult | None = None, **data: Any) -> None:
         if isinstance(node_parser, GroundingNodeParser):
             raise SchemaError("the node parser is already a GroundingNodeParser")
-        super().__init__(node_parser=node_parser, **data)  # type: ignore[call-arg]
-        self._tree = tree
+        if tree is not None and not isinstance(tree, ParsingResult):
+            raise SchemaError(f"tree must be a grounded ParsingResult, got {type(tree).__name__}")
+        super().__init__(node_parser=node_parser, tree=tree, **data)  # type: ignore[call-arg]
 
     @classmethod
     def class_name(cls) -> str:
         return "GroundingNodeParser"
 
+    def __getstate__(self) -> dict[Any, Any]:
+        state = super().__getstate__()
+        private = state.get("__pydantic_private__")
+        if isinstance(private, dict):  # grounders are rebuilt on demand: never pickle their indexes
+            state["__pydantic_private__"] = {**private, "_grounders": OrderedDict()}
+        return state
+
     def _grounder(self, meta: Mapping[str, Any]) -> tuple[Grounder | None, str]:
         ref = str(meta.get(TREE_REF_KEY) or "")
         page = meta.get(PAGE_KEY)
-        key = f"{ref}#{page}" if ref else (f"tree:{id(self._tree)}" if self._tree is not None else "")
+        key = f"{ref}#{page}" if ref else (f"tree:{id(self.tree)}" if self.tree is not None else "")
         if not key:
             return None, "the Document refers to no parse tree (no grounded_tree_ref; read it with GroundedPDFReader or pass tree=)"
         grounders: OrderedDict[str, Grounder] = self._grounders
         grounder = grounders.get(key)
         if grounder is None:
             try:
-                root = tree_for(meta, self.cache_dir) if ref else self._tree
+                root = tree_for(meta, self.cache_dir) if ref else self.tree
             except SchemaError as exc:
                 return None, f"its parse tree cannot be read ({exc})"
             if root is None:

@@ -326,6 +326,33 @@ def test_llama_markdown_node_parser_over_markdown() -> None:
     assert any("header_path" in n.metadata for n in nodes)  # MarkdownNodeParser's own key survives
 
 
+def test_llama_nodes_without_a_tree_are_refused_with_one_warning(multi_page: tuple[Path, list[Document], ParsingResult]) -> None:
+    import pickle
+
+    _, _, root = multi_page
+    text = document_text(root).text
+    doc = LIDocument(text=text, metadata={"file_name": "x.pdf"})
+    parser = GroundingNodeParser(SentenceSplitter(chunk_size=96, chunk_overlap=0))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        nodes = parser.get_nodes_from_documents([doc])
+    assert len(nodes) > 3
+    grounding_warnings = [w for w in caught if issubclass(w.category, GroundingWarning)]
+    assert len(grounding_warnings) == 1 and "grounded_tree_ref" in str(grounding_warnings[0].message)
+    for n in nodes:
+        check_refused(n.metadata)
+        assert n.start_char_idx is None and n.end_char_idx is None
+    # with the tree given, the same nodes are grounded; the parser pickles without its grounders
+    given = GroundingNodeParser(SentenceSplitter(chunk_size=96, chunk_overlap=0), tree=root)
+    nodes = given.get_nodes_from_documents([doc])
+    assert all(n.metadata["grounding_status"] == "exact" for n in nodes)
+    assert all(norm(text[n.start_char_idx : n.end_char_idx]) == norm(n.text) for n in nodes)
+    data = pickle.dumps(given)
+    assert len(data) < len(pickle.dumps(root)) + 20_000  # the given tree, not the grounders' indexes
+    again = pickle.loads(data).get_nodes_from_documents([doc])
+    assert [n.metadata["chunk_id"] for n in again] == [n.metadata["chunk_id"] for n in nodes]
+
+
 @pytest.mark.slow
 def test_llama_semantic_splitter_with_minilm() -> None:
     """SemanticSplitterNodeParser runs offline with the MiniLM embedding (model files in the wheel)."""
