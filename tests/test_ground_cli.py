@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from grounded.chunking.stream import document_text
 from grounded.cli import main
@@ -136,3 +138,22 @@ def test_inputs_are_checked_and_never_overwritten(pdf: Path, tmp_path: Path, cap
     with pytest.raises(SystemExit) as exc:
         main(["ground", str(pdf), str(chunks), "--min-score", "0"])
     assert exc.value.code == 2
+
+
+_LINE = st.text(st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp")), min_size=1, max_size=30).filter(
+    lambda s: s.strip() and s.strip() != "---"
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(chunks=st.lists(st.lists(_LINE, min_size=1, max_size=3).map("\n".join), min_size=1, max_size=6))
+def test_separator_files_read_back_the_chunks_written(tmp_path: Path, chunks: list[str]) -> None:
+    """Any chunks (lines that are not '---') joined by '---' lines read back as written (minus
+    surrounding blank lines); the same file as .jsonl gives the same texts."""
+    txt = tmp_path / "c.txt"
+    txt.write_text("\n---\n".join(chunks) + ("\n---\n" if len(chunks) == 1 else "\n"), encoding="utf-8")
+    expected = [c.strip("\n") for c in chunks if c.strip()]
+    assert read_chunk_texts(txt) == expected
+    jsonl = tmp_path / "c.jsonl"
+    jsonl.write_text("\n".join(json.dumps({"text": c}) for c in chunks), encoding="utf-8")
+    assert read_chunk_texts(jsonl) == [c for c in chunks if c.strip()]
