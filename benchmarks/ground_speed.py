@@ -109,7 +109,9 @@ def main(argv: list[str] | None = None) -> int:
         "documents (`benchmarks/chunk_speed.py`'s 16x document), grounded in reading order with `Grounder.ground_all` "
         "(running cursor). *own span*: grounded within 64 chars of the chunk's own span (the 16x text repeats every "
         "chunk 16 times; the cursor must pick the right copy). *build*: letter stream + k-gram index (the token "
-        "stream for the boxes is shared with the chunker and not counted).",
+        "stream for the boxes is shared with the chunker and not counted). *refused* at 16x includes the chunks that "
+        "consist only of a copy tag such as `[1]` (1-2 letters/digits: too short to place, refused by design; "
+        "2.8% of the 16x chunks).",
         "",
         "| texts | copies | pages | chunks | build s | ground s | chunks/s | ms/chunk | own span | refused |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
