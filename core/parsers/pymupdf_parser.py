@@ -36,6 +36,7 @@ from .base import BaseParser, map_label
 from .hyphenation import HYPHENS_KEY, resolve_document
 from .pdf_input import mupdf_quiet
 from .postprocess import numbering_level
+from .reading_order import reading_order
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
 __all__ = ["PyMuPDFParser", "PyMuPDFNative"]
@@ -587,7 +588,8 @@ class _TreeBuilder:
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
             log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
         figures = 0
-        for box in page.boxes:
+        nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
+        for index, box in enumerate(page.boxes):
             label = box.boxclass
             type_, meta = map_label(label, PyMuPDFParser.LABEL_MAP)
             x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
@@ -609,7 +611,10 @@ class _TreeBuilder:
                     node.metadata["indent"] = round(getattr(box, "upright_x0", x0 / w), 4)
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
-            self.elements.append(node)
+            nodes[index] = node
+        # text is claimed in the model's order (unchanged); elements follow the page's reading
+        # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
+        self.elements.extend(nodes[i] for i in reading_order(page.boxes) if i in nodes)
         if not claimed.any() and sum(1 for c in pc.chars if not c.isspace()) >= FALLBACK_MIN_CHARS:
             self._text_layer_blocks(pc, claimed, layer)
 

@@ -1,0 +1,160 @@
+"""Reading order of one page's layout boxes, from their geometry (#13.1, #13.2).
+
+The layout model (pymupdf4llm) orders boxes in horizontal stripes, so on a two-column page the
+top of column 2 can come before the end of column 1 and a footnote at the bottom of column 1 can
+split a sentence that continues in column 2. :func:`reading_order` reorders the boxes of one page:
+
+* page headers first and page footers last (in the model's order);
+* columns are found from the body boxes' horizontal extents: a gutter is a vertical strip that
+  (almost) no narrow box crosses;
+* boxes crossing a gutter (titles, abstracts, figures and tables spanning the columns) split the
+  page into bands; inside a band column 1 is read top to bottom, then column 2, and so on;
+* footnotes come after the body of the page (in reading order among themselves), so a sentence
+  interrupted by them reads on.
+
+A page without columns keeps the model's order (apart from footnotes and furniture). Works on
+boxes only (anything with ``x0, y0, x1, y1`` and ``boxclass``), so it is testable on synthetic
+boxes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+__all__ = ["Box", "columns", "reading_order"]
+
+#: a box narrower than this share of the body's width can sit in one column
+NARROW_SHARE = 0.6
+#: a strip is a gutter when narrow boxes of less than this share of their total height cross it
+GUTTER_COVER = 0.05
+#: gutters are looked for in the middle of the body, not this share of its width at either side
+GUTTER_MARGIN = 0.15
+#: narrowest gutter (points)
+GUTTER_MIN = 4.0
+#: each column holds at least this share of the narrow boxes' total height
+COLUMN_MIN_SHARE = 0.1
+#: a horizontal strip without any box at least this high (share of the body's height, and
+#: points) separates bands too: a full-width figure the layout model did not box
+BAND_GAP_SHARE = 0.06
+BAND_GAP_MIN = 36.0
+
+HEADER_CLASSES = frozenset({"page-header"})
+FOOTER_CLASSES = frozenset({"page-footer"})
+FOOTNOTE_CLASSES = frozenset({"footnote"})
+
+
+class Box(Protocol):
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    boxclass: str
+
+
+def columns(boxes: Sequence[Box]) -> list[float]:
+    """The gutters of a page (x of each gutter's middle, left to right); ``[]`` for one column.
+
+    Only narrow boxes vote; a gutter is a strip in the middle of the body crossed by narrow
+    boxes of less than :data:`GUTTER_COVER` of their total height, with enough text (by height)
+    on each side."""
+    if len(boxes) < 2:
+        return []
+    left = min(b.x0 for b in boxes)
+    right = max(b.x1 for b in boxes)
+    width = right - left
+    if width <= 0:
+        return []
+    narrow = [b for b in boxes if b.x1 - b.x0 < NARROW_SHARE * width and b.y1 > b.y0]
+    total = sum(b.y1 - b.y0 for b in narrow)
+    if len(narrow) < 2 or total <= 0:
+        return []
+    lo, hi = int(left + GUTTER_MARGIN * width), int(right - GUTTER_MARGIN * width)
+    cover = [0.0] * max(hi - lo, 0)
+    for b in narrow:
+        for x in range(max(int(b.x0), lo), min(int(b.x1) + 1, hi)):
+            cover[x - lo] += b.y1 - b.y0
+    gutters: list[float] = []
+    start: int | None = None
+    for i, c in enumerate([*cover, total]):  # sentinel closes a trailing strip
+        if c < GUTTER_COVER * total:
+            if start is None:
+                start = i
+        elif start is not None:
+            if i - start >= GUTTER_MIN:
+                gutters.append(lo + (start + i) / 2)
+            start = None
+    # every column must carry text: drop gutters with too little on either side
+    kept: list[float] = []
+    for g in gutters:
+        edges = [left, *kept, g]
+        prev = edges[-2]
+        share_left = sum(b.y1 - b.y0 for b in narrow if prev <= (b.x0 + b.x1) / 2 < g)
+        share_right = sum(b.y1 - b.y0 for b in narrow if (b.x0 + b.x1) / 2 >= g)
+        if share_left >= COLUMN_MIN_SHARE * total and share_right >= COLUMN_MIN_SHARE * total:
+            kept.append(g)
+    return kept
+
+
+def _column_of(b: Box, gutters: Sequence[float]) -> int | None:
+    """Index of the column ``b`` sits in, or ``None`` when it crosses a gutter."""
+    for g in gutters:
+        if b.x0 < g - 1 and b.x1 > g + 1:
+            return None
+    mid = (b.x0 + b.x1) / 2
+    return sum(1 for g in gutters if mid >= g)
+
+
+def _gaps(body: Sequence[int], boxes: Sequence[Box]) -> list[float]:
+    """Middles of the horizontal strips no body box touches, high enough to separate bands."""
+    spans = sorted((boxes[i].y0, boxes[i].y1) for i in body)
+    if not spans:
+        return []
+    top, bottom = spans[0][0], max(y1 for _, y1 in spans)
+    least = max(BAND_GAP_MIN, BAND_GAP_SHARE * (bottom - top))
+    out: list[float] = []
+    reach = spans[0][1]
+    for y0, y1 in spans[1:]:
+        if y0 - reach >= least:
+            out.append((reach + y0) / 2)
+        reach = max(reach, y1)
+    return out
+
+
+def _bands(body: Sequence[int], boxes: Sequence[Box], gutters: Sequence[float]) -> list[int]:
+    """Body boxes in band/column order."""
+    if not gutters:
+        return list(body)
+    spanning = sorted((i for i in body if _column_of(boxes[i], gutters) is None), key=lambda i: boxes[i].y0)
+    inside = [i for i in body if _column_of(boxes[i], gutters) is not None]
+    cuts = sorted([*(((boxes[s].y0 + boxes[s].y1) / 2, s) for s in spanning), *((y, -1) for y in _gaps(body, boxes))])
+    out: list[int] = []
+    done: set[int] = set()
+
+    def flush(limit: float) -> None:
+        band = [i for i in inside if i not in done and (boxes[i].y0 + boxes[i].y1) / 2 < limit]
+        band.sort(key=lambda i: (_column_of(boxes[i], gutters), boxes[i].y0, boxes[i].x0))
+        out.extend(band)
+        done.update(band)
+
+    for y, s in cuts:
+        flush(y)  # column boxes above the spanning box's middle (or above an empty strip)
+        if s >= 0:
+            out.append(s)
+            done.add(s)
+    flush(float("inf"))
+    return out
+
+
+def reading_order(boxes: Sequence[Box]) -> list[int]:
+    """Indices of ``boxes`` (one page) in reading order; a permutation of ``range(len(boxes))``."""
+    headers = [i for i, b in enumerate(boxes) if b.boxclass in HEADER_CLASSES]
+    footers = [i for i, b in enumerate(boxes) if b.boxclass in FOOTER_CLASSES]
+    notes = [i for i, b in enumerate(boxes) if b.boxclass in FOOTNOTE_CLASSES]
+    special = {*headers, *footers, *notes}
+    body = [i for i in range(len(boxes)) if i not in special]
+    gutters = columns([boxes[i] for i in body])
+    ordered = _bands(body, boxes, gutters)
+    if gutters and len(notes) > 1:  # footnotes: column by column too
+        notes = _bands(notes, boxes, gutters)
+    return [*headers, *ordered, *notes, *footers]

@@ -1,0 +1,262 @@
+"""Reading order across columns and footnotes (#13.1, #13.2): the page's layout boxes are
+ordered from their geometry (:mod:`grounded.parsers.reading_order`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pymupdf
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from grounded.chunking import document_text
+from grounded.parsers.pymupdf_parser import PyMuPDFParser
+from grounded.parsers.reading_order import columns, reading_order
+
+from .conftest import SHARED_DATA, shared
+
+
+@dataclass
+class B:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    boxclass: str = "text"
+
+
+# -- the ordering function on synthetic boxes ----------------------------------------------------
+
+LEFT, RIGHT = (50.0, 290.0), (310.0, 550.0)
+
+
+def _col(col: tuple[float, float], y0: float, y1: float, cls: str = "text") -> B:
+    return B(col[0], y0, col[1], y1, cls)
+
+
+def test_columns_found_from_narrow_boxes():
+    boxes = [_col(LEFT, 70, 300), _col(RIGHT, 70, 300), _col(LEFT, 310, 700), _col(RIGHT, 310, 700)]
+    (gutter,) = columns(boxes)
+    assert 290 < gutter < 310
+    assert columns([B(50, 70, 550, 300), B(50, 310, 550, 700)]) == []  # one column
+
+
+def test_column_one_before_column_two_within_a_band():
+    # the model's stripe order: column-2 top before the end of column 1
+    boxes = [
+        _col(LEFT, 70, 240),  # 0
+        _col(RIGHT, 70, 230),  # 1 continuation of 4
+        _col(RIGHT, 245, 255, "section-header"),  # 2
+        _col(LEFT, 258, 268, "section-header"),  # 3
+        _col(LEFT, 280, 740),  # 4 ends mid-sentence
+        _col(RIGHT, 270, 740),  # 5
+    ]
+    assert reading_order(boxes) == [0, 3, 4, 1, 2, 5]
+
+
+def test_full_width_elements_split_bands():
+    boxes = [
+        B(50, 40, 550, 60, "title"),  # 0
+        _col(RIGHT, 70, 200),  # 1
+        _col(LEFT, 70, 200),  # 2
+        B(60, 210, 540, 400, "picture"),  # 3 full-width figure
+        B(60, 405, 540, 420, "caption"),  # 4
+        _col(RIGHT, 430, 740),  # 5
+        _col(LEFT, 430, 740),  # 6
+    ]
+    assert reading_order(boxes) == [0, 2, 1, 3, 4, 6, 5]
+
+
+def test_an_empty_full_width_strip_splits_bands():
+    # a figure the model did not box: both columns are interrupted at the same height
+    boxes = [_col(LEFT, 70, 200), _col(RIGHT, 70, 200), _col(LEFT, 420, 740), _col(RIGHT, 420, 740)]
+    assert reading_order(boxes) == [0, 1, 2, 3]
+
+
+def test_footnotes_after_the_body_and_furniture_at_the_ends():
+    boxes = [
+        _col(LEFT, 70, 600),  # 0 sentence continues in 3
+        B(60, 770, 540, 780, "page-footer"),  # 1
+        _col(LEFT, 620, 640, "footnote"),  # 2
+        _col(RIGHT, 70, 740),  # 3
+        B(300, 30, 550, 40, "page-header"),  # 4
+        _col(LEFT, 645, 660, "footnote"),  # 5
+    ]
+    assert reading_order(boxes) == [4, 0, 3, 2, 5, 1]
+
+
+def test_single_column_keeps_the_model_order():
+    boxes = [B(50, 300, 550, 400), B(50, 70, 550, 290), B(80, 420, 520, 600, "picture")]
+    assert reading_order(boxes) == [0, 1, 2]
+
+
+_box = st.builds(
+    lambda x, w, y, h, c: B(x, y, x + w, y + h, c),
+    st.floats(0, 500),
+    st.floats(1, 500),
+    st.floats(0, 700),
+    st.floats(0, 100),
+    st.sampled_from(["text", "title", "picture", "table", "footnote", "page-header", "page-footer", "caption"]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_box, max_size=25))
+def test_reading_order_is_a_permutation(boxes):
+    order = reading_order(boxes)
+    assert sorted(order) == list(range(len(boxes)))
+
+
+# -- generated PDFs through the real layout model --------------------------------------------------
+
+_L, _G, _R = 54, 306, 558
+_C1, _C2 = (_L, _G - 9), (_G + 9, _R)
+
+
+def _filler(tag: str, n: int) -> str:
+    return " ".join(f"{tag} sentence {i} reports a measured value for the study group." for i in range(n))
+
+
+def _block(page, col, y0: float, y1: float, text: str, size: float = 9.5) -> None:
+    assert page.insert_textbox(pymupdf.Rect(col[0], y0, col[1], y1), text, fontsize=size) >= 0
+
+
+def _crossing_pdf(path: Path) -> Path:
+    """Two columns above a full-width figure; below it a paragraph crossing from column 1 into
+    column 2, whose header sits higher than column 1's (the model's stripes break there)."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((_L + 60, 58), "A Study of Reading Order in Two Columns", fontsize=16, fontname="hebo")
+    _block(page, _C1, 80, 160, _filler("Alpha", 4))
+    _block(page, _C2, 80, 160, _filler("Beta", 4))
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 400, 120), False)
+    pix.clear_with(200)
+    for x in range(0, 400, 3):
+        for yy in range(120 - (x * 7 % 100), 120):
+            pix.set_pixel(x, yy, (40, 90, 160))
+    page.insert_image(pymupdf.Rect(_L, 175, _R, 300), pixmap=pix)
+    page.insert_text((_L + 100, 312), "Figure 1. Readmission rates by month for both study groups.", fontsize=8.5)
+    _block(page, _C1, 330, 430, _filler("Gamma", 4))
+    page.insert_text((_C1[0], 455), "Methods", fontsize=11, fontname="hebo")
+    _block(page, _C1, 465, 740, _filler("Delta", 6) + " The final finding is that readmission was strongly associated with")
+    _block(page, _C2, 330, 420, "the number of prior admissions in the same year. " + _filler("Epsilon", 3))
+    page.insert_text((_C2[0], 440), "Results", fontsize=11, fontname="hebo")
+    _block(page, _C2, 450, 750, _filler("Zeta", 8))
+    page.insert_text((300, 770), "2", fontsize=8)
+    doc.save(path)
+    return path
+
+
+def _footnote_pdf(path: Path) -> Path:
+    """A sentence crossing from column 1 into column 2 over a correspondence footnote."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((_L + 60, 58), "A Study of Footnotes in Two Columns", fontsize=16, fontname="hebo")
+    _block(page, (_L, _R), 80, 200, _filler("Abstract", 7))
+    page.insert_text((_C1[0], 235), "Background", fontsize=11, fontname="hebo")
+    _block(page, _C1, 245, 680, _filler("Delta", 25) + " Patients were treated with low molecular")
+    page.draw_line((_L, 694), (_L + 80, 694), width=0.5)
+    note = "* Correspondence: author@example.org\n1 Department of Medicine, General Hospital, City, Country"
+    _block(page, _C1, 698, 740, note, size=7)
+    _block(page, _C2, 235, 750, "weight heparins before the operation. " + _filler("Zeta", 29))
+    page.insert_text((300, 770), "2", fontsize=8)
+    doc.save(path)
+    return path
+
+
+def _text(path: Path) -> str:
+    return document_text(PyMuPDFParser().parse(path)).text
+
+
+def test_generated_paragraph_crossing_columns_reads_on(tmp_path):
+    text = _text(_crossing_pdf(tmp_path / "crossing.pdf"))
+    assert "strongly associated with\n\nthe number of prior admissions" in text
+    # the band above the figure is read first, column 1 then column 2
+    assert text.index("Alpha sentence 3") < text.index("Beta sentence 0") < text.index("Gamma sentence 0")
+    assert text.index("Zeta sentence 0") > text.index("the number of prior admissions")
+
+
+def test_generated_footnote_comes_after_the_sentence_it_interrupts(tmp_path):
+    text = _text(_footnote_pdf(tmp_path / "footnote.pdf"))
+    assert "with low molecular\n\nweight heparins" in text
+    assert text.index("Correspondence") > text.index("Zeta sentence 28")
+
+
+# -- the issue's pages ---------------------------------------------------------------------------
+
+
+def _page_text(path: Path, page: int, tmp_path: Path) -> str:
+    out = tmp_path / f"{path.stem}-p{page}.pdf"
+    with pymupdf.open(path) as src, pymupdf.open() as doc:
+        doc.insert_pdf(src, from_page=page - 1, to_page=page - 1)
+        doc.save(out)
+    return _text(out)
+
+
+def test_test2_page2_column_two_continues_column_one(tmp_path):
+    text = _page_text(shared("pdfs", "cermine_medical", "test2.pdf"), 2, tmp_path)
+    assert "raise issues important to\n\ntheir lives. The focus groups took place" in text
+
+
+def test_web_example2_page3_column_one_ends_before_column_two(tmp_path):
+    text = _page_text(shared("pdfs", "cermine_medical", "web_example2.pdf"), 3, tmp_path)
+    end = text.index("The review was structured to")
+    assert end < text.index("Results") or "Results" not in text
+    tops = [p for p in text.split("\n\n") if p.strip()]
+    assert any("The review was structured to" in p for p in tops)
+    # everything of column 2 follows the end of column 1
+    col2_first = text.index(tops[[i for i, p in enumerate(tops) if "The review was structured to" in p][0] + 1][:30])
+    assert col2_first > end
+
+
+def test_test1_page1_footnote_does_not_split_the_sentence(tmp_path):
+    text = _page_text(shared("pdfs", "cermine_medical", "test1.pdf"), 1, tmp_path)
+    assert "with low molecular\n\nweight heparins" in text
+    assert text.index("Correspondence") > text.index("weight heparins")
+
+
+# -- every shared two-column PDF -------------------------------------------------------------------
+
+_BODY_SKIP = frozenset({"page-header", "page-footer", "footnote"})
+
+
+def _column_violations(boxes, order: list[int], width: float) -> int:
+    """Pairs (column-2 box, column-1 box) of the same band with the column-2 box read first.
+    Defined from the boxes alone: column 1 ends left of the page's middle, column 2 starts right
+    of it, a box crossing the middle starts a new band (by its top)."""
+    mid = width / 2
+    body = [i for i in order if boxes[i].boxclass not in _BODY_SKIP]
+    spans = sorted(boxes[i].y0 for i in body if boxes[i].x0 < mid - 5 and boxes[i].x1 > mid + 5)
+
+    def band(i: int) -> int:
+        return sum(1 for y in spans if y <= boxes[i].y0)
+
+    pos = {i: k for k, i in enumerate(body)}
+    left = [i for i in body if boxes[i].x1 <= mid + 5]
+    right = [i for i in body if boxes[i].x0 >= mid - 5]
+    if len(left) < 2 or len(right) < 2:
+        return 0  # not a two-column page
+    return sum(1 for r in right for ll in left if band(r) == band(ll) and pos[r] < pos[ll])
+
+
+@pytest.mark.slow
+def test_shared_two_column_pdfs_read_column_one_first():
+    from grounded.parsers import pymupdf_parser as P
+
+    P._load_layout(1)
+    pdfs = sorted((SHARED_DATA / "pdfs").rglob("*.pdf")) + sorted((SHARED_DATA / "long").glob("*.pdf"))
+    before = after = pages = 0
+    for path in pdfs:
+        with pymupdf.open(path) as doc:
+            layouts = P._layout_pages(doc, list(range(doc.page_count)))
+        for page in layouts:
+            boxes = page.boxes
+            old = _column_violations(boxes, list(range(len(boxes))), page.width)
+            new = _column_violations(boxes, reading_order(boxes), page.width)
+            pages += 1
+            before += old > 0
+            after += new > 0
+    print(f"two-column order: pages with a column-2 box before a column-1 box of its band: {before} -> {after} of {pages}")
+    assert after <= before // 4
