@@ -16,6 +16,7 @@ vectors are cached (``~/.cache/grounded/embeddings``), so a re-run takes minutes
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -26,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
     from grounded.cli import main as grounded_main
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=None, help="shared data folder (default: ../shared/data)")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="evaluation data folder (default: $GROUNDED_EVAL_DATA, else ../shared/data)")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "results", help="output folder")
     ap.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical")
     ap.add_argument("--sizes", default="128,256,512")
@@ -36,8 +38,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     cmd = ["eval", "chunking", "--suite", "grid", "--strategies", args.strategies, "--sizes", args.sizes,
            "--overlaps", args.overlaps, "--percentiles", args.percentiles, "--n", args.n, "--out", str(args.out), "--name", "chunking_grid"]
-    if args.data:
-        cmd += ["--data", str(args.data)]
+    data = args.data or (None if os.environ.get("GROUNDED_EVAL_DATA") else REPO.parent / "shared" / "data")
+    if data:
+        cmd += ["--data", str(data)]
     print(f"$ grounded {' '.join(cmd)}", file=sys.stderr, flush=True)
     return grounded_main(cmd)
 

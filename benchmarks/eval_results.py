@@ -8,12 +8,14 @@ Run from the repository root::
 Each step is the ``grounded eval ...`` command printed before it runs, writing
 ``docs/results/<name>.md|json|png``. Parses and MiniLM embeddings are cached under
 ``$GROUNDED_CACHE_DIR`` (default ``~/.cache/grounded``), so a re-run only recomputes what changed.
-Data: ``--data DIR`` or ``$GROUNDED_EVAL_DATA`` (default ``../shared/data``). Not part of CI.
+Data: ``--data DIR`` or ``$GROUNDED_EVAL_DATA``, else ``../shared/data`` beside the repository (this
+script's default; ``grounded eval`` itself has none). Not part of CI.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -22,6 +24,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 OUT = REPO / "docs" / "results"
+SHARED_DATA = REPO.parent / "shared" / "data"
 
 STEPS = [
     ("dla", ["eval", "dla", "--dataset", "icdar", "docling"]),
@@ -38,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
     from grounded.serialization import atomic_write_text
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", type=Path, default=None, help="shared data folder (default: ../shared/data)")
+    ap.add_argument("--data", type=Path, default=None,
+                    help="evaluation data folder (default: $GROUNDED_EVAL_DATA, else ../shared/data)")
     ap.add_argument("--out", type=Path, default=OUT, help=f"output folder (default: {OUT.relative_to(REPO)})")
     ap.add_argument("--grid", action="store_true", help="also run the full strategy grid (see eval_chunking.py)")
     ap.add_argument("--only", nargs="+", default=None, help="run only these steps (dla content chunking_reproduction "
@@ -47,7 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     steps = STEPS + ([GRID_STEP] if args.grid or (args.only and "chunking_grid" in args.only) else [])
     if args.only:
         steps = [s for s in steps if s[0] in args.only]
-    extra = ["--data", str(args.data)] if args.data else []
+    data = args.data or (None if os.environ.get("GROUNDED_EVAL_DATA") else SHARED_DATA)
+    extra = ["--data", str(data)] if data else []
     timings = {}
     for name, cmd in steps:
         full = [*cmd, *extra, "--out", str(args.out), "--name", name]

@@ -15,8 +15,8 @@ __all__ = ["register"]
 
 def _common(p: argparse.ArgumentParser, parser_opt: bool = True) -> None:
     p.add_argument("--data", type=Path, default=None, metavar="DIR",
-                   help="shared data folder holding pdfs/, chroma/, publaynet_examples/ "
-                        "(default: $GROUNDED_EVAL_DATA or ../shared/data)")
+                   help="evaluation data folder holding pdfs/, chroma/, publaynet_examples/ "
+                        "(required unless $GROUNDED_EVAL_DATA is set)")
     if parser_opt:
         p.add_argument("--parser", default="pymupdf", metavar="NAME",
                        help="parser backend whose output is evaluated (default: pymupdf, offline)")
@@ -101,9 +101,9 @@ def _progress(args: argparse.Namespace) -> Any:
 
 
 def _data(args: argparse.Namespace) -> Path:
-    from .runs import default_data_dir
+    from .runs import data_dir
 
-    data = args.data or default_data_dir()
+    data = data_dir(args.data)
     if not data.is_dir():
         raise InputError(data, "evaluation data folder not found (pass --data DIR or set GROUNDED_EVAL_DATA)")
     return data

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputNotFoundError, SchemaError
+from .runs import EvaluationDataError
 from .teds import (
     MD_TABLE_SEPARATOR,
     Cell,
@@ -122,30 +123,24 @@ def extract_markdown(markdown: str) -> DocumentContent:
 
 
 # -- DoclingDocument ------------------------------------------------------------------------------
-def _resolve(doc: dict[str, Any], ref: str) -> dict[str, Any] | None:
-    parts = ref.lstrip("#/").split("/")
-    node: Any = doc
-    try:
-        for p in parts:
-            node = node[int(p)] if isinstance(node, list) else node[p]
-    except (KeyError, IndexError, ValueError):
-        return None
-    return node if isinstance(node, dict) else None
-
-
 def _walk_body(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Body items in reading order, following ``$ref`` or ``cref`` links; pictures are leaves
+    (text inside a figure is not running text) and items nested in a table (cell texts) are skipped."""
+    from .dla_data import docling_nested, docling_ref, docling_resolve
+
+    nested = docling_nested(doc)
     seen: set[str] = set()
     stack = [doc["body"]]
     while stack:
         item = stack.pop()
         ref = str(item.get("self_ref", ""))
-        if ref in seen:
+        if ref in seen or ref in nested:
             continue
         seen.add(ref)
         yield item
         if item.get("label") == "picture":  # text inside pictures is not running text
             continue
-        kids = [_resolve(doc, c["$ref"]) for c in item.get("children", ()) if "$ref" in c]
+        kids = [docling_resolve(doc, docling_ref(c)) for c in item.get("children", ()) or ()]
         stack.extend(k for k in reversed(kids) if k is not None)
 
 
@@ -161,7 +156,8 @@ def _docling_table(item: dict[str, Any]) -> TableNode:
 
 def read_docling_content(path: str | Path) -> DocumentContent:
     """Text blocks (body layer, labels in :data:`DOCLING_TEXT_LABELS`, body order) and tables (cell
-    grid with spans) of a DoclingDocument JSON."""
+    grid with spans) of a DoclingDocument JSON (``$ref`` or docling-eval's ``cref`` links). Table-cell
+    texts are part of their table, not text blocks. An empty result raises :class:`EvaluationDataError`."""
     path = Path(path)
     if not path.is_file():
         raise InputNotFoundError(path, "file not found")
@@ -182,6 +178,10 @@ def read_docling_content(path: str | Path) -> DocumentContent:
                 out.code.append(str(item.get("text", "")))
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"{path}: not a DoclingDocument JSON ({type(exc).__name__}: {exc})") from exc
+    if not (out.text_blocks or out.tables or out.formulas or out.code):
+        raise EvaluationDataError(
+            f"{path}: the content reference is empty (no text, table, formula or code reachable from the body; "
+            "unreadable references?)")
     return out
 
 

@@ -23,7 +23,10 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 
-__all__ = ["LayoutBox", "Layout", "ClassScore", "DLAResult", "evaluate_layout", "IOU_THRESHOLDS", "f1"]
+__all__ = [
+    "LayoutBox", "Layout", "ClassScore", "DLAResult", "evaluate_layout", "IOU_THRESHOLDS", "f1",
+    "unmatched_pages", "require_alignment",
+]
 
 log = logging.getLogger(__name__)
 
@@ -183,3 +186,54 @@ def evaluate_layout(
                 tps[ids_to_label[coco_dt.anns[dt_id]["category_id"]]][t] += 1
     classes = [ClassScore(lab, n_gt[lab], n_pred[lab], tps[lab]) for lab in labels]
     return DLAResult(classes=classes, n_pages=len(gt.pages), meta=dict(meta or {}))
+
+
+def _iou_matrix(a: Sequence[LayoutBox], b: Sequence[LayoutBox]) -> np.ndarray:
+    xa = np.array([[x.x, x.y, x.x + x.w, x.y + x.h] for x in a], dtype=float).reshape(-1, 4)
+    xb = np.array([[x.x, x.y, x.x + x.w, x.y + x.h] for x in b], dtype=float).reshape(-1, 4)
+    iw = np.clip(np.minimum(xa[:, None, 2], xb[None, :, 2]) - np.maximum(xa[:, None, 0], xb[None, :, 0]), 0, None)
+    ih = np.clip(np.minimum(xa[:, None, 3], xb[None, :, 3]) - np.maximum(xa[:, None, 1], xb[None, :, 1]), 0, None)
+    inter = iw * ih
+    area_a = np.clip(xa[:, 2] - xa[:, 0], 0, None) * np.clip(xa[:, 3] - xa[:, 1], 0, None)
+    area_b = np.clip(xb[:, 2] - xb[:, 0], 0, None) * np.clip(xb[:, 3] - xb[:, 1], 0, None)
+    union = area_a[:, None] + area_b[None, :] - inter
+    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+def unmatched_pages(
+    gt: Layout, pred: Layout, text_labels: Iterable[str] | None = None, iou: float = 0.5
+) -> list[str]:
+    """Pages where the ground truth has text (a box of ``text_labels``, default any label) and the
+    prediction has boxes, yet not one predicted box overlaps any ground-truth box with IoU >= ``iou``
+    (classes ignored). A real parser, however weak, matches something on a text page; this pattern
+    is the signature of two sides in different coordinates (points vs pixels, wrong page origin)."""
+    wanted = set(text_labels) if text_labels is not None else None
+    gt_by: dict[str, list[LayoutBox]] = {}
+    for b in gt.boxes:
+        gt_by.setdefault(b.page_key, []).append(b)
+    pred_by: dict[str, list[LayoutBox]] = {}
+    for b in pred.boxes:
+        pred_by.setdefault(b.page_key, []).append(b)
+    out = []
+    for key in sorted(gt_by):
+        g, p = gt_by[key], pred_by.get(key, [])
+        if not p or (wanted is not None and not any(b.label in wanted for b in g)):
+            continue
+        if not (_iou_matrix(g, p) >= iou).any():
+            out.append(key)
+    return out
+
+
+def require_alignment(
+    gt: Layout, pred: Layout, source: str, text_labels: Iterable[str] | None = None, iou: float = 0.5
+) -> None:
+    """Raise :class:`~grounded.evaluation.runs.EvaluationDataError` naming ``source`` and the pages
+    of :func:`unmatched_pages`: scoring such pages would report a silent zero."""
+    bad = unmatched_pages(gt, pred, text_labels, iou)
+    if bad:
+        from .runs import EvaluationDataError
+
+        raise EvaluationDataError(
+            f"{source}: no prediction matches a single ground-truth box (IoU >= {iou:g}) on page(s) "
+            f"{', '.join(k.rsplit('#', 1)[-1] for k in bad)} although both sides have boxes there: the two sides "
+            "are in different coordinates (a coordinate/scale bug: points vs pixels, or the page origin)")

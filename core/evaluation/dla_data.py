@@ -28,6 +28,7 @@ from ..errors import InputError, InputNotFoundError, SchemaError
 from ..model import ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .dla import Layout, LayoutBox
+from .runs import EvaluationDataError
 
 __all__ = [
     "PUBLAYNET_CLASSES",
@@ -36,12 +37,16 @@ __all__ = [
     "DOCLING_CLASSES",
     "DOCLING_LABELS",
     "DOCLING_TYPES",
+    "DOCLING_TEXT_CLASSES",
     "page_key",
     "read_coco",
     "read_coco_predictions",
     "read_icdar_regions",
     "icdar_documents",
     "read_docling_layout",
+    "docling_ref",
+    "docling_resolve",
+    "docling_nested",
     "layout_from_tree",
 ]
 
@@ -56,6 +61,8 @@ PUBLAYNET_TYPES: Mapping[T, str] = {
 ICDAR_TYPES: Mapping[T, str] = {T.TABLE: "table"}
 
 DOCLING_CLASSES = ("text", "heading", "list_item", "table", "figure", "caption", "footnote", "formula")
+#: classes of running text: a page with one of these must have a prediction that matches something
+DOCLING_TEXT_CLASSES = ("text", "heading", "list_item", "caption", "footnote")
 #: DoclingDocument label -> evaluation class (labels not listed are not scored)
 DOCLING_LABELS: Mapping[str, str] = {
     "text": "text", "paragraph": "text", "code": "text", "reference": "text",
@@ -200,40 +207,173 @@ def read_icdar_regions(reg_xml: str | Path, pdf: str | Path, document: str | Non
 
 
 # -- DoclingDocument ------------------------------------------------------------------------------
-def read_docling_layout(
-    path: str | Path, document: str | None = None, labels: Mapping[str, str] = DOCLING_LABELS
-) -> Layout:
-    """Element boxes of a DoclingDocument JSON (every ``prov`` box; labels mapped by ``labels``).
+#: labels of DoclingDocument items whose children are part of them, not of the page's body
+_CONTAINER_LABELS = frozenset({"table", "document_index", "picture", "chart", "picture_area"})
+_ITEM_GROUPS = ("texts", "tables", "pictures", "groups", "key_value_items", "form_items")
 
-    Text Docling recognised *inside* pictures (children of a picture other than its captions) is
-    part of the figure, not a layout element of the page, and is skipped."""
+
+def docling_ref(link: Any) -> str:
+    """The JSON pointer of a DoclingDocument reference in either serialisation: ``{"$ref": ...}``
+    (by alias, docling's own files) or ``{"cref": ...}`` (by field name, docling-eval style)."""
+    if isinstance(link, Mapping):
+        return str(link.get("$ref") or link.get("cref") or "")
+    return ""
+
+
+def docling_resolve(doc: Mapping[str, Any], ref: str) -> dict[str, Any] | None:
+    """The item a ``#/group/index`` pointer names, or None."""
+    node: Any = doc
+    try:
+        for part in ref.lstrip("#/").split("/"):
+            node = node[int(part)] if isinstance(node, list) else node[part]
+    except (KeyError, IndexError, ValueError, TypeError):
+        return None
+    return node if isinstance(node, dict) else None
+
+
+def _attached(container: Mapping[str, Any]) -> set[str]:
+    """Captions, footnotes and references a table/picture lists as its own (they are page elements)."""
+    return {docling_ref(r) for key in ("captions", "footnotes", "references") for r in container.get(key, ()) or ()}
+
+
+def docling_nested(doc: Mapping[str, Any]) -> set[str]:
+    """``self_ref`` of every item nested in a table, picture or picture-area group: table-cell texts,
+    text recognised inside a figure. Captions/footnotes the container lists are not nested (they
+    are elements of the page), nor is anything else whose parent chain reaches the body without
+    passing through such a container — docling-eval's rule for top-level layout items."""
+    items: dict[str, dict[str, Any]] = {}
+    for group in _ITEM_GROUPS:
+        for item in doc.get(group, ()) or ():
+            if isinstance(item, dict) and item.get("self_ref"):
+                items[str(item["self_ref"])] = item
+    nested: set[str] = set()
+    for ref, item in items.items():
+        child, seen = ref, {ref}
+        parent_ref = docling_ref(item.get("parent"))
+        while parent_ref in items and parent_ref not in seen:
+            seen.add(parent_ref)
+            parent = items[parent_ref]
+            container = parent.get("label") in _CONTAINER_LABELS or parent_ref.startswith(("#/tables/", "#/pictures/"))
+            if container and child not in _attached(parent):
+                nested.add(ref)
+                break
+            child, parent_ref = parent_ref, docling_ref(parent.get("parent"))
+    return nested
+
+
+def _close(a: float, b: float, tol: float = 0.02) -> bool:
+    return abs(a - b) <= tol * max(abs(a), abs(b), 1e-9)
+
+
+def _docling_geometry(
+    path: Path, data: Mapping[str, Any], pdf: Path | None
+) -> tuple[dict[int, tuple[float, float]], dict[int, tuple[float, float, float]]]:
+    """Per page: the size in PDF points, and (box scale to points, page width, page height) in file units.
+
+    The file's units come from the file itself: a PDF beside it (page size in points) is the
+    reference when available; otherwise ``pages[n].image`` says whether ``size`` is in pixels
+    (``image.size`` equal to ``size``: points = pixels * 72 / ``dpi``) or points. Boxes are in the
+    units of ``size`` unless they overflow it and fit ``image.size`` (pixel boxes on a page in
+    points). Any other disagreement raises :class:`EvaluationDataError`."""
+    pdf_sizes = _pdf_pages(pdf) if pdf is not None else None
+    points: dict[int, tuple[float, float]] = {}
+    units: dict[int, tuple[float, float, float]] = {}
+    for key, page in data["pages"].items():
+        n = int(key)
+        w, h = float(page["size"]["width"]), float(page["size"]["height"])
+        if w <= 0 or h <= 0:
+            raise EvaluationDataError(f"{path}: page {n} has size {w} x {h}")
+        image = page.get("image") or {}
+        dpi = float(image.get("dpi") or 72.0)
+        img = image.get("size") or {}
+        iw, ih = float(img.get("width") or 0.0), float(img.get("height") or 0.0)
+        if pdf_sizes is not None:
+            if not 1 <= n <= len(pdf_sizes):
+                raise EvaluationDataError(f"{path}: page {n} is not in {pdf} ({len(pdf_sizes)} pages)")
+            pw, ph = pdf_sizes[n - 1]
+            if not _close(pw / w, ph / h):
+                raise EvaluationDataError(
+                    f"{path}: page {n} is {w:g} x {h:g} but page {n} of {pdf} is {pw:g} x {ph:g} pt "
+                    "(different aspect ratio: wrong PDF or rotated page)")
+            if _close(pw / w, 1.0):
+                pw, ph = w, h  # the file is in points (the PDF's sizes differ by rounding only)
+        elif iw and ih and _close(iw, w) and _close(ih, h) and dpi > 0:
+            pw, ph = w * 72.0 / dpi, h * 72.0 / dpi  # size given in image pixels
+        else:
+            pw, ph = w, h  # size given in points
+        points[n] = (pw, ph)
+        units[n] = (pw / w, w, h)
+    # boxes overflowing the page size are in other units (page-image pixels on a page in points)
+    extent: dict[int, tuple[float, float]] = {}
+    for group in ("texts", "tables", "pictures"):
+        for item in data.get(group, ()) or ():
+            for prov in item.get("prov", ()) or ():
+                b, n = prov["bbox"], int(prov["page_no"])
+                ex, ey = extent.get(n, (0.0, 0.0))
+                extent[n] = (max(ex, float(b["l"]), float(b["r"])), max(ey, float(b["t"]), float(b["b"])))
+    for n, (ex, ey) in extent.items():
+        if n not in units:
+            raise EvaluationDataError(f"{path}: boxes on page {n}, which the file's pages do not describe")
+        scale, w, h = units[n]
+        if ex <= w * 1.05 and ey <= h * 1.05:
+            continue
+        img = (data["pages"][str(n)].get("image") or {}).get("size") or {}
+        iw, ih = float(img.get("width") or 0.0), float(img.get("height") or 0.0)
+        if iw and ih and ex <= iw * 1.05 and ey <= ih * 1.05 and _close(iw / w, ih / h):
+            units[n] = (points[n][0] / iw, iw, ih)
+            continue
+        raise EvaluationDataError(
+            f"{path}: boxes on page {n} reach ({ex:g}, {ey:g}) on a page of {w:g} x {h:g}: the boxes are not "
+            "in the page's units and no page image size explains them (coordinate/scale mismatch)")
+    return points, units
+
+
+def read_docling_layout(
+    path: str | Path, document: str | None = None, labels: Mapping[str, str] = DOCLING_LABELS,
+    pdf: str | Path | None = None,
+) -> Layout:
+    """Element boxes of a DoclingDocument JSON in PDF points (top-left origin), labels mapped by ``labels``.
+
+    Works for docling's own output (boxes in points, ``$ref`` links) and docling-eval style ground
+    truth (boxes in page-image pixels, e.g. 144 dpi, ``cref`` links): the scale comes from the file's
+    page sizes, checked against ``pdf`` (default: the PDF beside the JSON, if any). Items nested in a
+    table, picture or picture area (table-cell texts, text inside figures; see :func:`docling_nested`)
+    are not layout elements of the page and are skipped. A file that yields no box of a scored
+    label raises :class:`EvaluationDataError`."""
     path = Path(path)
     data = _load_json(path)
     doc_name = document or path.stem
+    if pdf is None and path.with_suffix(".pdf").is_file():
+        pdf = path.with_suffix(".pdf")
     try:
-        sizes = {int(k): (float(v["size"]["width"]), float(v["size"]["height"])) for k, v in data["pages"].items()}
-        layout = Layout(pages={page_key(doc_name, p): s for p, s in sizes.items()})
+        points, units = _docling_geometry(path, data, Path(pdf) if pdf is not None else None)
+        nested = docling_nested(data)
+        layout = Layout(pages={page_key(doc_name, p): s for p, s in points.items()})
         for group in ("texts", "tables", "pictures"):
             for item in data.get(group, ()):
                 label = labels.get(str(item.get("label")))
-                if label is None:
+                if label is None or str(item.get("self_ref", "")) in nested:
                     continue
-                parent = str(item.get("parent", {}).get("$ref", ""))
-                if parent.startswith("#/pictures") and item.get("label") != "caption":
-                    continue  # text Docling found inside a picture is part of the figure
                 for prov in item.get("prov", ()):
                     page = int(prov["page_no"])
                     b = prov["bbox"]
-                    height = sizes[page][1]
+                    scale, _, height = units[page]
                     left, right = float(b["l"]), float(b["r"])
                     if str(b.get("coord_origin", "TOPLEFT")).upper() == "BOTTOMLEFT":
                         top, bottom = height - float(b["t"]), height - float(b["b"])
                     else:
                         top, bottom = float(b["t"]), float(b["b"])
-                    top, bottom = min(top, bottom), max(top, bottom)
+                    left, right = min(left, right) * scale, max(left, right) * scale
+                    top, bottom = min(top, bottom) * scale, max(top, bottom) * scale
                     layout.boxes.append(LayoutBox(page_key(doc_name, page), label, left, top, right - left, bottom - top))
     except (KeyError, TypeError, ValueError) as exc:
+        if isinstance(exc, EvaluationDataError):
+            raise
         raise SchemaError(f"{path}: not a DoclingDocument JSON ({type(exc).__name__}: {exc})") from exc
+    if not layout.boxes:
+        raise EvaluationDataError(
+            f"{path}: the layout reference is empty (no box with a scored label among {len(points)} pages; "
+            "labels or references unreadable?)")
     return layout
 
 

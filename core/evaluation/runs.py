@@ -21,11 +21,12 @@ from typing import Any
 from ..errors import GroundedError, InputNotFoundError, SchemaError
 from ..model import ParsingResult
 from ..serialization import load_parse_pair, save_parse_pair
-from .dla import DLAResult, Layout, evaluate_layout
+from .dla import DLAResult, Layout, evaluate_layout, require_alignment
 
 __all__ = [
     "EvaluationError",
-    "default_data_dir",
+    "EvaluationDataError",
+    "data_dir",
     "cache_root",
     "ParsedDocument",
     "parse_cached",
@@ -48,6 +49,8 @@ GRID_STRATEGIES = ("fixed", "recursive", "semantic", "hierarchical")
 GRID_SIZES = (128, 256, 512)
 GRID_OVERLAPS = (0.0, 0.2)
 GRID_PERCENTILES = (0.7, 0.9)
+#: strategies whose embedder a run replaces by its cached MiniLM (pieces embedded once per text)
+EMBEDDING_STRATEGIES = ("cluster", "kamradt_mod")
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
 
 
@@ -61,10 +64,15 @@ def tqdm_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
     return tqdm(items, desc=desc, total=total, unit="doc", leave=False)
 
 
-def default_data_dir() -> Path:
-    """``$GROUNDED_EVAL_DATA``, else ``../shared/data`` next to the working directory."""
+def data_dir(data: str | Path | None = None) -> Path:
+    """The evaluation data folder: ``data`` if given, else ``$GROUNDED_EVAL_DATA``; there is no
+    default (the product never guesses a data location), so neither raises :class:`EvaluationError`."""
+    if data is not None:
+        return Path(data).expanduser()
     env = os.environ.get("GROUNDED_EVAL_DATA")
-    return Path(env).expanduser() if env else Path("..") / "shared" / "data"
+    if env:
+        return Path(env).expanduser()
+    raise EvaluationError("no evaluation data folder: pass --data DIR or set GROUNDED_EVAL_DATA")
 
 
 def cache_root(cache_dir: str | Path | None = None) -> Path:
@@ -133,6 +141,11 @@ class EvaluationError(GroundedError, ValueError):
     """An evaluation cannot run as asked (unknown parser, options that do not fit together)."""
 
 
+class EvaluationDataError(EvaluationError):
+    """Reference or prediction data would give a meaningless score: a reference set that comes out
+    empty, or boxes of the two sides that never meet on a page (a coordinate/scale mismatch)."""
+
+
 def _parser(name: str) -> Any:
     from ..parsers import get_parser
 
@@ -175,19 +188,28 @@ def run_dla_icdar(data_dir: Path, parser_name: str = "pymupdf", *, limit: int | 
 def run_dla_docling(data_dir: Path, parser_name: str = "pymupdf", *, cache_dir: str | Path | None = None,
                     use_cache: bool = True, progress: Progress = _no_progress) -> DLAResult:
     """Layout agreement of ``parser_name`` with Docling's reference output (model output, not human GT)."""
-    from .dla_data import DOCLING_CLASSES, DOCLING_TYPES, layout_from_tree, read_docling_layout
+    from .dla_data import (
+        DOCLING_CLASSES,
+        DOCLING_TEXT_CLASSES,
+        DOCLING_TYPES,
+        layout_from_tree,
+        read_docling_layout,
+    )
 
     folder = _require_dir(data_dir / "pdfs" / "docling_groundtruth", "Docling reference folder")
     pdfs = sorted(p for p in folder.glob("*.pdf") if (folder / f"{p.stem}.json").is_file())
     gts, preds, failed = [], [], []
     parser = _parser(parser_name)
     for pdf in progress(pdfs, "Docling refs", len(pdfs)):
-        gts.append(read_docling_layout(folder / f"{pdf.stem}.json", pdf.stem))
+        ref = folder / f"{pdf.stem}.json"
+        gts.append(read_docling_layout(ref, pdf.stem, pdf=pdf))
         doc = parse_cached(pdf, parser_name, cache_dir, use_cache, parser)
         if doc.root is None:
             failed.append(pdf.stem)
             continue
         preds.append(layout_from_tree(doc.root, DOCLING_TYPES, pdf.stem))
+        # a text page on which nothing matches means the two sides are in different coordinates
+        require_alignment(gts[-1], preds[-1], f"{ref} vs the {parser_name} parse of {pdf.name}", DOCLING_TEXT_CLASSES)
     meta = {"dataset": "Docling reference layouts", "parser": parser_name, "documents": len(pdfs), "failed": failed,
             "class_map": {t.value: c for t, c in DOCLING_TYPES.items()}}
     return evaluate_layout(_merge(gts), _merge(preds), DOCLING_CLASSES, meta=meta)
@@ -273,14 +295,47 @@ def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Seque
 
 
 # -- chunking ---------------------------------------------------------------------------------------------
-def reproduction_chunkers() -> list[Any]:
-    """Chroma's six all-MiniLM-L6-v2 rows: Recursive and TokenText at 250/125, 250/0, 200/0."""
+def reproduction_chunkers(cluster: bool = True) -> list[Any]:
+    """Chroma's all-MiniLM-L6-v2 rows: Recursive and TokenText at 250/125, 250/0, 200/0 and (with
+    ``cluster``) ClusterSemanticChunker at 250 and 200 = grounded's ``cluster`` strategy counting
+    cl100k tokens with 50-token pieces, as Chroma ran it."""
     from .baseline_splitters import Cl100k
     from .chunking_eval import LangChainRecursive, LangChainTokenText
 
     enc = Cl100k()
-    return [cls(size, overlap, enc) for size, overlap in ((250, 125), (250, 0), (200, 0))
-            for cls in (LangChainRecursive, LangChainTokenText)]
+    rows: list[Any] = [cls(size, overlap, enc) for size, overlap in ((250, 125), (250, 0), (200, 0))
+                       for cls in (LangChainRecursive, LangChainTokenText)]
+    if cluster:
+        rows += [_chroma_row("cluster", size, tokenizer="cl100k_base") for size in (250, 200)]
+    return rows
+
+
+def _chroma_row_class() -> type:
+    """A grounded strategy as one row of Chroma's table (``splitter`` / ``chunk_size`` /
+    ``chunk_overlap`` params like the LangChain baselines) whose embedder is the run's cached one."""
+    from .chunking_eval import GroundedCorpusChunker
+
+    class ChromaRow(GroundedCorpusChunker):
+        def params(self) -> dict[str, Any]:
+            length = f"{self.options['tokenizer']} tokens" if "tokenizer" in self.options else None
+            return {**super().params(), "splitter": self.strategy, "chunk_size": self.max_tokens,
+                    "chunk_overlap": self.overlap, **({"length": length} if length else {})}
+
+        def chunk_corpus(self, corpus_id: str, text: str) -> list[Any]:
+            if self.sentence_embedder is None or self.strategy not in EMBEDDING_STRATEGIES:
+                return super().chunk_corpus(corpus_id, text)
+            options = self.options  # the embedder is no parameter of the row: params() never shows it
+            self.options = {"embedder": self.sentence_embedder, **options}
+            try:
+                return super().chunk_corpus(corpus_id, text)
+            finally:
+                self.options = options
+
+    return ChromaRow
+
+
+def _chroma_row(strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> Any:
+    return _chroma_row_class()(strategy, max_tokens, overlap, **options)
 
 
 def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[int] = GRID_SIZES,
@@ -298,6 +353,9 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
         for n in sizes:
             if strategy == "semantic":
                 out.extend(GroundedCorpusChunker(strategy, n, 0, percentile=q) for q in percentiles)
+                continue
+            if strategy in ("cluster", "kamradt_mod"):  # partitions: no overlap
+                out.append(_chroma_row(strategy, n))
                 continue
             seen = set()
             for o in overlaps:
