@@ -263,3 +263,25 @@ def test_eval_data_folder_has_no_default(monkeypatch, capsys):
     monkeypatch.setenv("GROUNDED_EVAL_DATA", str(REPO / "nowhere"))
     assert data_dir() == REPO / "nowhere"
     assert data_dir(Path("x")) == Path("x")
+
+
+def test_empty_coco_and_icdar_references_raise(tmp_path):
+    import pymupdf
+
+    from grounded.evaluation.content_data import read_icdar_tables
+    from grounded.evaluation.dla_data import read_coco, read_icdar_regions
+
+    coco = json.loads(shared("publaynet_examples", "samples.json").read_text())
+    coco["annotations"] = []
+    with pytest.raises(EvaluationDataError, match="COCO reference is empty"):
+        read_coco(_write(tmp_path / "coco.json", coco))
+    pdf = tmp_path / "one.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "A page without tables.")
+        doc.save(pdf)
+    (tmp_path / "one-reg.xml").write_text('<?xml version="1.0"?><document filename="one.pdf"></document>')
+    with pytest.raises(EvaluationDataError, match="one-reg.xml: the table-region reference is empty"):
+        read_icdar_regions(tmp_path / "one-reg.xml", pdf)
+    (tmp_path / "one-str.xml").write_text('<?xml version="1.0"?><document filename="one.pdf"></document>')
+    with pytest.raises(EvaluationDataError, match="one-str.xml: the table-structure reference is empty"):
+        read_icdar_tables(tmp_path / "one-str.xml")

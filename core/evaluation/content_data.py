@@ -208,4 +208,6 @@ def read_icdar_tables(path: str | Path) -> list[tuple[int, TableNode]]:
             out.append((int(region.get("page", "1")), table_from_cells(cells)))
     except ValueError as exc:
         raise SchemaError(f"{path}: unreadable cell ({exc})") from exc
+    if not out:
+        raise EvaluationDataError(f"{path}: the table-structure reference is empty (no <region> element)")
     return out

@@ -115,6 +115,8 @@ def read_coco(path: str | Path) -> tuple[Layout, dict[int, str]]:
             layout.boxes.append(LayoutBox(images[int(a["image_id"])][0], cats[int(a["category_id"])], x, y, w, h))
     except (KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"{path}: not a COCO annotation file ({type(exc).__name__}: {exc})") from exc
+    if not layout.boxes:
+        raise EvaluationDataError(f"{path}: the COCO reference is empty (no annotations on {len(images)} images)")
     return layout, {i: v[0] for i, v in images.items()}
 
 
@@ -203,6 +205,8 @@ def read_icdar_regions(reg_xml: str | Path, pdf: str | Path, document: str | Non
         left, right = min(x1, x2), max(x1, x2)
         top, bottom = height - max(y1, y2), height - min(y1, y2)
         layout.boxes.append(LayoutBox(page_key(doc_name, page), "table", left, top, right - left, bottom - top))
+    if not layout.boxes:
+        raise EvaluationDataError(f"{reg_xml}: the table-region reference is empty (no <region> element)")
     return layout
 
 
