@@ -1,0 +1,125 @@
+"""Kamradt semantic chunking with a size target (Chroma's ``KamradtModifiedChunker``).
+
+The document is split into small pieces (at most ``min_chunk_tokens`` tokens, default 50, with the
+recursive delimiter splitter). Each piece is embedded together with its ``buffer`` neighbours on
+either side (a sliding window of text, default 3 as in Chroma's reference); the cosine distance
+between consecutive windows marks topic shifts. Instead of Kamradt's fixed percentile, a binary
+search finds the distance threshold whose breakpoints (distances above it) make the number of
+chunks closest to, and not above, ``total tokens / avg_tokens`` (target average chunk size,
+default ``max_tokens``). Chunks above ``max_tokens`` are then re-split by the recursive strategy.
+
+Cost: P pieces embedded once as P windows (each of up to 2 buffer + 1 pieces), O(P D) for the
+distances, O(P log(1/tol)) for the search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ...errors import ChunkingError
+from ...model import ParsingResult
+from ..base import ChunkingStrategy, TokenGroup, _is_int, register_strategy
+from ..splitting import DEFAULT_DELIMITERS, recursive_split
+from ..stream import TokenStream
+from .semantic import Embedder, minilm_embedder
+
+__all__ = ["KamradtModifiedStrategy", "threshold_for_cuts", "breakpoints"]
+
+
+def threshold_for_cuts(distances: np.ndarray, cuts: int, tol: float = 1e-6) -> float:
+    """Binary search for the smallest threshold ``t`` (to ``tol``) with at most ``cuts`` distances
+    strictly above it; more cuts means smaller chunks, so this hits the target average size from
+    the large side. ``cuts >= len(distances)`` gives a threshold below every distance."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size == 0:
+        return 0.0
+    lo, hi = float(d.min()) - 1.0, float(d.max())  # above(lo) == len(d), above(hi) == 0
+    if cuts >= d.size:
+        return lo
+    while hi - lo > tol:
+        mid = (lo + hi) / 2.0
+        if int(np.count_nonzero(d > mid)) > cuts:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def breakpoints(distances: np.ndarray, threshold: float) -> list[int]:
+    """Piece indices ``i + 1`` where a new chunk starts (distance ``i`` above the threshold)."""
+    return [i + 1 for i in np.flatnonzero(np.asarray(distances) > threshold).tolist()]
+
+
+@register_strategy
+class KamradtModifiedStrategy(ChunkingStrategy):
+    """Parameters: ``avg_tokens`` (target mean chunk size, default ``max_tokens``),
+    ``min_chunk_tokens`` (piece size, default 50, at most N), ``buffer`` (neighbour pieces on each side in an
+    embedding window, default 3), ``embedder`` (texts -> normalized vectors; default MiniLM)."""
+
+    name = "kamradt_mod"
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        overlap: int = 0,
+        avg_tokens: int | None = None,
+        min_chunk_tokens: int | None = None,
+        buffer: int = 3,
+        embedder: Embedder | None = None,
+    ) -> None:
+        super().__init__(max_tokens, overlap)
+        if overlap:
+            raise ChunkingError("the kamradt_mod strategy partitions the document: overlap must be 0")
+        self.avg_tokens = max_tokens if avg_tokens is None else avg_tokens
+        if not _is_int(self.avg_tokens) or self.avg_tokens < 1:
+            raise ChunkingError(f"avg_tokens must be a positive int, got {avg_tokens!r}")
+        if min_chunk_tokens is None:
+            min_chunk_tokens = min(50, self.max_tokens)
+        if not _is_int(min_chunk_tokens) or not 1 <= min_chunk_tokens <= max_tokens:
+            raise ChunkingError(f"min_chunk_tokens must be an int in [1, max_tokens], got {min_chunk_tokens!r}")
+        if not _is_int(buffer) or buffer < 0:
+            raise ChunkingError(f"buffer must be a non-negative int, got {buffer!r}")
+        self.avg_tokens = int(self.avg_tokens)
+        self.min_chunk_tokens = int(min_chunk_tokens)
+        self.buffer = int(buffer)
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = minilm_embedder()
+        return self._embedder
+
+    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
+        n = len(stream)
+        pieces = recursive_split(stream, 0, n, self.min_chunk_tokens, 0, DEFAULT_DELIMITERS)
+        if not pieces:
+            return
+        starts = [0]
+        if len(pieces) > 1:
+            b = self.buffer
+            windows = [stream.content(pieces[max(0, i - b)][0], pieces[min(len(pieces) - 1, i + b)][1]) for i in range(len(pieces))]
+            vecs = np.asarray(self.embedder(windows), dtype=np.float64)
+            if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
+                raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} windows")
+            norms = np.linalg.norm(vecs, axis=1)
+            norms[norms == 0] = 1.0
+            unit = vecs / norms[:, None]
+            distances = 1.0 - np.einsum("ij,ij->i", unit[:-1], unit[1:])
+            total = sum(e - s for s, e in pieces)
+            cuts = max(0, -(-total // self.avg_tokens) - 1)  # chunks = ceil(total / avg)
+            starts += breakpoints(distances, threshold_for_cuts(distances, cuts))
+        edges = [*starts, len(pieces)]
+        for a, b in zip(edges, edges[1:], strict=False):
+            lo, hi = pieces[a][0], pieces[b - 1][1]
+            if hi - lo <= self.max_tokens:
+                yield TokenGroup(lo, hi)
+            else:
+                for s, e in recursive_split(stream, lo, hi, self.max_tokens, 0, DEFAULT_DELIMITERS):
+                    yield TokenGroup(s, e)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "avg_tokens": self.avg_tokens, "min_chunk_tokens": self.min_chunk_tokens, "buffer": self.buffer}
