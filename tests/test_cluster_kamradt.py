@@ -222,3 +222,40 @@ def test_cluster_chunks_are_whole_pieces(clinsci: ParsingResult) -> None:
     assert all(g.start in edges and g.end in edges for g in groups)
     assert all(x.end == y.start for x, y in zip(groups, groups[1:]))
     assert all(len(g) <= 256 for g in groups)
+
+
+# -- evaluation rows --------------------------------------------------------------------------------
+def test_reproduction_and_grid_rows(clinsci: ParsingResult) -> None:
+    """Chroma's two Cluster rows count cl100k tokens, read like the LangChain rows in the report,
+    and use the run's embedder without it becoming a parameter; the grid runs both strategies once
+    per N (no overlap)."""
+    import json
+
+    from grounded.chunking.stream import document_text
+    from grounded.evaluation.runs import grid_chunkers, reproduction_chunkers
+
+    rows = reproduction_chunkers()
+    cluster = [r for r in rows if r.params().get("splitter") == "cluster"]
+    assert [(r.params()["chunk_size"], r.params()["chunk_overlap"]) for r in cluster] == [(250, 0), (200, 0)]
+    assert len(rows) == 8 and len(reproduction_chunkers(cluster=False)) == 6
+    row = cluster[0]
+    calls: list[int] = []
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        calls.append(len(texts))
+        return bag_of_words_embedder(list(texts))
+
+    row.sentence_embedder = embed
+    text = document_text(clinsci).text[:20_000]
+    pieces = row.chunk_corpus("doc", text)
+    assert calls and pieces
+    params = row.params()
+    json.dumps(params)
+    assert "embedder" not in params and params["tokenizer"] == "cl100k_base"
+    enc = load_tokenizer("cl100k_base")
+    for region, content in pieces:
+        assert enc.count(content) <= 250
+        for s, e in region.spans:
+            assert text[s:e] in content
+    grid = grid_chunkers(["cluster", "kamradt_mod"], [128], [0.0, 0.2])
+    assert [(g.strategy, g.max_tokens, g.overlap) for g in grid] == [("cluster", 128, 0), ("kamradt_mod", 128, 0)]
