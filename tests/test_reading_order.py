@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from grounded.chunking import document_text
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
-from grounded.parsers.reading_order import columns, reading_order
+from grounded.parsers.reading_order import columns, reading_order, upright
 
 from .conftest import SHARED_DATA, shared
 
@@ -260,3 +260,31 @@ def test_shared_two_column_pdfs_read_column_one_first():
             after += new > 0
     print(f"two-column order: pages with a column-2 box before a column-1 box of its band: {before} -> {after} of {pages}")
     assert after <= before // 4
+
+
+@pytest.mark.parametrize("turn", [0, 90, 180, 270])
+def test_turned_pages_are_ordered_as_the_reader_sees_them(turn):
+    w, h = 600.0, 800.0  # the upright page; displayed turned back by ``turn``
+    seen = [
+        _col(LEFT, 70, 240),
+        _col(RIGHT, 70, 230),
+        _col(RIGHT, 245, 255, "section-header"),
+        _col(LEFT, 258, 268, "section-header"),
+        _col(LEFT, 280, 740),
+        _col(RIGHT, 270, 740),
+    ]
+
+    def shown(b: B) -> B:  # upright -> displayed page
+        if turn == 90:  # displayed is h x w
+            return B(b.y0, w - b.x1, b.y1, w - b.x0, b.boxclass)
+        if turn == 180:
+            return B(w - b.x1, h - b.y1, w - b.x0, h - b.y0, b.boxclass)
+        if turn == 270:
+            return B(h - b.y1, b.x0, h - b.y0, b.x1, b.boxclass)
+        return b
+
+    displayed = [shown(b) for b in seen]
+    dw, dh = (h, w) if turn in (90, 270) else (w, h)
+    back = upright(displayed, turn, dw, dh)
+    assert [(r.x0, r.y0, r.x1, r.y1) for r in back] == [(b.x0, b.y0, b.x1, b.y1) for b in seen]
+    assert reading_order(back) == [0, 3, 4, 1, 2, 5]

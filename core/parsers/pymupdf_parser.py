@@ -36,7 +36,7 @@ from .base import BaseParser, map_label
 from .hyphenation import HYPHENS_KEY, resolve_document
 from .pdf_input import mupdf_quiet
 from .postprocess import numbering_level
-from .reading_order import reading_order
+from .reading_order import reading_order, upright
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
 __all__ = ["PyMuPDFParser", "PyMuPDFNative"]
@@ -614,7 +614,8 @@ class _TreeBuilder:
             nodes[index] = node
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
-        self.elements.extend(nodes[i] for i in reading_order(page.boxes) if i in nodes)
+        turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))  # order as the reader sees the page
+        self.elements.extend(nodes[i] for i in reading_order(upright(page.boxes, turn, w, h)) if i in nodes)
         if not claimed.any() and sum(1 for c in pc.chars if not c.isspace()) >= FALLBACK_MIN_CHARS:
             self._text_layer_blocks(pc, claimed, layer)
 

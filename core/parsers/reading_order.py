@@ -20,9 +20,10 @@ boxes.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Box", "columns", "reading_order"]
+__all__ = ["Box", "Rect", "columns", "reading_order", "upright"]
 
 #: a box narrower than this share of the body's width can sit in one column
 NARROW_SHARE = 0.6
@@ -50,6 +51,35 @@ class Box(Protocol):
     x1: float
     y1: float
     boxclass: str
+
+
+@dataclass
+class Rect:
+    """A box as the reader sees it (see :func:`upright`)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    boxclass: str
+
+
+def upright(boxes: Sequence[Box], turn: int, width: float, height: float) -> list[Rect]:
+    """``boxes`` on a displayed page of ``width`` x ``height`` as seen after turning the page
+    ``turn`` degrees clockwise (the turn that makes its text read left to right): columns and
+    bands are found in that frame."""
+    out: list[Rect] = []
+    for b in boxes:
+        if turn % 360 == 90:
+            r = (height - b.y1, b.x0, height - b.y0, b.x1)
+        elif turn % 360 == 180:
+            r = (width - b.x1, height - b.y1, width - b.x0, height - b.y0)
+        elif turn % 360 == 270:
+            r = (b.y0, width - b.x1, b.y1, width - b.x0)
+        else:
+            r = (b.x0, b.y0, b.x1, b.y1)
+        out.append(Rect(*r, b.boxclass))
+    return out
 
 
 def columns(boxes: Sequence[Box]) -> list[float]:
