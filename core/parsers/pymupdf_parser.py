@@ -615,7 +615,8 @@ class _TreeBuilder:
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
         turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))  # order as the reader sees the page
-        self.elements.extend(nodes[i] for i in reading_order(upright(page.boxes, turn, w, h)) if i in nodes)
+        order = reading_order(upright(page.boxes, turn, w, h), _small_print(page.boxes, pc, w, h))
+        self.elements.extend(nodes[i] for i in order if i in nodes)
         if not claimed.any() and sum(1 for c in pc.chars if not c.isspace()) >= FALLBACK_MIN_CHARS:
             self._text_layer_blocks(pc, claimed, layer)
 
@@ -897,6 +898,25 @@ class _TreeBuilder:
             _set_list_geom(current)
             out.extend(parked)
         return out
+
+
+#: a text box whose median font size is below this share of the page's text boxes' is small print
+SMALL_PRINT = 0.85
+
+
+def _small_print(boxes: Sequence[Any], pc: PageChars, w: float, h: float) -> list[bool]:
+    """Per layout box: a "text" box set in small print (footnotes, affiliations the model did
+    not label), for :func:`reading_order`."""
+    sizes: dict[int, np.ndarray] = {}
+    for i, box in enumerate(boxes):
+        if box.boxclass == "text":
+            sel = pc.select(*_clip(box.x0, box.y0, box.x1, box.y1, w, h))
+            if len(sel):
+                sizes[i] = pc.size[sel]
+    if len(sizes) < 2:
+        return [False] * len(boxes)
+    page = float(np.median(np.concatenate(list(sizes.values()))))
+    return [i in sizes and float(np.median(sizes[i])) < SMALL_PRINT * page for i in range(len(boxes))]
 
 
 def _running_text(text: str) -> str:

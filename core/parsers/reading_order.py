@@ -176,14 +176,46 @@ def _bands(body: Sequence[int], boxes: Sequence[Box], gutters: Sequence[float]) 
     return out
 
 
-def reading_order(boxes: Sequence[Box]) -> list[int]:
-    """Indices of ``boxes`` (one page) in reading order; a permutation of ``range(len(boxes))``."""
+def _bottom_notes(body: list[int], boxes: Sequence[Box], gutters: Sequence[float], small: Sequence[bool]) -> list[int]:
+    """Small-print text boxes (``small``) closing a column in the lower half of the page's body:
+    footnotes or affiliations the layout model called text."""
+    if not gutters or not body:
+        return []
+    top, bottom = min(boxes[i].y0 for i in body), max(boxes[i].y1 for i in body)
+    notes: list[int] = []
+    for i in body:
+        b = boxes[i]
+        if not small[i] or b.boxclass != "text" or b.y0 < (top + bottom) / 2:
+            continue
+        col = _column_of(b, gutters)
+        if col is None:
+            continue
+        below = [
+            j
+            for j in body
+            if j != i and j not in notes and boxes[j].y0 >= b.y1 - 1 and _column_of(boxes[j], gutters) in (col, None)
+        ]
+        if all(small[j] and boxes[j].boxclass == "text" for j in below):  # only more small print below
+            notes.append(i)
+    return notes
+
+
+def reading_order(boxes: Sequence[Box], small: Sequence[bool] | None = None) -> list[int]:
+    """Indices of ``boxes`` (one page) in reading order; a permutation of ``range(len(boxes))``.
+
+    ``small[i]`` (optional) says box ``i`` is set in small print (smaller than the page's body
+    text): a small-print text box at the bottom of a column is read as a footnote."""
     headers = [i for i, b in enumerate(boxes) if b.boxclass in HEADER_CLASSES]
     footers = [i for i, b in enumerate(boxes) if b.boxclass in FOOTER_CLASSES]
     notes = [i for i, b in enumerate(boxes) if b.boxclass in FOOTNOTE_CLASSES]
     special = {*headers, *footers, *notes}
     body = [i for i in range(len(boxes)) if i not in special]
     gutters = columns([boxes[i] for i in body])
+    if small is not None and len(small) == len(boxes):
+        extra = set(_bottom_notes(body, boxes, gutters, small))
+        if extra:
+            body = [i for i in body if i not in extra]
+            notes = sorted([*notes, *extra])
     ordered = _bands(body, boxes, gutters)
     if gutters and len(notes) > 1:  # footnotes: column by column too
         notes = _bands(notes, boxes, gutters)
