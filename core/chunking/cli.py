@@ -12,7 +12,7 @@ from ..parsers import PARSERS
 from ..parsers.cli import password_kwargs
 from ..serialization import refuse_overwriting_inputs
 
-STRATEGY_NAMES = ("fixed", "recursive", "semantic", "hierarchical")
+STRATEGY_NAMES = ("fixed", "recursive", "semantic", "hierarchical", "cluster", "kamradt_mod")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -152,7 +152,7 @@ def reproduction_markdown(evals: Sequence[ChunkingEvaluation], n: str = "5") -> 
     for ev in evals:
         key, size, overlap = ev.params["splitter"], ev.params["chunk_size"], ev.params["chunk_overlap"]
         pub = published_row(key, size, overlap)
-        label = f"{'Recursive' if key == 'recursive' else 'TokenText'}"
+        label = {"recursive": "Recursive", "tokentext": "TokenText"}.get(key, key.title())
         cells = []
         for m in ("recall", "precision", "precision_omega", "iou"):
             ours = 100 * ev.summaries[n]["all"].mean[m]

@@ -49,8 +49,6 @@ GRID_STRATEGIES = ("fixed", "recursive", "semantic", "hierarchical")
 GRID_SIZES = (128, 256, 512)
 GRID_OVERLAPS = (0.0, 0.2)
 GRID_PERCENTILES = (0.7, 0.9)
-#: strategies whose embedder a run replaces by its cached MiniLM (pieces embedded once per text)
-EMBEDDING_STRATEGIES = ("cluster", "kamradt_mod")
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
 
 
@@ -312,7 +310,8 @@ def reproduction_chunkers(cluster: bool = True) -> list[Any]:
 
 def _chroma_row_class() -> type:
     """A grounded strategy as one row of Chroma's table (``splitter`` / ``chunk_size`` /
-    ``chunk_overlap`` params like the LangChain baselines) whose embedder is the run's cached one."""
+    ``chunk_overlap`` params like the LangChain baselines); embedding strategies get the run's cached
+    embedder from :meth:`GroundedCorpusChunker.chunk_corpus`."""
     from .chunking_eval import GroundedCorpusChunker
 
     class ChromaRow(GroundedCorpusChunker):
@@ -320,16 +319,6 @@ def _chroma_row_class() -> type:
             length = f"{self.options['tokenizer']} tokens" if "tokenizer" in self.options else None
             return {**super().params(), "splitter": self.strategy, "chunk_size": self.max_tokens,
                     "chunk_overlap": self.overlap, **({"length": length} if length else {})}
-
-        def chunk_corpus(self, corpus_id: str, text: str) -> list[Any]:
-            if self.sentence_embedder is None or self.strategy not in EMBEDDING_STRATEGIES:
-                return super().chunk_corpus(corpus_id, text)
-            options = self.options  # the embedder is no parameter of the row: params() never shows it
-            self.options = {"embedder": self.sentence_embedder, **options}
-            try:
-                return super().chunk_corpus(corpus_id, text)
-            finally:
-                self.options = options
 
     return ChromaRow
 
