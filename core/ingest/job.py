@@ -152,12 +152,16 @@ def _dist_version(name: str) -> str | None:
 
 
 def config_fingerprint(config: JobConfig, chunker_fingerprint: str) -> str:
-    """Hash of everything that decides a document's rows: grounded's version, the parser and the
-    versions of the libraries it runs, the chunker's fingerprint and the embedding model."""
+    """Hash of everything that decides a document's rows: grounded's version and parsing code (so
+    an output folder is never resumed under changed parser code), the parser and the versions of the
+    libraries it runs, the chunker's fingerprint and the embedding model."""
+    from ..parse_cache import parser_code_version
+
     parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
     return stable_hash(
         {
             "grounded": __version__,
+            "parser_code": parser_code_version(),
             "parser": config.parser,
             "parser_libs": {name: _dist_version(name) for name in parser_libs},
             "chunker": chunker_fingerprint,
