@@ -88,7 +88,7 @@ TEST_COUNTS: dict[str, int] = {
     "image_only": 3,
     "rotated": 5,
     "huge_page": 2,
-    "tiny_page": 3,
+    "tiny_page": 4,
     "oversize_page": 2,
     "long_text": 0,  # ~1 min per interface today: its own slow test
     "broken_xref": 3,

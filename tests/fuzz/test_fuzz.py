@@ -80,6 +80,23 @@ def test_api_contract(item, corpus, parser, chunker, tmp_path):
     assert out.ok, out.describe()
 
 
+#: byte-flip mutants of the seed-0 full run (benchmarks/fuzz_run.py) that broke the contract once
+KNOWN_MUTANTS = (102,)
+
+
+@pytest.mark.parametrize("index", KNOWN_MUTANTS)
+def test_known_mutants(index, parser, chunker, tmp_path):
+    shared()
+    from .corpus import full_counts
+
+    counts = {"byte_flip": full_counts(320)["byte_flip"]}
+    cases = build_corpus(tmp_path / "in", seed=SEED, counts=counts, kinds=["byte_flip"])
+    case = cases[index]
+    expected = expected_text(case.path)
+    outs = [check_api(case, tmp_path / "api", parser, chunker, expected), check_cli(case, tmp_path / "cli", expected)]
+    assert all(o.ok for o in outs), "\n".join(o.describe() for o in outs)
+
+
 @pytest.mark.parametrize("item", CLI_FAST, ids=_id)
 def test_cli_contract(item, corpus, tmp_path):
     case = corpus[item]
