@@ -84,7 +84,7 @@ def _mutant_retention(outcomes: list[Outcome]) -> list[str]:
         kept.append((sum((want & _chars(out.text)).values()) / sum(want.values()), out))
     if not kept:
         return ["(no byte-flip mutant parsed to a result)"]
-    below = sorted((k, o) for k, o in kept if k < 0.9)
+    below = sorted(((k, o) for k, o in kept if k < 0.9), key=lambda pair: pair[0])
     unflagged = [o for _, o in below if not o.flagged]
     lines = [
         f"byte-flip mutants accepted by the API: {len(kept)}; with < 90% of the source's text: {len(below)}"
