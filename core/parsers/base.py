@@ -228,6 +228,7 @@ class BaseParser(ABC):
         if info.warnings or info.repaired:
             root.metadata["pdf_warnings"] = list(info.warnings)
             root.metadata["pdf_repaired"] = info.repaired
+        markdown = postprocess.replace_lone_surrogates(root, markdown)
         return ParseOutput(root=root, markdown=markdown)
 
 

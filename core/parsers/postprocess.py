@@ -28,6 +28,7 @@ import unicodedata
 import warnings
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..model import CONTAINER_TYPES, TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
@@ -66,6 +67,10 @@ FURNITURE_RESCUE_MIN_CHARS = 200
 #: ... and at least this many times the page's other kept text (running headers are short lines;
 #: a layout model that sees a page sideways or at an odd scale may call all of its text furniture).
 FURNITURE_RESCUE_RATIO = 3.0
+#: A single header/footer element of more than this many lines (and at least
+#: FURNITURE_RESCUE_MIN_CHARS characters) is body text whatever the rest of its page holds: running
+#: headers and footers are a line or two, a block of many lines is content the model mislabelled.
+FURNITURE_MAX_LINES = 6
 _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 
 
@@ -97,7 +102,9 @@ def keep_body_furniture(
     at least :data:`FURNITURE_RESCUE_MIN_CHARS` non-space characters and at least
     :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, they become PARAGRAPHs
     (``metadata["native_label"]`` is kept, ``metadata["relabeled_from"]`` names the old type) and a
-    :class:`FurnitureKeptWarning` names the pages. Returns page -> characters kept this way.
+    :class:`FurnitureKeptWarning` names the pages. So is, on any page, a single header/footer
+    element of more than :data:`FURNITURE_MAX_LINES` lines and at least
+    :data:`FURNITURE_RESCUE_MIN_CHARS` characters. Returns page -> characters kept this way.
     """
     drop = frozenset(ParsingResultType(t) for t in drop_types)
     dropped_furniture = [t for t in _FURNITURE if t in drop]
@@ -120,18 +127,55 @@ def keep_body_furniture(
     for page, nodes in sorted(furniture.items()):
         chars = furniture_chars[page]
         if chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body_chars.get(page, 0):
-            for node in nodes:
-                node.metadata["relabeled_from"] = node.type.value
-                node.type = T.PARAGRAPH
-            kept[page] = chars
+            rescued = nodes
+        else:
+            rescued = [n for n in nodes if _lines(n) > FURNITURE_MAX_LINES and _solid(n.content) >= FURNITURE_RESCUE_MIN_CHARS]
+        for node in rescued:
+            node.metadata["relabeled_from"] = node.type.value
+            node.type = T.PARAGRAPH
+        if rescued:
+            kept[page] = sum(_solid(n.content) for n in rescued)
     if kept:
         warnings.warn(
             f"{source}: page header/footer text kept as body text on page(s) {sorted(kept)} "
-            f"({sum(kept.values())} characters that are most of their page's text)",
+            f"({sum(kept.values())} characters: most of their page's text, or blocks of more than "
+            f"{FURNITURE_MAX_LINES} lines)",
             FurnitureKeptWarning,
             stacklevel=3,
         )
     return kept
+
+
+def _lines(node: ParsingResult) -> int:
+    return sum(len(box.spans) for box in node.geom)
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(root: ParsingResult, markdown: str) -> str:
+    """Replace lone UTF-16 surrogates (undecodable glyphs of damaged fonts and broken metadata come
+    out of MuPDF this way) with U+FFFD in every node's content and metadata strings and in
+    ``markdown`` (returned): such text cannot be written as UTF-8. One code point for one, so
+    character offsets and extents stay valid."""
+    for node in root.walk():
+        if node.content and _LONE_SURROGATE.search(node.content):
+            node.content = _LONE_SURROGATE.sub("\ufffd", node.content)
+        if node.metadata:
+            node.metadata = _clean(node.metadata)
+    return _LONE_SURROGATE.sub("\ufffd", markdown)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clean(v) for v in value)
+    return value
 
 
 def _ancestors(node: ParsingResult) -> Iterable[ParsingResult]:

@@ -138,6 +138,16 @@ LAYOUT_TARGET_SIDE = 842.0
 #: A page with at least this many non-space characters none of which the layout model put in a
 #: text or table box gets its text from MuPDF's text blocks instead (see _TreeBuilder).
 FALLBACK_MIN_CHARS = 20
+#: The same fallback takes the characters the layout left in no box at all when they are at least
+#: this share of the page's text (a failed layout, not a stray margin note) ...
+FALLBACK_UNBOXED_SHARE = 0.10
+#: ... or all unclaimed characters, pictures' included, when they are at least this share (a text
+#: page the model saw as one picture); text inside genuine figures stays out of the body.
+FALLBACK_UNCLAIMED_SHARE = 0.50
+#: Text in this outer band of the page (share of its width/height) is printer's marks and
+#: running furniture (slugs, side stamps) when the layout put it in no box: it neither triggers
+#: the fallback nor is taken by it.
+FALLBACK_MARGIN_SHARE = 0.06
 #: A page is laid out turned upright when at least this share of its characters reads in one
 #: direction other than left to right as displayed (a /Rotate page whose content was not turned
 #: with it, a landscape table set sideways): the model labels sideways text page header/footer.
@@ -571,6 +581,33 @@ _FURNITURE_STYLE_KEY = "_furniture_style"  # the same for PAGE_HEADER nodes
 HEADING_SIZE_RATIO = 1.15
 
 
+def _non_space(pc: PageChars) -> np.ndarray:
+    return np.fromiter((not c.isspace() for c in pc.chars), dtype=bool, count=len(pc.chars))
+
+
+def _in_margin(pc: PageChars) -> np.ndarray:
+    """Characters whose centre lies in the page's outer FALLBACK_MARGIN_SHARE band."""
+    cx, cy = (pc.x0 + pc.x1) / 2, (pc.y0 + pc.y1) / 2
+    mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
+    return np.asarray((cx < mx) | (cx > pc.width - mx) | (cy < my) | (cy > pc.height - my))
+
+
+def _layout_lost_text(pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray) -> bool:
+    """Whether the layout pass lost enough of the page's text to take it from the text layer:
+    no character claimed at all, or the characters in no box (or in none but pictures) are at
+    least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text."""
+    text = _non_space(pc)
+    total = int(text.sum())
+    if total < FALLBACK_MIN_CHARS:
+        return False
+    if not claimed.any():
+        return True
+    unclaimed = text & ~claimed & ~_in_margin(pc)
+    if int((unclaimed & ~in_picture).sum()) >= FALLBACK_UNBOXED_SHARE * total:
+        return True
+    return int(unclaimed.sum()) >= FALLBACK_UNCLAIMED_SHARE * total
+
+
 @dataclass
 class _TreeBuilder:
     """Layout boxes + text layer -> elements, page by page; :meth:`finish` does the document-wide
@@ -588,6 +625,8 @@ class _TreeBuilder:
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
             log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
         figures = 0
+        in_picture = np.zeros(len(pc), dtype=bool)
+        self._table_leftover: list[np.ndarray] = []
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         for index, box in enumerate(page.boxes):
             label = box.boxclass
@@ -600,6 +639,7 @@ class _TreeBuilder:
             if label == "table":
                 node = self._table(box, pc, claimed, geom, meta, layer)
             elif label == "picture":
+                in_picture[pc.select(x0, y0, x1, y1)] = True
                 figures += 1
                 node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
                 node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
@@ -617,16 +657,22 @@ class _TreeBuilder:
         turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))  # order as the reader sees the page
         order = reading_order(upright(page.boxes, turn, w, h), _small_print(page.boxes, pc, w, h))
         self.elements.extend(nodes[i] for i in order if i in nodes)
-        if not claimed.any() and sum(1 for c in pc.chars if not c.isspace()) >= FALLBACK_MIN_CHARS:
-            self._text_layer_blocks(pc, claimed, layer)
+        in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
+        for leftover in self._table_leftover:
+            in_output[leftover] = False
+        if _layout_lost_text(pc, in_output, in_picture):
+            self._text_layer_blocks(pc, in_output, layer)
 
     def _text_layer_blocks(self, pc: PageChars, claimed: np.ndarray, layer: TextLayer) -> None:
-        """The layout model put none of the page's text in a text or table box (it can fail on
-        unusual pages): MuPDF's text blocks become PARAGRAPHs (``metadata["layout_fallback"]``),
-        so no text is lost without a trace."""
+        """The layout model left (much of) the page's text out of its text and table boxes (it can
+        fail on unusual pages): MuPDF's text blocks become PARAGRAPHs holding the characters no
+        element took (``metadata["layout_fallback"]``), so no text is lost without a trace."""
         import pymupdf
 
-        log.warning("%s: the layout model found no text on page %d; using the text layer's blocks", self.path, pc.page)
+        log.warning(
+            "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
+            self.path, int((~claimed & _non_space(pc)).sum()), int(_non_space(pc).sum()), pc.page,
+        )
         pdf_page = layer._doc.load_page(pc.page - 1)
         m = pdf_page.rotation_matrix
         for block in pdf_page.get_text("blocks", flags=0):
@@ -636,6 +682,9 @@ class _TreeBuilder:
             x0, y0, x1, y1 = _clip(r.x0, r.y0, r.x1, r.y1, pc.width, pc.height)
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
+            mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
+            if claimed.any() and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
+                continue  # a printer's mark in the margin, not text the layout lost
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             meta = {"native_label": "text-layer block", "layout_fallback": True}
             node = self._text(T.PARAGRAPH, pc, claimed, (x0, y0, x1, y1), geom, meta)
@@ -717,9 +766,12 @@ class _TreeBuilder:
             for cell in cells:
                 row.add_child(cell)
             table.add_child(row)
-        # claim whatever else lies in the table box (e.g. text between grid lines)
+        # claim whatever else lies in the table box (e.g. text between grid lines), but remember
+        # it: when a page loses much text this way, add_page takes it from the text layer
         x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
-        claimed[pc.select(x0, y0, x1, y1)] = True
+        inside = pc.select(x0, y0, x1, y1)
+        self._table_leftover.append(inside[~claimed[inside]])
+        claimed[inside] = True
         if table.children:
             table.geom = [ParsingBoundingBox.enclosing([geom, *(r.geom[0] for r in table.children)])]
         table.content = table_to_markdown(table) if table.children else ""
