@@ -58,8 +58,8 @@ def test_chunking_cli_on_one_corpus(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "### Chroma reproduction (all-MiniLM-L6-v2, n=5, 76 questions)" in out
     res = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert len(res["results"]) == 6
-    assert {r["params"]["splitter"] for r in res["results"]} == {"recursive", "tokentext"}
+    assert len(res["results"]) == 8  # Chroma's six LangChain rows + the two ClusterSemanticChunker rows
+    assert {r["params"]["splitter"] for r in res["results"]} == {"recursive", "tokentext", "cluster"}
     assert list((tmp_path / "cache" / "embeddings").rglob("pack-*.npz"))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -98,8 +99,13 @@ def check_grounded(text: str, meta: Mapping[str, Any], boxes: Sequence[ParsingBo
     found = "".join(norm(doc_text[s:e]) for s, e in spans)
     if status == "exact":
         assert found == norm(text)
-    elif status == "fuzzy":
-        assert fuzz.ratio(found, norm(text)) >= 80
+    # fuzzy: pieces come in document order, which may interleave differently with the text's (a
+    # two-column page that pymupdf4llm orders otherwise): then compare the words as bags
+    elif status == "fuzzy" and fuzz.ratio(found, norm(text)) < 80:
+        got = Counter(w.lower() for s, e in spans for w in re.findall(r"\w+", doc_text[s:e]))
+        want = Counter(w.lower() for w in re.findall(r"\w+", text))
+        common = sum((got & want).values())
+        assert common >= 0.9 * sum(got.values()) and common >= 0.75 * sum(want.values())
 
 
 def check_refused(meta: Mapping[str, Any]) -> None:
