@@ -12,7 +12,14 @@ from ..parsers import PARSERS
 from ..parsers.cli import password_kwargs
 from ..serialization import refuse_overwriting_inputs
 
-STRATEGY_NAMES = ("fixed", "recursive", "semantic", "hierarchical", "cluster", "kamradt_mod")
+
+def strategy_names() -> list[str]:
+    """The registered strategies (importing the strategies package registers the built-in ones)."""
+    from . import strategies  # noqa: F401
+    from .base import STRATEGIES
+
+    return sorted(STRATEGIES)
+
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -25,7 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("input", type=Path, help="a PDF file, or a .json parse tree written by `grounded parse`")
-    p.add_argument("-s", "--strategy", choices=STRATEGY_NAMES, default="recursive", help="chunking strategy (default: recursive)")
+    p.add_argument("-s", "--strategy", choices=strategy_names(), default="recursive", help="chunking strategy (default: recursive)")
     p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk, headings included (default: 256)")
     p.add_argument(
         "--overlap",

@@ -206,7 +206,9 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         if any(not 0 < q < 1 for q in percentiles):
             raise EvalUsageError(f"--percentiles must lie in (0, 1), got {args.percentiles!r}")
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-        unknown = set(strategies) - {"fixed", "recursive", "semantic", "hierarchical", "cluster", "kamradt_mod"}
+        from ..chunking.cli import strategy_names
+
+        unknown = set(strategies) - set(strategy_names())
         if unknown:
             raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
         chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps, percentiles)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..chunking.cli import STRATEGY_NAMES
+from ..chunking.cli import strategy_names
 from ..parsers import PARSERS
 
 
@@ -28,7 +28,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
     p.add_argument("--parser", default="pymupdf", choices=sorted(PARSERS), metavar="NAME",
                    help=f"parser (default: pymupdf); one of: {', '.join(PARSERS)}")
-    p.add_argument("-s", "--strategy", choices=STRATEGY_NAMES, default="recursive", help="chunking strategy (default: recursive)")
+    p.add_argument("-s", "--strategy", choices=strategy_names(), default="recursive", help="chunking strategy (default: recursive)")
     p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk (default: 256)")
     p.add_argument("--overlap", type=float, default=0,
                    help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2)")
