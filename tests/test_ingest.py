@@ -10,14 +10,14 @@ import sys
 import time
 from pathlib import Path
 
+# test extras are imported directly (never skipped): a missing install fails loudly
+import pyarrow.parquet as pq
 import pytest
+import ray.data  # noqa: F401  (the ray extra: the Ray engine tests below)
 
-pa = pytest.importorskip("pyarrow")
-pq = pytest.importorskip("pyarrow.parquet")
-
-from grounded.cli import main  # noqa: E402
-from grounded.errors import InputNotFoundError  # noqa: E402
-from grounded.ingest import expand_inputs, ingest  # noqa: E402
+from grounded.cli import main
+from grounded.errors import InputNotFoundError
+from grounded.ingest import expand_inputs, ingest
 
 from .conftest import LONG_PDFS, REPO, shared  # noqa: E402
 
@@ -319,7 +319,6 @@ def test_a_killed_worker_loses_nothing(
 # -- the Ray engine (slow: starts a local Ray runtime with 2 CPUs) -----------------------------------
 @pytest.mark.slow
 def test_ray_engine_writes_the_same_files(corpus: Path, run2, tmp_path: Path) -> None:
-    pytest.importorskip("ray.data")
     _, reference = run2
     report = ingest(corpus, tmp_path, workers=2, engine="ray", progress=False)
     assert (report.done, report.failed) == (3, 2)
@@ -331,7 +330,6 @@ def test_ray_engine_writes_the_same_files(corpus: Path, run2, tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_ray_engine_long_pdfs(long_corpus: Path, long_run, tmp_path: Path) -> None:
-    pytest.importorskip("ray.data")
     _, reference = long_run
     assert main(["ingest", str(long_corpus), "-o", str(tmp_path), "--engine", "ray", "--workers", "2"]) == 1
     assert parts(tmp_path) == parts(reference)

@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil  # declared in the test extra; never skipped
 import pytest
 
 from .conftest import REPO, shared
-
-psutil = pytest.importorskip("psutil")  # a dependency of ipykernel (test extra)
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs kill -9 (POSIX)")
 
