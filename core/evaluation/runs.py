@@ -9,7 +9,6 @@ parser never serves a stale parse) and re-running an evaluation does not re-pars
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import logging
 import os
@@ -95,27 +94,17 @@ class ParsedDocument:
     error: str | None = None
 
 
-@functools.cache
-def _parser_code_hash() -> str:
-    """Hash of the source of grounded's parsing code (model + parsers package), computed once."""
-    core = Path(__file__).resolve().parent.parent
-    sha = hashlib.sha256()
-    for f in [core / "model.py", *sorted((core / "parsers").glob("*.py"))]:
-        sha.update(f.name.encode())
-        sha.update(f.read_bytes())
-    return sha.hexdigest()[:12]
-
-
 def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path | None = None,
                  use_cache: bool = True, parser: Any = None) -> ParsedDocument:
     """Parse ``pdf`` (or load the cached parse). A parser failure is returned as ``error`` (logged),
     so one bad file cannot stop a benchmark; callers score it as an empty prediction."""
     from .. import __version__
+    from ..parse_cache import file_sha256, parser_code_version
 
     if parser is None:
         parser = _parser(parser_name)
-    tool = hashlib.sha256(f"{parser.version()}|{_parser_code_hash()}".encode()).hexdigest()[:8]
-    digest = hashlib.sha256(pdf.read_bytes()).hexdigest()[:16]
+    tool = hashlib.sha256(f"{parser.version()}|{parser_code_version()}".encode()).hexdigest()[:8]
+    digest = file_sha256(pdf)[:16]
     folder = cache_root(cache_dir) / "parses" / f"{parser_name}-{__version__}-{tool}"
     stem = f"{pdf.stem}-{digest}"
     json_path, md_path = folder / f"{stem}.json", folder / f"{stem}.md"

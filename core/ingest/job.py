@@ -46,6 +46,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..chunking.ids import stable_hash
 from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
+from ..parse_cache import file_sha256, parser_code_version
 from ..parsers._process import ParentInfo
 from ..serialization import atomic_write_bytes
 from .rows import _pa, documents_schema, errors_schema
@@ -135,14 +136,6 @@ def expand_inputs(inputs: str | os.PathLike[str] | Sequence[str | os.PathLike[st
     return sorted(found)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 # -- configuration ---------------------------------------------------------------------------------
 def _dist_version(name: str) -> str | None:
     try:
@@ -155,7 +148,6 @@ def config_fingerprint(config: JobConfig, chunker_fingerprint: str) -> str:
     """Hash of everything that decides a document's rows: grounded's version and parsing code (so
     an output folder is never resumed under changed parser code), the parser and the versions of the
     libraries it runs, the chunker's fingerprint and the embedding model."""
-    from ..parse_cache import parser_code_version
 
     parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
     return stable_hash(
@@ -382,7 +374,7 @@ def ingest(
         """(path, sha256) of the inputs still to do, hashed lazily (work starts at once)."""
         for path in files:
             try:
-                sha = _sha256(path)
+                sha = file_sha256(path)
             except OSError as exc:
                 error = InputNotFoundError(path, "no such file") if isinstance(exc, FileNotFoundError) else InputError(
                     path, f"cannot read: {exc.strerror or exc}"
