@@ -371,6 +371,10 @@ class PyMuPDFParser(BaseParser):
         ONNX Runtime threads of the layout model in this process (default: the runtime's own
         choice, which already puts part of the model on a second core). Takes effect only if
         nothing imported ``pymupdf`` before (that loads the model); worker processes use 1.
+    pool:
+        An executor owned by the caller that runs the page tasks instead of a pool of the
+        parser's own (``grounded.ingest`` lends its worker processes; they load the layout model
+        with one thread like the parser's workers). :meth:`close` leaves it running.
     """
 
     name: ClassVar[str] = "pymupdf"
@@ -399,6 +403,7 @@ class PyMuPDFParser(BaseParser):
         batch_pages: int = 4,
         progress: ProgressCallback | None = None,
         layout_threads: int | None = None,
+        pool: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -413,6 +418,7 @@ class PyMuPDFParser(BaseParser):
         self.progress = progress
         self.layout_threads = layout_threads
         self._pool: Any = None
+        self._lent_pool: Any = pool
         if importlib.util.find_spec("pymupdf") is None:  # pragma: no cover - core dependency
             raise BackendUnavailableError("PyMuPDF parser", "pymupdf", "pymupdf")
         if layout_threads is not None and not _load_layout(layout_threads):
@@ -451,6 +457,8 @@ class PyMuPDFParser(BaseParser):
             self.close()
 
     def _get_pool(self) -> Any:
+        if self._lent_pool is not None:
+            return self._lent_pool
         if self._pool is None:
             from concurrent.futures import ProcessPoolExecutor
 
