@@ -6,7 +6,7 @@ the fallback and the rendering used for trees loaded from JSON.
 
 from __future__ import annotations
 
-from .model import ParsingResult
+from .model import HEADING_TYPES, ParsingResult
 from .model import ParsingResultType as T
 
 __all__ = ["to_markdown", "table_to_markdown"]
@@ -40,7 +40,7 @@ def to_markdown(root: ParsingResult) -> str:
         node, list_depth = stack.pop()
         descend = True
         t = node.type
-        if t in (T.TITLE, T.SECTION_HEADER):
+        if t in HEADING_TYPES:
             level = node.level or (1 if t == T.TITLE else 2)
             blocks.append("#" * max(1, min(6, level)) + " " + " ".join(node.content.split()))
         elif t in (T.TABLE, T.DOC_INDEX):

@@ -26,6 +26,7 @@ __all__ = [
     "BoxMode",
     "CONTAINER_TYPES",
     "TEXT_TYPES",
+    "HEADING_TYPES",
 ]
 
 # Float overshoot that is silently clamped into [0, 1]; anything beyond is rejected.
@@ -74,6 +75,8 @@ T = ParsingResultType
 
 #: Nodes whose text lives in their children (their own ``content`` is a rendering, not source text).
 CONTAINER_TYPES = frozenset({T.ROOT, T.LIST, T.REFERENCE_LIST, T.TABLE, T.DOC_INDEX, T.TABLE_ROW, T.KEY_VALUE_AREA, T.FORM_AREA})
+#: Heading types: they open a section (hierarchy inference, heading paths, Markdown ``#``, levels).
+HEADING_TYPES = frozenset({T.TITLE, T.SECTION_HEADER})
 #: Types whose content is running text (the ones that get line spans and character boxes).
 TEXT_TYPES = frozenset(
     {T.TITLE, T.PARAGRAPH, T.SECTION_HEADER, T.FOOTNOTE, T.LIST_ITEM, T.REFERENCE_ITEM, T.CAPTION, T.TABLE_CELL,

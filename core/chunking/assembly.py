@@ -25,8 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ChunkingError
-from ..model import BoxMode, Chunk, ParsingBoundingBox, ParsingResult
-from ..model import ParsingResultType as T
+from ..model import HEADING_TYPES, BoxMode, Chunk, ParsingBoundingBox, ParsingResult
 from .base import TokenGroup
 from .ids import chunk_id as _chunk_id
 from .ids import text_key
@@ -35,7 +34,6 @@ from .stream import TokenStream
 __all__ = ["ChunkAssembler", "BOX_MODES", "element_lines"]
 
 BOX_MODES = ("auto", "exact", "line", "element")
-_HEADING_TYPES = (T.SECTION_HEADER, T.TITLE)
 
 
 def element_lines(node: ParsingResult) -> list[ParsingBoundingBox]:
@@ -132,7 +130,7 @@ class ChunkAssembler:
         path = self._heading_path.get(k)
         if path is None:
             node = self.stream.doc.nodes[k]
-            path = [" ".join(a.content.split()) for a in reversed(node.ancestors()) if a.type in _HEADING_TYPES]
+            path = [" ".join(a.content.split()) for a in reversed(node.ancestors()) if a.type in HEADING_TYPES]
             self._heading_path[k] = path
         return path
 

@@ -30,7 +30,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import CONTAINER_TYPES, TEXT_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from ..model import (
+    CONTAINER_TYPES,
+    HEADING_TYPES,
+    TEXT_TYPES,
+    ParsingBoundingBox,
+    ParsingResult,
+    ParsingResultType,
+)
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 
 __all__ = [
@@ -53,7 +60,6 @@ T = ParsingResultType
 
 #: Below this share of matched content characters an element keeps line spans without char info.
 MIN_CHAR_ALIGNMENT = 0.8
-_HEADER_TYPES = (T.SECTION_HEADER, T.TITLE)
 # Empty cells are kept: they are grid placeholders that keep the columns of a table aligned.
 _KEEP_EMPTY = frozenset({T.TABLE_CELL})
 
@@ -368,7 +374,7 @@ def infer_hierarchy(root: ParsingResult) -> None:
     See the module docstring for the rules (TITLE stays a top-level leaf).
     """
     flat = list(root.children)
-    headers = [n for n in flat if n.type in _HEADER_TYPES]
+    headers = [n for n in flat if n.type in HEADING_TYPES]
     if not headers:
         return
     inferred = _header_level_map([h for h in headers if h.type == T.SECTION_HEADER])

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError, ParserError
 from ..markdown import table_to_markdown
-from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
+from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
@@ -723,7 +723,7 @@ class _TreeBuilder:
         if type_ == T.PARAGRAPH and len(sel):
             sizes, counts = np.unique(np.round(pc.size[sel] * 2) / 2, return_counts=True)
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
-        if type_ in (T.SECTION_HEADER, T.TITLE) and built.text:
+        if type_ in HEADING_TYPES and built.text:
             style = _style_of(pc, sel, built.text)
             node.metadata[_STYLE_KEY] = [style.size, style.caps, style.bold]
             node.metadata["font_size"] = style.size
@@ -870,7 +870,7 @@ class _TreeBuilder:
         the style (size, then ALL CAPS above mixed case). Headers set clearly smaller than the
         body text (table notes the model took for headers) become paragraphs."""
         self._demote_small_headers()
-        headers = [n for n in self.elements if n.type in (T.SECTION_HEADER, T.TITLE) and id(n) in self.styles]
+        headers = [n for n in self.elements if n.type in HEADING_TYPES and id(n) in self.styles]
         if not headers:
             return
         self._promote_title(headers)

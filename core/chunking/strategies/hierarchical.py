@@ -14,13 +14,10 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from ...errors import ChunkingError
-from ...model import ParsingResult
-from ...model import ParsingResultType as T
+from ...model import HEADING_TYPES, ParsingResult
 from ..base import ChunkingStrategy, TokenGroup, register_strategy
 from ..splitting import DEFAULT_DELIMITERS, recursive_split
 from ..stream import TokenStream
-
-HEADING_TYPES = frozenset({T.SECTION_HEADER, T.TITLE})
 
 
 class _Piece(NamedTuple):
