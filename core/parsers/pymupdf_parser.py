@@ -583,6 +583,12 @@ class _Style:
         return (self.size, self.caps)
 
 
+#: How an element's layout box grows to the text lines it holds (#13.5), by type (others: "grow"):
+#: "grow" = to the lines' full height and width (whole words are taken, so a line may stick out of
+#: a tight box), "width" = sideways only (the model's top and bottom kept), "layout" = the model's
+#: box as is. Chosen per class from DLA F1@50:95 (docs/results/dla.md).
+BOX_GROWTH: dict[ParsingResultType, str] = {}
+
 _STYLE_KEY = "_style"  # temporary metadata of header nodes: [size, caps, bold]; removed in finish()
 _FURNITURE_STYLE_KEY = "_furniture_style"  # the same for PAGE_HEADER nodes
 #: a page header is a heading when set at least this much larger than the body text (or bold)
@@ -635,6 +641,8 @@ class _TreeBuilder:
         figures = 0
         in_picture = np.zeros(len(pc), dtype=bool)
         self._table_leftover: list[np.ndarray] = []
+        # the turn that shows the page as the layout model saw it (text reading left to right)
+        self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         for index, box in enumerate(page.boxes):
             label = box.boxclass
@@ -662,8 +670,7 @@ class _TreeBuilder:
             nodes[index] = node
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
-        turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))  # order as the reader sees the page
-        order = reading_order(upright(page.boxes, turn, w, h), _small_print(page.boxes, pc, w, h))
+        order = reading_order(upright(page.boxes, self._turn, w, h), _small_print(page.boxes, pc, w, h))
         self.elements.extend(nodes[i] for i in order if i in nodes)
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
@@ -714,8 +721,7 @@ class _TreeBuilder:
         built = build_lines([pc], [sel], defer_hyphens=True)
         spans = lines_to_spans(built.lines, [pc]).get(0, [])
         if spans:  # whole words are taken, so a line may stick out of a tight box: grow the box
-            grown = ParsingBoundingBox.enclosing([geom, *spans])
-            geom = ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
+            geom = _grown_box(geom, spans, BOX_GROWTH.get(type_, "grow"))
         geom.spans = spans
         node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
         if built.hyphens:  # line-break hyphens: decided once per document in finish() (#13.3)
@@ -754,6 +760,10 @@ class _TreeBuilder:
             built = build_lines([pc], [sel[~claimed[sel]]])
             grid = [[(x0, ln.y0, x1, ln.y1)] for ln in built.lines]
         table.metadata["cell_source"] = source
+        turn = self._turn if source == "layout" else 0
+        grid, joined = _join_continuation_rows(grid, _grid_line_tops(grid, pc, claimed, turn))
+        if joined:
+            table.metadata["continuation_rows_joined"] = joined
         for r, row_boxes in enumerate(grid):
             row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
             cells: list[ParsingResult] = []
@@ -1004,8 +1014,105 @@ def _style_of(pc: PageChars, sel: np.ndarray, text: str) -> _Style:
     return _Style(size, caps, bold)
 
 
+def _grown_box(geom: ParsingBoundingBox, spans: Sequence[ParsingBoundingBox], how: str) -> ParsingBoundingBox:
+    """``geom`` grown to its text lines as :data:`BOX_GROWTH` says (``how``)."""
+    if how == "layout":
+        return ParsingBoundingBox(geom.page, geom.left, geom.top, geom.right, geom.bottom)
+    grown = ParsingBoundingBox.enclosing([geom, *spans])
+    if how == "width":
+        return ParsingBoundingBox(geom.page, grown.left, geom.top, grown.right, geom.bottom)
+    return ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
+
+
 def _clip(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tuple[float, float, float, float]:
     return (min(max(x0, 0.0), w), min(max(y0, 0.0), h), min(max(x1, 0.0), w), min(max(y1, 0.0), h))
+
+
+Grid = list[list[tuple[float, float, float, float] | None]]
+#: a grid row continues the row above when its text goes on at most this many times the table's
+#: line pitch below the text of the row above (no extra space, as between the lines of one cell)
+CONTINUATION_PITCH = 1.25
+
+
+def _grid_line_tops(grid: Grid, pc: PageChars, claimed: np.ndarray, turn: int) -> list[list[list[float]]]:
+    """Per grid cell, the tops of its text lines in reading order, measured on the page turned
+    ``turn`` degrees (the frame in which the grid's rows run across); cells take words in grid
+    order, as the cells built from the grid will."""
+    taken = claimed.copy()
+    tops: list[list[list[float]]] = []
+    for row_boxes in grid:
+        row: list[list[float]] = []
+        for cell_box in row_boxes:
+            lines: list[float] = []
+            if cell_box is not None:
+                x0, y0, x1, y1 = _clip(*cell_box, pc.width, pc.height)
+                sel = pc.select(x0, y0, x1, y1) if x1 > x0 and y1 > y0 else np.empty(0, dtype=np.int64)
+                sel = sel[~taken[sel]]
+                taken[sel] = True
+                if len(sel):
+                    found = build_lines([pc], [sel]).lines
+                    turned = upright([_LineBox(ln.x0, ln.y0, ln.x1, ln.y1) for ln in found], turn, pc.width, pc.height)
+                    lines = sorted(r.y0 for r in turned)
+            row.append(lines)
+        tops.append(row)
+    return tops
+
+
+@dataclass
+class _LineBox:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    boxclass: str = "line"
+
+
+def _join_continuation_rows(grid: Grid, tops: list[list[list[float]]]) -> tuple[Grid, int]:
+    """Join grid rows that continue the row above: a layout grid may cut a row of multi-line
+    cells into several (#13.4). A row continues the one above when its first (key) column is
+    empty there but filled above, its filled cells are a proper subset of the row above's, and
+    each of them goes on at the table's line pitch (multi-line cells show it) right below the
+    text above it. Returns the new grid and the number of rows joined."""
+    diffs = [b - a for row in tops for cell in row for a, b in zip(cell, cell[1:], strict=False) if b - a > 0]
+    if not diffs or len(grid) < 2:
+        return grid, 0
+    pitch = float(np.median(diffs))
+    filled_cols = [c for c in range(max(len(r) for r in tops)) if any(c < len(r) and r[c] for r in tops)]
+    if not filled_cols:
+        return grid, 0
+    key = filled_cols[0]
+    out_grid: Grid = [list(grid[0])]
+    out_tops = [[list(cell) for cell in tops[0]]]
+    joined = 0
+    for row_boxes, row_tops in zip(grid[1:], tops[1:], strict=True):
+        above = out_tops[-1]
+        filled = {c for c, cell in enumerate(row_tops) if cell}
+        filled_above = {c for c, cell in enumerate(above) if cell}
+        continues = (
+            key in filled_above
+            and key not in filled
+            and filled
+            and filled < filled_above
+            and all(row_tops[c][0] - above[c][-1] <= CONTINUATION_PITCH * pitch for c in filled)
+        )
+        if not continues:
+            out_grid.append(list(row_boxes))
+            out_tops.append([list(cell) for cell in row_tops])
+            continue
+        joined += 1
+        merged = out_grid[-1]
+        for c, cell_box in enumerate(row_boxes):
+            if c >= len(merged):
+                merged.append(cell_box)
+            elif cell_box is not None:
+                prev = merged[c]
+                merged[c] = cell_box if prev is None else (
+                    min(prev[0], cell_box[0]), min(prev[1], cell_box[1]),
+                    max(prev[2], cell_box[2]), max(prev[3], cell_box[3]),
+                )
+        for c in filled:
+            above[c].extend(row_tops[c])
+    return out_grid, joined
 
 
 def _find_tables_grid(
