@@ -21,6 +21,20 @@ from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult, Parsin
 
 T = ParsingResultType
 
+#: Parser options under which ``parse_native`` returns the backend's transform as it is (nothing
+#: dropped, no hierarchy, no line spans): only the final element ids and the root metadata differ.
+RAW = {"drop_types": (), "infer_hierarchy": False, "line_spans": False}
+
+
+def blank_pdf(path: Path, sizes: list[tuple[float, float]]) -> Path:
+    """A PDF of empty pages of ``sizes`` (points) at ``path``: the document for ``parse_native`` of
+    a native output whose source PDF is not at hand (post-processing then finds no text layer)."""
+    with pymupdf.open() as doc:
+        for width, height in sizes:
+            doc.new_page(width=width, height=height)
+        doc.save(path)
+    return path
+
 
 @dataclass
 class RefElement:

@@ -19,12 +19,13 @@ from PIL import Image
 from rapidfuzz.distance import Levenshtein
 
 from grounded.errors import BackendUnavailableError, ParserError
-from grounded.model import TEXT_TYPES, ParsingResultType
+from grounded.model import TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers import get_parser
 from grounded.parsers._docling_tree import docling_to_tree
 from grounded.parsers.docling_parser import load_docling_document
 from grounded.parsers.granite_docling_parser import DOCTAGS_GRID, DocTagsPages, GraniteDoclingParser
 
+from .cloud_fixtures import RAW
 from .conftest import shared
 
 T = ParsingResultType
@@ -70,6 +71,25 @@ def norm(text: str) -> str:
     return " ".join(text.split())
 
 
+def replay(native: DocTagsPages, pdf: Path) -> ParsingResult:
+    """The transform of recorded DocTags, replayed with ``parse_native`` under RAW options."""
+    return GraniteDoclingParser(converter=RecordedVlmConverter(DocTagsPages([])), **RAW).parse_native(native, pdf).root
+
+
+def image_pdf(dt: Path, tmp_path: Path) -> Path:
+    """A one-page PDF of the page image a raw generation was made from (the model's input; the
+    image has no text layer, so post-processing attaches no lines)."""
+    png = dt.with_suffix(".png")
+    with Image.open(png) as im:
+        w, h = im.size
+    out = tmp_path / f"{dt.stem}.pdf"
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=w, height=h)
+        page.insert_image(page.rect, filename=str(png))
+        doc.save(out)
+    return out
+
+
 # -- construction ----------------------------------------------------------------------------------
 @pytest.mark.skipif(importlib.util.find_spec("docling") is not None, reason="docling is installed")
 def test_missing_extra_names_the_pip_install():
@@ -85,10 +105,10 @@ def test_framework_choice_is_validated():
 
 
 # -- raw VLM DocTags (page images, no PDF) ---------------------------------------------------------
-def test_raw_generation_matches_docling_cores_own_loading():
+def test_raw_generation_matches_docling_cores_own_loading(tmp_path: Path):
     """page_with_pic.dt.json is docling-core's load_from_doctags of the .dt with its 1412x2040 image."""
     dt = shared("native", "docling_vlm_doctags", "page_with_pic.dt")
-    mine = parser()._transform(DocTagsPages.from_files([dt]))
+    mine = replay(GraniteDoclingParser.load_native(dt), image_pdf(dt, tmp_path))
     reference = docling_to_tree(load_docling_document(dt.with_name("page_with_pic.dt.json")))
     a, b = list(mine.walk()), list(reference.walk())
     assert [(n.type, n.content) for n in a] == [(n.type, n.content) for n in b]
@@ -101,12 +121,14 @@ def test_raw_generation_matches_docling_cores_own_loading():
 
 
 @pytest.mark.parametrize("name", ["page_with_pic", "01030000000083", "01030000000111"])
-def test_raw_generations_give_boxes_on_the_loc_grid(name: str):
+def test_raw_generations_give_boxes_on_the_loc_grid(name: str, tmp_path: Path):
     dt = shared("native", "docling_vlm_doctags", f"{name}.dt")
     text = dt.read_text(encoding="utf-8")
-    root = parser()._transform(DocTagsPages.from_files([dt]))
+    root = replay(DocTagsPages.from_files([dt]), image_pdf(dt, tmp_path))
     nodes = list(root.walk())[1:]
-    assert "pages" not in root.metadata  # a 500-grid is not a page size in points
+    assert root.metadata["doctags_grid"] == DOCTAGS_GRID
+    with Image.open(dt.with_suffix(".png")) as im:  # page sizes are the PDF's, not the 500-grid
+        assert [(p["width"], p["height"]) for p in root.metadata["pages"]] == [im.size]
     boxes = [b for n in nodes for b in n.geom]
     assert boxes
     for box in boxes:
@@ -124,10 +146,9 @@ def test_raw_generations_give_boxes_on_the_loc_grid(name: str):
     assert all(0 <= b.left * w <= b.right * w <= w and 0 <= b.top * h <= b.bottom * h <= h for b in boxes)
 
 
-def test_tables_captions_and_formulas_of_raw_generations():
-    tables = parser()._transform(
-        DocTagsPages.from_files([shared("native", "docling_vlm_doctags", "01030000000083.dt")])
-    )
+def test_tables_captions_and_formulas_of_raw_generations(tmp_path: Path):
+    dt = shared("native", "docling_vlm_doctags", "01030000000083.dt")
+    tables = replay(DocTagsPages.from_files([dt]), image_pdf(dt, tmp_path))
     counts = Counter(n.type for n in tables.walk())
     assert counts[T.TABLE] == 3 and counts[T.CAPTION] == 3
     first = next(n for n in tables.walk() if n.type == T.TABLE)
@@ -140,9 +161,8 @@ def test_tables_captions_and_formulas_of_raw_generations():
     assert caption.type == T.CAPTION and caption.content.startswith("TABLE 35")
     assert caption.geom[0].top == pytest.approx(58 / 500)
 
-    figures = parser()._transform(
-        DocTagsPages.from_files([shared("native", "docling_vlm_doctags", "01030000000111.dt")])
-    )
+    dt = shared("native", "docling_vlm_doctags", "01030000000111.dt")
+    figures = replay(DocTagsPages.from_files([dt]), image_pdf(dt, tmp_path))
     counts = Counter(n.type for n in figures.walk())
     assert counts[T.FORMULA] == 3 and counts[T.FIGURE] == 1 and counts[T.SECTION_HEADER] == 2
     formula = next(n for n in figures.walk() if n.type == T.FORMULA)
@@ -153,8 +173,8 @@ def test_tables_captions_and_formulas_of_raw_generations():
 @pytest.mark.parametrize("name", ["multi_page", "2305.03393v1-pg9"])
 def test_doctags_boxes_match_the_pdf_text(name: str):
     pages = export_pages(name)
-    root = parser()._transform(pages)
     pdf = shared("native", "docling", f"{name}.pdf")
+    root = replay(pages, pdf)
     assert len(pages.pages) == len(page_sizes(pdf))
     assert root.metadata["pages"][0]["width"] == pytest.approx(page_sizes(pdf)[0][0])
     dist = []
@@ -180,7 +200,7 @@ def test_doctags_round_trip_of_the_standard_parse(name: str):
     as the DoclingDocument it was exported from."""
     pdf = shared("native", "docling", f"{name}.pdf")
     ref = docling_to_tree(load_docling_document(pdf.with_suffix(".json")))
-    got = parser()._transform(export_pages(name))
+    got = replay(GraniteDoclingParser.load_native(pdf.with_suffix(".doctags.txt")), pdf)
     skip = (T.ROOT, T.TABLE_ROW, T.TABLE_CELL)  # export has no cell boxes; the grid is compared below
     a = [n for n in got.walk() if n.type not in skip]
     b = [n for n in ref.walk() if n.type not in skip]
@@ -199,7 +219,8 @@ def test_doctags_round_trip_of_the_standard_parse(name: str):
 
 
 def test_markdown_comes_from_the_doctags_document():
-    md = parser()._get_md(export_pages("multi_page"))
+    pdf = shared("native", "docling", "multi_page.pdf")
+    md = parser().parse_native(export_pages("multi_page"), pdf).markdown
     recorded = shared("native", "docling", "multi_page.md").read_text(encoding="utf-8")
     assert Levenshtein.normalized_similarity(md.strip(), recorded.strip()) > 0.9
 

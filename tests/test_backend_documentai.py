@@ -20,18 +20,19 @@ from google.cloud import documentai
 
 from grounded.errors import MissingCredentialsError, RemoteServiceError
 from grounded.model import ParsingResultType
-from grounded.parsers import get_parser, postprocess
+from grounded.parsers import get_parser
 from grounded.parsers._cloud import RetryPolicy
 from grounded.parsers.documentai_parser import (
     DocumentAIParser,
-    document_to_markdown,
     document_to_tree,
     vertices_to_box,
 )
 
 from .cloud_fixtures import (
+    RAW,
     RefElement,
     assert_same_as_reference,
+    blank_pdf,
     box_text_distances,
     check_chunks,
     norm,
@@ -151,16 +152,22 @@ def test_real_layout_output_through_the_sdk_message_type_gives_the_same_tree():
     assert document_to_tree(snake) == document_to_tree(data)  # proto field names work too
 
 
-def test_real_layout_output_markdown_and_chunks_without_boxes():
-    data = layout_json()
-    md = document_to_markdown(data, skip=frozenset({T.PAGE_HEADER}))
-    assert md.startswith("# CHAPTER I\n\nIN WHICH We Are Introduced to") and "## WE ARE INTRODUCED" in md
+def test_real_layout_output_markdown_and_chunks_without_boxes(tmp_path: Path):
+    """Replayed with ``parse_native`` (its PDF is not shared: blank pages stand in, the output has
+    no boxes); Document AI writes no Markdown, so it is rendered once, from the finished tree."""
     from grounded.chunking import chunk, document_text
 
-    root = document_to_tree(data)
-    postprocess.filter_elements(root, {T.PAGE_HEADER, T.PAGE_FOOTER})
-    postprocess.infer_hierarchy(root)
-    postprocess.assign_ids(root)
+    parser = DocumentAIParser(client=FakeDocumentAI(lambda request: None), **IDS)
+    data = parser.load_native(shared("native", "google_documentai", "layout_parser", "layout_parser.json"))
+    assert data == layout_json()
+    out = parser.parse_native(data, blank_pdf(tmp_path / "pooh.pdf", [(612.0, 792.0)] * 15))
+    md = out.markdown
+    assert md.startswith("# CHAPTER I\n\nIN WHICH We Are Introduced to") and "## WE ARE INTRODUCED" in md
+    assert "# WINNIE-THE-POOH" in md
+    headers = [n.content for n in document_to_tree(data).walk() if n.type == T.PAGE_HEADER]
+    assert headers == ["3", "8", "II", "WINNIE-THE-POOH", "13"]
+    assert not any(block in headers[:3] + headers[4:] for block in md.split("\n\n"))  # dropped page headers
+    root = out.root
     result = chunk(root, strategy="hierarchical", max_tokens=128)
     doc = document_text(root)
     assert len(result.chunks) > 20
@@ -258,7 +265,7 @@ def test_missing_application_credentials_name_the_variable(monkeypatch, tmp_path
 def test_request_asks_the_layout_parser_for_boxes(clinsci_pdf: Path, clinsci_refs):
     client = FakeDocumentAI(lambda request: as_sdk_document(layout_document(clinsci_refs)))
     parser = DocumentAIParser(client=client, timeout=42.0, processor_version="pretrained-layout-parser-v1.0-2024-06-03", **IDS)
-    parser._parse(clinsci_pdf)
+    parser.record_native(clinsci_pdf)
     (request,) = client.requests
     assert request.name == "projects/demo-project/locations/eu/processors/layout123/processorVersions/pretrained-layout-parser-v1.0-2024-06-03"
     assert request.process_options.layout_config.return_bounding_boxes is True
@@ -270,7 +277,7 @@ def test_quota_errors_are_retried_and_persistent_failures_reported(clinsci_pdf: 
     waits: list[float] = []
     answer = lambda request: as_sdk_document(layout_document(clinsci_refs))  # noqa: E731
     client = FakeDocumentAI(answer, [gexc.ResourceExhausted("Quota exceeded for online_process_requests")])
-    DocumentAIParser(client=client, sleep=waits.append, retry=RetryPolicy(initial_delay=0.5, jitter=0.0), **IDS)._parse(clinsci_pdf)
+    DocumentAIParser(client=client, sleep=waits.append, retry=RetryPolicy(initial_delay=0.5, jitter=0.0), **IDS).record_native(clinsci_pdf)
     assert len(client.requests) == 2 and waits == [0.5]
     client = FakeDocumentAI(answer, [gexc.ServiceUnavailable("backend down")] * 3)
     with pytest.raises(RemoteServiceError) as err:
@@ -285,8 +292,7 @@ def test_quota_errors_are_retried_and_persistent_failures_reported(clinsci_pdf: 
 # -- re-encoded real parse with boxes ----------------------------------------------------------
 def test_reencoded_layout_document_is_valid_and_transforms_back(clinsci_pdf: Path, clinsci_refs):
     client = FakeDocumentAI(lambda request: as_sdk_document(layout_document(clinsci_refs)))
-    parser = DocumentAIParser(client=client, **IDS)
-    root = parser._transform(parser._parse(clinsci_pdf))
+    root = DocumentAIParser(client=client, **IDS, **RAW).run(clinsci_pdf).root
     assert_same_as_reference(root, clinsci_refs, tolerance=1e-6)
     title = next(c for c in root.children if c.type == T.SECTION_HEADER)
     assert title.content.startswith("Fragment-based design") and len(title.children) > 10  # native nesting kept
@@ -314,11 +320,11 @@ def test_long_pdf_is_sent_in_page_slices_and_reassembled(clinsci_pdf: Path, tmp_
 
     progress: list[tuple[int, int]] = []
     parser = DocumentAIParser(client=FakeDocumentAI(answer), pages_per_request=5,
-                              progress=lambda d, t: progress.append((d, t)), **IDS)
-    native = parser._parse(clinsci_pdf)
+                              progress=lambda d, t: progress.append((d, t)), **IDS, **RAW)
+    native = parser.record_native(clinsci_pdf)
     assert pages_seen == [5, 5, 3] and [s["first_page"] for s in native["slices"]] == [1, 6, 11]
     assert progress == [(0, 13), (5, 13), (10, 13), (13, 13)]
-    root = parser._transform(native)
+    root = parser.parse_native(native, clinsci_pdf).root
     assert_same_as_reference(root, reference_elements(clinsci_pdf, list(range(1, 14)), tables=False), tolerance=1e-6)
     ids = [n.metadata["native_id"] for n in root.walk() if "native_id" in n.metadata]
     assert len(ids) == len(set(ids)) and ids[0].startswith("s0:")

@@ -31,6 +31,7 @@ from grounded.parsers.gemini_parser import (
 )
 
 from .cloud_fixtures import (
+    RAW,
     RefElement,
     assert_same_as_reference,
     box_text_distances,
@@ -226,7 +227,7 @@ def test_rate_limits_and_server_errors_are_retried_with_growing_backoff(clinsci_
     waits: list[float] = []
     parser = GeminiParser(client=client, pages=[1], max_workers=1, sleep=waits.append,
                           retry=RetryPolicy(max_attempts=4, initial_delay=1.5, multiplier=2.0, jitter=0.0))
-    native = parser._parse(clinsci_pdf)
+    native = parser.record_native(clinsci_pdf)
     assert len(client.models.calls) == 3 and waits == [1.5, 3.0]
     assert native["pages"][0]["finish_reason"] == "STOP"
 
@@ -272,18 +273,18 @@ def test_requests_send_each_page_image_with_its_prompt(clinsci_pdf: Path, clinsc
 def test_reencoded_replies_give_the_same_elements_and_boxes(clinsci_pdf: Path, clinsci_refs):
     replies = {1: gemini_reply([r for r in clinsci_refs if r.page == 1]),
                2: gemini_reply([r for r in clinsci_refs if r.page == 2], broken=True)}
-    parser = GeminiParser(client=FakeClient(replies), pages=[1, 2])
-    native = parser._parse(clinsci_pdf)
+    parser = GeminiParser(client=FakeClient(replies), pages=[1, 2], **RAW)
+    native = parser.record_native(clinsci_pdf)
     assert native["pages"][1]["response_text"].startswith("```json") and not native["pages"][1]["response_text"].endswith("}")
-    root = parser._transform(native)
+    root = parser.parse_native(native, clinsci_pdf).root
     assert_same_as_reference(root, clinsci_refs, tolerance=0.0005)  # box_2d is quantized to 1/1000
-    assert [p["page"] for p in root.metadata["pages"]] == [1, 2]
+    assert [p["page"] for p in root.metadata["pages"] if p["status"] != "empty"] == [1, 2]
 
 
 def test_text_inside_each_box_matches_the_element(clinsci_pdf: Path, clinsci_refs):
     replies = {p: gemini_reply([r for r in clinsci_refs if r.page == p]) for p in (1, 2)}
-    parser = GeminiParser(client=FakeClient(replies), pages=[1, 2])
-    distances = box_text_distances(parser._transform(parser._parse(clinsci_pdf)), clinsci_pdf)
+    parser = GeminiParser(client=FakeClient(replies), pages=[1, 2], **RAW)
+    distances = box_text_distances(parser.run(clinsci_pdf).root, clinsci_pdf)
     assert len(distances) >= 20
     assert statistics.mean(d for _, d in distances) < 0.03
     # a box may also catch overlapping text (page footers print over each other here)

@@ -20,8 +20,10 @@ from grounded.parsers._cloud import RetryPolicy
 from grounded.parsers.llamaparse_parser import LlamaParseParser, llamaparse_box, pages_to_tree, result_pages
 
 from .cloud_fixtures import (
+    RAW,
     RefElement,
     assert_same_as_reference,
+    blank_pdf,
     box_text_distances,
     check_chunks,
     leaf_elements,
@@ -143,12 +145,15 @@ def test_box_edge_cases():
     assert odd.type == T.MISSING and odd.metadata["native_label"] == "sticker"
 
 
-def test_markdown_is_the_services_page_markdown():
+def test_markdown_is_the_services_page_markdown(tmp_path: Path):
+    """LlamaParse writes Markdown itself (each page's ``md``): it is kept, not re-rendered."""
     parser = LlamaParseParser(client=FakeLlamaParse({}))
-    result = excerpt_result()
-    assert parser._get_md(result).startswith("CITY & COUNTY OF SAN FRANCISCO, CALIFORNIA\n\n# PROPOSED BUDGET")
+    pdf = blank_pdf(tmp_path / "budget.pdf", [(612.0, 792.0)] * 35)  # the budget PDF is not shared
+    result = excerpt_result(612.0, 792.0)
+    md = parser.parse_native(result, pdf).markdown
+    assert md.startswith("CITY & COUNTY OF SAN FRANCISCO, CALIFORNIA\n\n# PROPOSED BUDGET")
     result["pages"][0]["md"] = "# Page one"
-    assert parser._get_md(result).startswith("# Page one\n\n| Age Group")
+    assert parser.parse_native(result, pdf).markdown.startswith("# Page one\n\n| Age Group")
 
 
 # -- credentials, errors, retries --------------------------------------------------------------
@@ -194,29 +199,30 @@ def test_missing_page_sizes_are_taken_from_the_pdf(clinsci_pdf: Path, clinsci_re
     result = llamaparse_result(clinsci_refs)
     for page in result["pages"]:
         del page["width"], page["height"]
-    native = LlamaParseParser(client=FakeLlamaParse(result))._parse(clinsci_pdf)
+    native = LlamaParseParser(client=FakeLlamaParse(result)).record_native(clinsci_pdf)
     assert native["pages"][0]["width"] == pytest.approx(595.276) and native["pages"][0]["height"] == pytest.approx(788.031)
 
 
 # -- re-encoded real parse ---------------------------------------------------------------------
 def test_reencoded_result_gives_the_same_elements_and_boxes(clinsci_pdf: Path, clinsci_refs):
-    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs)))
-    root = parser._transform(parser._parse(clinsci_pdf))
+    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs)), **RAW)
+    root = parser.run(clinsci_pdf).root
     assert_same_as_reference(root, clinsci_refs, tolerance=1e-6)
     assert root.metadata["job_id"] == "local-fixture"
 
 
 def test_unlocalised_items_are_kept_without_boxes(clinsci_pdf: Path, clinsci_refs):
-    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs, extras=True)))
-    root = parser._transform(parser._parse(clinsci_pdf))
+    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs, extras=True)), **RAW)
+    native = parser.record_native(clinsci_pdf)
+    root = parser.parse_native(native, clinsci_pdf).root
     *_, null_box, full_page = leaf_elements(root)
     assert (null_box.content, null_box.geom) == ("unlocalised note", [])
     assert (full_page.content, full_page.geom) == ("whole page", [])
 
 
 def test_text_inside_each_box_matches_the_element(clinsci_pdf: Path, clinsci_refs):
-    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs)))
-    distances = box_text_distances(parser._transform(parser._parse(clinsci_pdf)), clinsci_pdf)
+    parser = LlamaParseParser(client=FakeLlamaParse(llamaparse_result(clinsci_refs)), **RAW)
+    distances = box_text_distances(parser.run(clinsci_pdf).root, clinsci_pdf)
     assert len(distances) >= 20
     assert statistics.mean(d for _, d in distances) < 0.03
     assert sum(d < 0.1 for _, d in distances) / len(distances) >= 0.9

@@ -28,9 +28,10 @@ from rapidfuzz.distance import Levenshtein
 from grounded.errors import BackendUnavailableError, ParserError, SchemaError
 from grounded.model import TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers import get_parser
-from grounded.parsers._mineru_tree import block_text, html_table_rows, mineru_markdown, mineru_to_tree
+from grounded.parsers._mineru_tree import block_text, html_table_rows, mineru_to_tree
 from grounded.parsers.mineru_parser import MinerUOutput, MinerUPipelineParser, MinerUVLMParser
 
+from .cloud_fixtures import RAW, blank_pdf
 from .conftest import shared
 
 T = ParsingResultType
@@ -59,14 +60,28 @@ def copying_runner(files: dict[str, Path | dict[str, Any]], method_dir: str = "a
 
 
 def pipeline_output() -> MinerUOutput:
-    base = shared(*PIPELINE)
-    return MinerUPipelineParser.load_native(
-        base / "aaai26_22735_middle.json", base / "aaai26_22735.md", base / "aaai26_22735_content_list.json"
-    )
+    """The recorded 2.7.6 output: the middle.json, with its .md and content list found next to it."""
+    return MinerUPipelineParser.load_native(shared(*PIPELINE, "aaai26_22735_middle.json"))
 
 
 def pipeline_parser(**kwargs: Any) -> MinerUPipelineParser:
     return MinerUPipelineParser(runner=copying_runner({}), **kwargs)
+
+
+@pytest.fixture(scope="module")
+def pipeline_pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The aaai26 PDF is not shared: blank pages of the sizes its middle.json gives stand in."""
+    sizes = [tuple(p["page_size"]) for p in pipeline_output().middle["pdf_info"]]
+    return blank_pdf(tmp_path_factory.mktemp("mineru") / "aaai26_22735.pdf", sizes)
+
+
+def replay(parser: MinerUPipelineParser | MinerUVLMParser, native: MinerUOutput, pdf: Path) -> ParsingResult:
+    """``parser``'s transform of ``native`` via ``parse_native`` (build ``parser`` with RAW options)."""
+    return parser.parse_native(native, pdf).root
+
+
+def pipeline_tree(pdf: Path, **kwargs: Any) -> ParsingResult:
+    return replay(pipeline_parser(**RAW, **kwargs), pipeline_output(), pdf)
 
 
 # -- construction ----------------------------------------------------------------------------------
@@ -99,9 +114,9 @@ def test_cli_arguments():
 
 
 # -- pipeline 2.7.6: real output without its PDF -------------------------------------------------------
-def test_pipeline_texts_equal_minerus_own_content_list():
+def test_pipeline_texts_equal_minerus_own_content_list(pipeline_pdf: Path):
     native = pipeline_output()
-    root = pipeline_parser()._transform(native)
+    root = pipeline_tree(pipeline_pdf)
     assert root.metadata["native_format"] == {"backend": "pipeline", "version": "2.7.6"}
     mine: Counter[str] = Counter()
     for node in root.walk():
@@ -121,10 +136,10 @@ def test_pipeline_texts_equal_minerus_own_content_list():
     assert mine == theirs
 
 
-def test_pipeline_boxes_equal_the_content_list_boxes():
+def test_pipeline_boxes_equal_the_content_list_boxes(pipeline_pdf: Path):
     """content_list boxes are the same elements on a 0-1000 grid: checks points -> fractions."""
     native = pipeline_output()
-    root = pipeline_parser()._transform(native)
+    root = pipeline_tree(pipeline_pdf)
     boxes_by_text: dict[str, list] = {}
     for node in root.walk():
         if node.type in (T.PARAGRAPH, T.SECTION_HEADER) and node.geom:
@@ -147,8 +162,8 @@ def test_pipeline_boxes_equal_the_content_list_boxes():
     assert checked >= 85
 
 
-def test_pipeline_structure_titles_tables_figures_lists():
-    root = pipeline_parser()._transform(pipeline_output())
+def test_pipeline_structure_titles_tables_figures_lists(pipeline_pdf: Path):
+    root = pipeline_tree(pipeline_pdf)
     counts = Counter(n.type for n in root.walk())
     assert counts[T.SECTION_HEADER] == 18
     assert counts[T.TABLE] == 3 and counts[T.FIGURE] == 4 and counts[T.FORMULA] == 12
@@ -181,8 +196,8 @@ def test_pipeline_structure_titles_tables_figures_lists():
     assert "level" not in headers[0].metadata  # MinerU 2.7 pipeline gives no title levels
 
 
-def test_pipeline_paragraphs_merged_across_pages_and_columns_get_a_box_per_part():
-    root = pipeline_parser()._transform(pipeline_output())
+def test_pipeline_paragraphs_merged_across_pages_and_columns_get_a_box_per_part(pipeline_pdf: Path):
+    root = pipeline_tree(pipeline_pdf)
     multi = [n for n in root.walk() if n.type == T.PARAGRAPH and len(n.geom) > 1]
     across_pages = [n for n in multi if len({b.page for b in n.geom}) == 2]
     across_columns = [n for n in multi if len({b.page for b in n.geom}) == 1]
@@ -195,8 +210,8 @@ def test_pipeline_paragraphs_merged_across_pages_and_columns_get_a_box_per_part(
         assert left.right < 0.5 < right.left  # first column, then second column
 
 
-def test_pipeline_every_box_is_on_its_page():
-    root = pipeline_parser()._transform(pipeline_output())
+def test_pipeline_every_box_is_on_its_page(pipeline_pdf: Path):
+    root = pipeline_tree(pipeline_pdf)
     pages = {p["page"]: p for p in root.metadata["pages"]}
     assert sorted(pages) == list(range(1, 10)) and pages[1]["width"] == 612
     boxed = [n for n in root.walk() if n.geom]
@@ -204,23 +219,24 @@ def test_pipeline_every_box_is_on_its_page():
     assert all(b.page in pages and b.area > 0 for n in boxed for b in n.geom)
 
 
-def test_discarded_blocks_are_optional():
-    native = pipeline_output()
-    default = pipeline_parser()._transform(native)
-    with_discarded = pipeline_parser(discarded=True)._transform(native)
+def test_discarded_blocks_are_optional(pipeline_pdf: Path):
+    default = pipeline_tree(pipeline_pdf)
+    with_discarded = pipeline_tree(pipeline_pdf, discarded=True)
     extra = [n for n in with_discarded.walk() if n.type == T.MISSING]
     assert not [n for n in default.walk() if n.type == T.MISSING]
     assert len(extra) == 1 and extra[0].metadata["native_label"] == "discarded"
     assert extra[0].content.startswith("*Corresponding author")
 
 
-def test_markdown_is_minerus_own_or_generated():
+def test_markdown_is_minerus_own_or_rendered_from_the_tree(pipeline_pdf: Path):
+    """MinerU's own .md when the output has one; without it, the post-processed tree rendered."""
     native = pipeline_output()
-    md = pipeline_parser()._get_md(native)
+    md = pipeline_parser().parse_native(native, pipeline_pdf).markdown
     assert md == shared(*PIPELINE, "aaai26_22735.md").read_text(encoding="utf-8")
-    generated = mineru_markdown(native.middle)
+    without_md = MinerUOutput(native.middle, None, native.content_list)
+    generated = pipeline_parser().parse_native(without_md, pipeline_pdf).markdown
     assert generated.startswith("# Knowledge-Enhanced Explainable Hypergraph Convolution Network")
-    assert "<table>" in generated and "$$" in generated
+    assert "$$" in generated and "| Attribute | MIMIC-III MIMIC-IV MED | GU | MIMIC-IV OMED |" in generated
     assert Levenshtein.normalized_similarity(norm(generated), norm(md)) > 0.8
 
 
@@ -283,9 +299,9 @@ def test_html_table_rows_cell_text():
     ]
 
 
-def test_real_tables_tile_their_grid():
+def test_real_tables_tile_their_grid(pipeline_pdf: Path):
     """Every cell of the real tables (with row/col spans) lands on free grid slots, filling a rectangle."""
-    root = pipeline_parser()._transform(pipeline_output())
+    root = pipeline_tree(pipeline_pdf)
     tables = [n for n in root.walk() if n.type == T.TABLE]
     assert len(tables) == 3
     for table in tables:
@@ -318,7 +334,7 @@ def test_not_a_middle_json_is_a_typed_error(tmp_path: Path):
 def test_legacy_output_boxes_hold_their_text():
     """OCR'd text without most spaces: compared with whitespace removed."""
     base = shared(*LEGACY)
-    root = pipeline_parser()._transform(MinerUOutput.from_files(base / "middle.json"))
+    root = replay(pipeline_parser(**RAW), MinerUPipelineParser.load_native(base / "middle.json"), base / "one_page_with_table_image.pdf")
     assert root.metadata["native_format"] == {"backend": "pipeline", "version": "0.7.0b1"}
     counts = Counter(n.type for n in root.walk())
     assert counts[T.FIGURE] == 3 and counts[T.CAPTION] == 3 and counts[T.PARAGRAPH] == 4
@@ -477,11 +493,11 @@ def vlm_parser(middle: dict[str, Any] | None = None, **kwargs: Any) -> MinerUVLM
     return MinerUVLMParser(runner=copying_runner({"_middle.json": middle or {}}, "vlm"), **kwargs)
 
 
-def test_vlm_fixture_round_trip(clinsci_vlm, tmp_path: Path):
+def test_vlm_fixture_round_trip(clinsci_vlm, clinsci_pdf: Path, tmp_path: Path):
     middle, expected = clinsci_vlm
     path = tmp_path / "clinsci_middle.json"
     path.write_text(json.dumps(middle), encoding="utf-8")
-    root = vlm_parser()._transform(MinerUOutput.from_files(path))
+    root = replay(vlm_parser(**RAW), MinerUVLMParser.load_native(path), clinsci_pdf)
     assert root.metadata["native_format"] == {"backend": "vlm", "version": "2.5.4"}
     nodes = list(root.walk())[1:]
     assert [(n.type.value, n.content) for n in nodes] == [(t, text) for t, text, _, _ in expected]
@@ -500,9 +516,9 @@ def test_vlm_fixture_round_trip(clinsci_vlm, tmp_path: Path):
     assert refs.metadata["sub_type"] == "ref_text" and all(c.type == T.REFERENCE_ITEM for c in refs.children)
 
 
-def test_vlm_discarded_blocks_map_to_page_furniture(clinsci_vlm):
+def test_vlm_discarded_blocks_map_to_page_furniture(clinsci_vlm, clinsci_pdf: Path):
     middle, _ = clinsci_vlm
-    root = vlm_parser(discarded=True)._transform(MinerUOutput(middle))
+    root = replay(vlm_parser(discarded=True, **RAW), MinerUOutput(middle), clinsci_pdf)
     kinds = Counter(n.type for n in root.walk())
     assert kinds[T.PAGE_HEADER] >= 10 and kinds[T.PAGE_FOOTER] >= 1
     aside = [n for n in root.walk() if n.metadata.get("native_label") == "aside_text"]
@@ -510,7 +526,7 @@ def test_vlm_discarded_blocks_map_to_page_furniture(clinsci_vlm):
 
 
 def test_vlm_fixture_boxes_hold_their_text(clinsci_vlm, clinsci_pdf: Path):
-    root = vlm_parser()._transform(MinerUOutput(clinsci_vlm[0]))
+    root = replay(vlm_parser(**RAW), MinerUOutput(clinsci_vlm[0]), clinsci_pdf)
     dist = []
     with pymupdf.open(clinsci_pdf) as pdf:
         for node in root.walk():

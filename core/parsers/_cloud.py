@@ -10,7 +10,6 @@ the file and the HTTP status.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import random
@@ -19,13 +18,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..errors import BackendUnavailableError, MissingCredentialsError, RemoteServiceError
+from ..errors import MissingCredentialsError, RemoteServiceError
 
 __all__ = [
     "RetryPolicy",
     "RETRYABLE_STATUS",
     "credential_from_env",
-    "require_module",
     "status_code_of",
     "is_transient",
     "call_with_retries",
@@ -72,16 +70,6 @@ class RetryPolicy:
         if self.jitter and base:
             base *= 1.0 + (rng or random).uniform(-self.jitter, self.jitter)
         return base
-
-
-def require_module(module: str, what: str, extra: str, package: str | None = None) -> None:
-    """Raise :class:`BackendUnavailableError` unless ``module`` can be imported (without importing it)."""
-    try:
-        found = importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):  # a missing parent package raises instead of returning None
-        found = False
-    if not found:
-        raise BackendUnavailableError(what, extra, package)
 
 
 def credential_from_env(backend: str, names: Sequence[str], hint: str = "", explicit: str | None = None) -> str:

@@ -30,7 +30,7 @@ from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._native import grid_columns, parse_html_table
 from .base import map_label
 
-__all__ = ["MINERU_LABEL_MAP", "mineru_to_tree", "mineru_markdown", "block_text", "html_table_rows"]
+__all__ = ["MINERU_LABEL_MAP", "mineru_to_tree", "block_text", "html_table_rows"]
 
 log = logging.getLogger(__name__)
 
@@ -355,25 +355,3 @@ def mineru_to_tree(
         }
     }
     return _Builder(middle, label_map, discarded).build(source)
-
-
-def mineru_markdown(middle: Mapping[str, Any]) -> str:
-    """Markdown from ``middle.json`` when MinerU's own ``.md`` is not at hand."""
-    parts: list[str] = []
-    root = mineru_to_tree(middle)
-    for node in root.walk():
-        if node.type == T.SECTION_HEADER:
-            parts.append("#" * min(6, int(node.metadata.get("level") or 1)) + " " + node.content)
-        elif node.type == T.FORMULA:
-            parts.append(f"$$\n{node.content}\n$$")
-        elif node.type == T.TABLE:
-            parts.append(node.content)
-        elif node.type == T.FIGURE:
-            parts.append(f"![]({node.image or ''})")
-        elif node.type in (T.LIST, T.REFERENCE_LIST, T.DOC_INDEX):
-            parts.append("\n".join(f"- {c.content}" for c in node.children))
-        elif node.type in (T.TABLE_ROW, T.TABLE_CELL, T.LIST_ITEM, T.REFERENCE_ITEM, T.ROOT):
-            continue
-        elif node.content:
-            parts.append(node.content)
-    return "\n\n".join(parts) + "\n"

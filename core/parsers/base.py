@@ -1,11 +1,18 @@
-"""The parsing module's base class (thesis §3.3, Table 3.1).
+"""The parsing module's base class (thesis §3.3, Table 3.1) -- the backend contract.
 
-A backend implements three steps only:
+A backend implements two steps and a label table:
 
-* ``_parse(pdf_path) -> native``: call the tool (behind its optional extra),
-* ``_transform(native) -> ParsingResult``: native output -> tree with normalized boxes and labels
-  mapped through the backend's explicit ``LABEL_MAP``,
-* ``_get_md(native) -> str``: the tool's own Markdown.
+* ``_parse(pdf_path) -> native``: call the tool (behind its optional extra, see
+  :func:`grounded._optional.require`),
+* ``_transform(native) -> ParsingResult``: native output -> ROOT tree with normalized boxes, every
+  native label mapped through :attr:`BaseParser.label_map` (the class's ``LABEL_MAP`` plus the
+  ``label_map=`` overrides given to the constructor),
+* ``LABEL_MAP``: native label -> :class:`~grounded.model.ParsingResultType`.
+
+Optionally ``_get_md(native) -> str`` returns the tool's own Markdown; without it (the default
+returns None) the Markdown is rendered from the post-processed tree (:func:`grounded.markdown.to_markdown`).
+Recorded native outputs are replayed with the public :meth:`BaseParser.load_native` and
+:meth:`BaseParser.parse_native`.
 
 :class:`BaseParser` owns everything shared: input validation (typed errors naming the file),
 timing, post-processing (element filtering, hierarchy inference, line spans + character boxes
@@ -15,16 +22,19 @@ from the PDF text layer), stable element ids, root metadata, and atomic persiste
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import EmptyDocumentError, GroundedError, ParserError
+from ..markdown import to_markdown
 from ..model import ParsingResult, ParsingResultType
 from ..serialization import refuse_overwriting_inputs, save_parse_pair
 from . import postprocess
@@ -32,7 +42,7 @@ from ._memory import release_memory
 from ._source import BYTES_NAME, PDFSource, prepared_source
 from .pdf_input import PDFInfo
 
-__all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label"]
+__all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label", "checked_label_map"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +63,19 @@ def map_label(label: str, table: Mapping[str, ParsingResultType]) -> tuple[Parsi
     if mapped is None:
         return T.MISSING, {"native_label": key}
     return mapped, {"native_label": key}
+
+
+def checked_label_map(table: Mapping[str, ParsingResultType | str]) -> dict[str, ParsingResultType]:
+    """``table`` with every value as a :class:`ParsingResultType` (names like ``"PARAGRAPH"`` are
+    accepted); raises ValueError naming the label whose value is not a type."""
+    out: dict[str, ParsingResultType] = {}
+    for label, value in table.items():
+        try:
+            out[str(label)] = ParsingResultType(value)
+        except ValueError:
+            choices = ", ".join(t.value for t in ParsingResultType)
+            raise ValueError(f"label_map[{label!r}] = {value!r} is not an element type; choose one of: {choices}") from None
+    return out
 
 
 @dataclass
@@ -82,7 +105,8 @@ class ParseOutput:
 
 
 class BaseParser(ABC):
-    """Shared work of every backend; subclasses implement ``_parse``, ``_transform``, ``_get_md``.
+    """Shared work of every backend; subclasses implement ``_parse``, ``_transform`` and ``LABEL_MAP``
+    (and ``_get_md`` when the tool writes Markdown of its own).
 
     Parameters
     ----------
@@ -95,6 +119,9 @@ class BaseParser(ABC):
     line_merge_overlap:
         Two fragments on one page belong to the same line when their vertical overlap exceeds
         this fraction of the smaller height.
+    label_map:
+        Native label -> element type, overriding or extending the backend's ``LABEL_MAP`` for this
+        parser (values are :class:`ParsingResultType` members or their names).
     """
 
     #: registry name, e.g. "pymupdf"
@@ -111,6 +138,7 @@ class BaseParser(ABC):
         infer_hierarchy: bool = True,
         line_spans: bool = True,
         line_merge_overlap: float = 0.5,
+        label_map: Mapping[str, ParsingResultType | str] | None = None,
     ) -> None:
         self.drop_types = frozenset(
             ParsingResultType(t) for t in (DEFAULT_DROP_TYPES if drop_types is None else drop_types)
@@ -120,19 +148,59 @@ class BaseParser(ABC):
         if not 0.0 < line_merge_overlap <= 1.0:
             raise ValueError("line_merge_overlap must be in (0, 1]")
         self.line_merge_overlap = line_merge_overlap
+        self._label_overrides = checked_label_map(label_map or {})
 
-    # -- the three backend steps ----------------------------------------------------------------
+    @property
+    def label_map(self) -> dict[str, ParsingResultType]:
+        """The table ``_transform`` maps native labels through: ``LABEL_MAP`` (as the class, a
+        subclass or an assignment on this object defines it) updated with the ``label_map=``
+        overrides of the constructor."""
+        return {**checked_label_map(self.LABEL_MAP), **self._label_overrides}
+
+    # -- the backend steps ----------------------------------------------------------------------
     @abstractmethod
     def _parse(self, pdf_path: Path) -> Any:
         """Run the tool on ``pdf_path`` and return its native output."""
 
     @abstractmethod
     def _transform(self, native: Any) -> ParsingResult:
-        """Native output -> ParsingResult tree (ROOT node, reading order, normalized boxes)."""
+        """Native output -> ParsingResult tree (ROOT node, reading order, normalized boxes, labels
+        mapped through :attr:`label_map`)."""
 
-    @abstractmethod
-    def _get_md(self, native: Any) -> str:
-        """Native output -> Markdown string."""
+    def _get_md(self, native: Any) -> str | None:
+        """The tool's own Markdown of ``native``; None (the default) renders the post-processed tree."""
+        return None
+
+    # -- recorded outputs -----------------------------------------------------------------------
+    @classmethod
+    def load_native(cls, path: str | Path) -> Any:
+        """A recorded native output (as ``_parse`` returns it) read from ``path``.
+
+        The default reads JSON; backends whose native output is not plain JSON override it.
+        Unreadable or invalid files raise :class:`~grounded.errors.ParserError` naming the file.
+        """
+        source = Path(path)
+        try:
+            return json.loads(source.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ParserError(source, f"not a readable recorded {cls.name or cls.__name__} output: {exc}") from exc
+
+    def record_native(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> Any:
+        """Check ``pdf`` and run only the tool on it: its native output, to keep (e.g. a paid cloud
+        reply) and replay later with :meth:`parse_native`. A native output may refer to the PDF's
+        path (PyMuPDF's does): replay it with the same PDF, given as a path."""
+        with prepared_source(pdf, require_text=self.requires_text_layer, password=password, name=name) as source:
+            path = source.info.path
+            with self._failures_named(path):
+                return self._parse(path)
+
+    def parse_native(
+        self, native: Any, pdf: PDFSource, *, password: str | None = None, name: str | None = None
+    ) -> ParseOutput:
+        """Like :meth:`run`, but with ``native`` (e.g. from :meth:`load_native`) in place of running
+        the tool: transform, post-process against ``pdf`` (the document ``native`` was made from),
+        and Markdown as :meth:`run` makes it."""
+        return self._pipeline(lambda _path: native, pdf, password=password, name=name)
 
     def version(self) -> str:
         """Version of the underlying tool (recorded in the root metadata)."""
@@ -157,7 +225,7 @@ class BaseParser(ABC):
         return output.save(out_dir, stem)
 
     def run(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> ParseOutput:
-        """Check the input, run the backend's three steps and post-process.
+        """Check the input, run the backend (``_parse``, ``_transform``, ``_get_md``) and post-process.
 
         ``pdf`` is a path, PDF bytes, or a binary file object (``.read()``); ``name`` names bytes
         in messages and the root's ``source`` metadata (default: the file object's ``name``, else
@@ -166,26 +234,39 @@ class BaseParser(ABC):
         source metadata records the original file, its sha256 and ``encrypted: true``. A missing
         or wrong password raises :class:`~grounded.errors.EncryptedPDFError`.
         """
+        return self._pipeline(self._parse, pdf, password=password, name=name)
+
+    def _pipeline(
+        self, produce: Callable[[Path], Any], pdf: PDFSource, *, password: str | None, name: str | None
+    ) -> ParseOutput:
         with prepared_source(pdf, require_text=self.requires_text_layer, password=password, name=name) as source:
             info = source.info
             started = time.perf_counter()
-            try:
-                native = self._parse(info.path)
+            with self._failures_named(info.path):
+                native = produce(info.path)
                 root = self._transform(native)
                 markdown = self._get_md(native)
                 del native
                 output = self.finish(root, markdown, info, started)
-            except GroundedError:
-                raise
-            except Exception as exc:  # a backend's own failure -> typed error naming the file
-                raise ParserError(info.path, f"parser '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
-            finally:
-                release_memory()  # a long-lived process stays flat (#14.7)
             source.stamp(output.root.metadata)
             return output
 
-    def finish(self, root: ParsingResult, markdown: str, info: PDFInfo, started: float) -> ParseOutput:
-        """Post-process a transformed tree and fill the root metadata (public so fixtures can use it)."""
+    @contextmanager
+    def _failures_named(self, path: Path) -> Iterator[None]:
+        """A backend's own failure -> :class:`ParserError` naming the file; memory handed back after."""
+        try:
+            yield
+        except GroundedError:
+            raise
+        except Exception as exc:
+            raise ParserError(path, f"parser '{self.name}' failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            release_memory()  # a long-lived process stays flat (#14.7)
+
+    def finish(self, root: ParsingResult, markdown: str | None, info: PDFInfo, started: float) -> ParseOutput:
+        """Post-process a transformed tree and fill the root metadata (public so fixtures can use it).
+
+        ``markdown`` None renders the post-processed tree as Markdown."""
         if root.type != T.ROOT:
             raise ParserError(info.path, f"parser '{self.name}' returned a {root.type} node, not ROOT")
         # page facts a backend recorded (e.g. how the layout saw the page), merged below
@@ -228,6 +309,8 @@ class BaseParser(ABC):
         if info.warnings or info.repaired:
             root.metadata["pdf_warnings"] = list(info.warnings)
             root.metadata["pdf_repaired"] = info.repaired
+        if markdown is None:
+            markdown = to_markdown(root)
         markdown = postprocess.replace_lone_surrogates(root, markdown)
         return ParseOutput(root=root, markdown=markdown)
 

@@ -9,11 +9,11 @@ needs ``docling-core`` and runs on recorded ``DoclingDocument`` JSON as well
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import BackendUnavailableError, ParserError
+from .._optional import require
+from ..errors import ParserError
 from ..model import ParsingResult, ParsingResultType
 from ._docling_tree import DOCLING_LABEL_MAP, docling_to_tree
 from .base import BaseParser
@@ -21,14 +21,9 @@ from .base import BaseParser
 __all__ = ["DoclingParser", "load_docling_document"]
 
 
-def _require(module: str, what: str, extra: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise BackendUnavailableError(what, extra)
-
-
 def load_docling_document(source: str | Path | dict[str, Any]) -> Any:
     """A recorded ``DoclingDocument`` (JSON file path or dict) -> docling-core object."""
-    _require("docling_core", "Loading a DoclingDocument", "docling")
+    require("docling_core", extra="docling", what="Loading a DoclingDocument")
     from docling_core.types.doc import DoclingDocument
 
     if isinstance(source, dict):
@@ -68,8 +63,8 @@ class DoclingParser(BaseParser):
     ) -> None:
         super().__init__(**kwargs)
         if converter is None:
-            _require("docling", "Docling parser", "docling")
-        _require("docling_core", "Docling parser", "docling")
+            require("docling", extra="docling", what="Docling parser")
+        require("docling_core", extra="docling", what="Docling parser")
         self.do_ocr = do_ocr
         self.do_table_structure = do_table_structure
         self.picture_text = picture_text
@@ -96,15 +91,16 @@ class DoclingParser(BaseParser):
         return result.document
 
     def _transform(self, native: Any) -> ParsingResult:
-        return docling_to_tree(native, self.LABEL_MAP, picture_text=self.picture_text, id_prefix="docling-")
+        return docling_to_tree(native, self.label_map, picture_text=self.picture_text, id_prefix="docling-")
 
     def _get_md(self, native: Any) -> str:
+        """Docling's own Markdown export (it renders Docling's groups, captions and tables)."""
         return str(native.export_to_markdown())
 
-    @staticmethod
-    def load_native(source: str | Path | dict[str, Any]) -> Any:
-        """Recorded DoclingDocument JSON -> the native object ``_transform`` takes."""
-        return load_docling_document(source)
+    @classmethod
+    def load_native(cls, path: str | Path | dict[str, Any]) -> Any:
+        """Recorded DoclingDocument JSON (path or dict) -> the native object ``_transform`` takes."""
+        return load_docling_document(path)
 
     def version(self) -> str:
         for dist in ("docling", "docling-core"):

@@ -10,6 +10,7 @@ is kept. Blocks without boxes still transform (their page span is kept in metada
 
 Documents of the OCR processors (no ``documentLayout``: ``pages[].paragraphs/tables`` with
 ``textAnchor`` into ``text``) are transformed from their paragraphs and tables instead.
+Document AI returns no Markdown: the Markdown is rendered from the post-processed tree.
 
 Environment: ``DOCUMENTAI_PROJECT_ID`` (or ``GOOGLE_CLOUD_PROJECT``), ``DOCUMENTAI_PROCESSOR_ID``,
 ``DOCUMENTAI_LOCATION`` (default ``us``), optional ``DOCUMENTAI_PROCESSOR_VERSION``, and
@@ -29,13 +30,14 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._optional import require
 from ..errors import InvalidBoxError, MissingCredentialsError
-from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env, require_module
+from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
 from ._native import NodeFactory, TableCell, add_table_rows, enclosing_per_page, grid_to_markdown
 from .base import BaseParser, map_label
 
-__all__ = ["DocumentAIParser", "document_to_tree", "document_to_markdown", "vertices_to_box"]
+__all__ = ["DocumentAIParser", "document_to_tree", "vertices_to_box"]
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +53,10 @@ LABEL_MAP: dict[str, ParsingResultType] = {
     "footer": T.PAGE_FOOTER,
     "table": T.TABLE,
     "list": T.LIST,
-    "list_item": T.LIST_ITEM,
+    "list_entry": T.LIST_ITEM,
     "image": T.FIGURE,
     "caption": T.CAPTION,
+    "table.caption": T.CAPTION,  # tableBlock.caption
 }
 
 _HEADING = re.compile(r"heading-(\d+)$")
@@ -98,7 +101,10 @@ def vertices_to_box(
 
 # -- Layout Parser ----------------------------------------------------------------------------
 class _LayoutBuilder:
-    def __init__(self, factory: NodeFactory, page_offset: int, id_prefix: str) -> None:
+    def __init__(
+        self, factory: NodeFactory, page_offset: int, id_prefix: str, label_map: Mapping[str, ParsingResultType]
+    ) -> None:
+        self.label_map = label_map
         self.factory = factory
         self.offset = page_offset
         self.prefix = id_prefix
@@ -114,7 +120,7 @@ class _LayoutBuilder:
         return start + self.offset, max(start, end) + self.offset
 
     def base(self, block: Mapping[str, Any], label: str) -> tuple[ParsingResultType, dict[str, Any], list[ParsingBoundingBox]]:
-        type_, meta = map_label(label, LABEL_MAP)
+        type_, meta = map_label(label, self.label_map)
         if _get(block, "blockId") is not None:
             meta["native_id"] = f"{self.prefix}{_get(block, 'blockId')}"
         span = self.span(block)
@@ -139,7 +145,7 @@ class _LayoutBuilder:
             label = str(_get(text_block, "type") or "paragraph")
             type_, meta, geom = self.base(block, label)
             match = _HEADING.match(label)
-            if match and type_ == T.SECTION_HEADER:
+            if match and type_ in HEADING_TYPES:
                 meta["level"] = int(match.group(1))
             node = parent.add_child(self.factory.node(type_, str(_get(text_block, "text") or "").strip(), geom, meta))
             self.blocks(_get(text_block, "blocks") or [], node)
@@ -163,7 +169,8 @@ class _LayoutBuilder:
 
     def list_entry(self, entry: Mapping[str, Any], list_node: ParsingResult) -> None:
         children = _get(entry, "blocks") or []
-        item = list_node.add_child(self.factory.node(T.LIST_ITEM, metadata={"native_label": "list_entry"}))
+        item_type, item_meta = map_label("list_entry", self.label_map)
+        item = list_node.add_child(self.factory.node(item_type, metadata=item_meta))
         texts: list[str] = []
         boxes: list[ParsingBoundingBox] = []
         for child in children:
@@ -184,8 +191,10 @@ class _LayoutBuilder:
         type_, meta, geom = self.base(block, "table")
         caption = str(_get(table_block, "caption") or "").strip()
         if caption:
-            cap_meta = {"native_label": "table.caption", **({"page_span": meta["page_span"]} if "page_span" in meta else {})}
-            parent.add_child(self.factory.node(T.CAPTION, caption, metadata=cap_meta))
+            cap_type, cap_meta = map_label("table.caption", self.label_map)
+            if "page_span" in meta:
+                cap_meta["page_span"] = meta["page_span"]
+            parent.add_child(self.factory.node(cap_type, caption, metadata=cap_meta))
         table = parent.add_child(self.factory.node(type_, "", geom, meta))
         rows: list[list[TableCell]] = []
         cell_boxes: list[list[list[ParsingBoundingBox]]] = []
@@ -239,7 +248,14 @@ def _anchor_text(text: str, layout: Mapping[str, Any] | None) -> str:
     return "".join(parts).strip()
 
 
-def _ocr_pages(document: Mapping[str, Any], root: ParsingResult, factory: NodeFactory, offset: int, prefix: str) -> None:
+def _ocr_pages(
+    document: Mapping[str, Any],
+    root: ParsingResult,
+    factory: NodeFactory,
+    offset: int,
+    prefix: str,
+    label_map: Mapping[str, ParsingResultType],
+) -> None:
     text = str(_get(document, "text") or "")
     for index, page in enumerate(_get(document, "pages") or []):
         number = int(_get(page, "pageNumber", index + 1) or index + 1) + offset
@@ -253,7 +269,8 @@ def _ocr_pages(document: Mapping[str, Any], root: ParsingResult, factory: NodeFa
         tables: list[tuple[ParsingBoundingBox | None, ParsingResult]] = []
         for t_index, table_json in enumerate(_get(page, "tables") or []):
             geom = box_of(_get(table_json, "layout"))
-            table = factory.node(T.TABLE, "", geom, {"native_label": "table", "native_id": f"{prefix}p{number}-t{t_index}"})
+            table_type, table_meta = map_label("table", label_map)
+            table = factory.node(table_type, "", geom, {**table_meta, "native_id": f"{prefix}p{number}-t{t_index}"})
             rows, boxes = [], []
             for header, key in ((True, "headerRows"), (False, "bodyRows")):
                 for row in _get(table_json, key) or []:
@@ -281,8 +298,9 @@ def _ocr_pages(document: Mapping[str, Any], root: ParsingResult, factory: NodeFa
                     root.add_child(tables[inside][1])
                 continue
             content = _anchor_text(text, _get(para, "layout"))
-            meta = {"native_label": "paragraph", "native_id": f"{prefix}p{number}-{p_index}"}
-            root.add_child(factory.node(T.PARAGRAPH, content, geom, meta))
+            para_type, meta = map_label("paragraph", label_map)
+            meta["native_id"] = f"{prefix}p{number}-{p_index}"
+            root.add_child(factory.node(para_type, content, geom, meta))
         for i, (_, table) in enumerate(tables):
             if i not in placed:
                 root.add_child(table)
@@ -297,8 +315,9 @@ def _slices(native: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
     return [(0, native)]
 
 
-def document_to_tree(native: Mapping[str, Any]) -> ParsingResult:
-    """ROOT tree from a Document dict (REST JSON or ``to_dict`` form) or the sliced wrapper."""
+def document_to_tree(native: Mapping[str, Any], label_map: Mapping[str, ParsingResultType] = LABEL_MAP) -> ParsingResult:
+    """ROOT tree from a Document dict (REST JSON or ``to_dict`` form) or the sliced wrapper; block
+    types mapped through ``label_map``."""
     factory = NodeFactory()
     root = factory.node(T.ROOT)
     slices = _slices(native)
@@ -306,28 +325,10 @@ def document_to_tree(native: Mapping[str, Any]) -> ParsingResult:
         prefix = f"s{index}:" if len(slices) > 1 else ""
         layout = _get(document, "documentLayout")
         if layout and _get(layout, "blocks"):  # to_json() writes an empty layout into OCR documents
-            _LayoutBuilder(factory, offset, prefix).blocks(_get(layout, "blocks") or [], root)
+            _LayoutBuilder(factory, offset, prefix, label_map).blocks(_get(layout, "blocks") or [], root)
         else:
-            _ocr_pages(document, root, factory, offset, prefix)
+            _ocr_pages(document, root, factory, offset, prefix, label_map)
     return root
-
-
-def document_to_markdown(native: Mapping[str, Any], skip: frozenset[ParsingResultType] = frozenset()) -> str:
-    """Markdown from the transformed blocks: heading-N as ``#``*N, lists, tables as pipe tables."""
-    blocks: list[str] = []
-    for node in document_to_tree(native).walk():
-        if node.type in skip or node.type in (T.ROOT, T.TABLE_ROW, T.TABLE_CELL):
-            continue
-        if any(a.type in (T.TABLE, T.LIST) for a in node.ancestors()):
-            continue
-        text = node.content.strip()
-        if not text:
-            continue
-        if node.type in (T.TITLE, T.SECTION_HEADER):
-            blocks.append("#" * min(6, node.level or 1) + " " + " ".join(text.split()))
-        else:
-            blocks.append(text)
-    return "\n\n".join(blocks) + "\n"
 
 
 class DocumentAIParser(BaseParser):
@@ -361,7 +362,7 @@ class DocumentAIParser(BaseParser):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        require_module("google.cloud.documentai", "Document AI parser", "documentai", "google-cloud-documentai")
+        require("google.cloud.documentai", extra="documentai", what="Document AI parser", package="google-cloud-documentai")
         self.project_id = credential_from_env(
             self.name, ("DOCUMENTAI_PROJECT_ID", "GOOGLE_CLOUD_PROJECT"), "the Google Cloud project", explicit=project_id
         )
@@ -452,10 +453,7 @@ class DocumentAIParser(BaseParser):
         return {"slices": slices}
 
     def _transform(self, native: Mapping[str, Any]) -> ParsingResult:
-        return document_to_tree(native)
-
-    def _get_md(self, native: Mapping[str, Any]) -> str:
-        return document_to_markdown(native, skip=self.drop_types)
+        return document_to_tree(native, self.label_map)
 
     def version(self) -> str:
         try:

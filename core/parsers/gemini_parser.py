@@ -6,7 +6,8 @@ Each page is rendered with PyMuPDF and sent with the prompt of thesis Listing A.
 "box_2d": [y0, x0, y1, x1]}}]}`` with ``box_2d`` integers in 0-1000 of the image (origin
 top-left, **y first**). Because the image is the whole page, ``box_2d / 1000`` are page
 fractions. Replies are parsed by :func:`parse_model_json`, which survives Markdown fences,
-trailing commas, invalid escapes (LaTeX) and truncated output (``MAX_TOKENS``).
+trailing commas, invalid escapes (LaTeX) and truncated output (``MAX_TOKENS``). The model writes
+Markdown per element only, not for the document: the Markdown is rendered from the post-processed tree.
 
 Credentials: ``GEMINI_API_KEY`` (or ``GOOGLE_API_KEY``). Needs the ``gemini`` extra.
 """
@@ -23,9 +24,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._optional import require
 from ..errors import InvalidBoxError, ParserError
-from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env, require_module
+from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
 from ._native import NodeFactory, add_table_rows, group_list_items, parse_markdown_table
 from .base import BaseParser, map_label
 
@@ -270,8 +272,11 @@ def _heading_level(element: Mapping[str, Any]) -> int | None:
     return level if level >= 1 else None
 
 
-def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
-    """ROOT tree from per-page replies ``{"page", "width"?, "height"?, "response_text"}``."""
+def pages_to_tree(
+    pages: list[Mapping[str, Any]], label_map: Mapping[str, ParsingResultType] = LABEL_MAP
+) -> ParsingResult:
+    """ROOT tree from per-page replies ``{"page", "width"?, "height"?, "response_text"}``; each
+    element's ``category`` is mapped through ``label_map``."""
     factory = NodeFactory()
     root = factory.node(T.ROOT)
     page_sizes: list[dict[str, float]] = []
@@ -288,7 +293,7 @@ def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
             continue
         for index, element in enumerate(elements):
             label = str(element.get("category") or element.get("label") or element.get("type") or "")
-            type_, meta = map_label(label, LABEL_MAP)
+            type_, meta = map_label(label, label_map)
             meta["native_id"] = f"p{page}-{index}"
             # "\frac" / "\beta" decoded as form feed / backspace: never document text, restore LaTeX
             content = str(element.get("content") or "").replace("\x0c", "\\f").replace("\x08", "\\b")
@@ -297,7 +302,7 @@ def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
                 log.warning("gemini: page %d element %d (%s) has no usable box_2d", page, index, label)
             if type_ in (T.LIST_ITEM, T.REFERENCE_ITEM):
                 content = _BULLET.sub("", content, count=1)
-            if type_ in (T.SECTION_HEADER, T.TITLE):
+            if type_ in HEADING_TYPES:
                 level = _heading_level(element)
                 if level is not None:
                     meta["level"] = level
@@ -311,27 +316,6 @@ def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
     if unparsed:
         root.metadata["unparsed_pages"] = unparsed
     return root
-
-
-def pages_to_markdown(pages: list[Mapping[str, Any]], skip: frozenset[ParsingResultType] = frozenset()) -> str:
-    blocks: list[str] = []
-    for entry in pages:
-        try:
-            elements = gemini_elements(parse_model_json(str(entry.get("response_text") or "")))
-        except ValueError:
-            continue
-        for element in elements:
-            type_, _ = map_label(str(element.get("category") or element.get("label") or ""), LABEL_MAP)
-            content = str(element.get("content") or "").strip()
-            if type_ in skip or not content:
-                continue
-            if type_ in (T.SECTION_HEADER, T.TITLE):
-                blocks.append("#" * min(6, _heading_level(element) or 1) + " " + " ".join(content.split()))
-            elif type_ == T.FORMULA:
-                blocks.append(f"$$\n{content}\n$$")
-            else:
-                blocks.append(content)
-    return "\n\n".join(blocks) + "\n"
 
 
 class GeminiParser(BaseParser):
@@ -367,7 +351,7 @@ class GeminiParser(BaseParser):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        require_module("google.genai", "Gemini parser", "gemini", "google-genai")
+        require("google.genai", extra="gemini", what="Gemini parser", package="google-genai")
         if client is None:
             key = credential_from_env(
                 self.name, self.ENV_VARS, "an API key from Google AI Studio", explicit=api_key
@@ -462,12 +446,9 @@ class GeminiParser(BaseParser):
         return {"model": self.model, "pages": pages}
 
     def _transform(self, native: Mapping[str, Any]) -> ParsingResult:
-        root = pages_to_tree(list(native["pages"]))
+        root = pages_to_tree(list(native["pages"]), self.label_map)
         root.metadata["model"] = native.get("model", self.model)
         return root
-
-    def _get_md(self, native: Mapping[str, Any]) -> str:
-        return pages_to_markdown(list(native["pages"]), skip=self.drop_types)
 
     def version(self) -> str:
         try:

@@ -13,7 +13,6 @@ everywhere else (extra ``docling``). Model weights are fetched by Docling on fir
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import logging
 import platform
 import re
@@ -22,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import BackendUnavailableError, ParserError
+from .._optional import available, require
+from ..errors import ParserError
 from ..model import ParsingResult, ParsingResultType
 from ._docling_tree import DOCLING_LABEL_MAP, docling_to_tree
 from .base import BaseParser
@@ -94,8 +94,7 @@ def doctags_to_docling(pages: Sequence[DocTagsPage]) -> Any:
     docling-core scales every ``<loc_N>`` by ``image size / 500`` and only keeps list-item boxes
     when a page image is given, so a blank 500x500 image yields boxes in exact loc units.
     """
-    if importlib.util.find_spec("docling_core") is None:
-        raise BackendUnavailableError("Granite-Docling DocTags loading", "docling")
+    require("docling_core", extra="docling", what="Granite-Docling DocTags loading")
     from docling_core.types.doc import DoclingDocument
     from docling_core.types.doc.document import DocTagsDocument
     from PIL import Image
@@ -142,22 +141,18 @@ class GraniteDoclingParser(BaseParser):
         if framework not in ("auto", "mlx", "transformers"):
             raise ValueError("framework must be 'auto', 'mlx' or 'transformers'")
         if framework == "auto":
-            use_mlx = _apple_silicon() and importlib.util.find_spec("mlx_vlm") is not None
+            use_mlx = _apple_silicon() and available("mlx_vlm")
             framework = "mlx" if use_mlx else "transformers"
         self.framework = framework
         self.picture_text = picture_text
         self._converter = converter
-        if importlib.util.find_spec("docling_core") is None:
-            raise BackendUnavailableError("Granite-Docling parser", "docling")
+        require("docling_core", extra="docling", what="Granite-Docling parser")
         if converter is None:
-            if importlib.util.find_spec("docling") is None:
-                raise BackendUnavailableError("Granite-Docling parser", "docling")
-            if framework == "mlx" and importlib.util.find_spec("mlx_vlm") is None:
-                raise BackendUnavailableError("Granite-Docling parser (MLX)", "mlx", "mlx-vlm")
-            if framework == "transformers" and importlib.util.find_spec("transformers") is None:
-                raise BackendUnavailableError(
-                    "Granite-Docling parser (transformers)", "docling", "transformers"
-                )
+            require("docling", extra="docling", what="Granite-Docling parser")
+            if framework == "mlx":
+                require("mlx_vlm", extra="mlx", what="Granite-Docling parser (MLX)", package="mlx-vlm")
+            else:
+                require("transformers", extra="docling", what="Granite-Docling parser (transformers)", package="transformers")
 
     def _build_converter(self) -> Any:
         from docling.datamodel import vlm_model_specs
@@ -199,7 +194,7 @@ class GraniteDoclingParser(BaseParser):
 
     def _transform(self, native: DocTagsPages) -> ParsingResult:
         root = docling_to_tree(
-            native.document(), self.LABEL_MAP, picture_text=self.picture_text, id_prefix="granite-"
+            native.document(), self.label_map, picture_text=self.picture_text, id_prefix="granite-"
         )
         sizes = [(i + 1, p.width, p.height) for i, p in enumerate(native.pages)]
         if all(w and h for _, w, h in sizes):
@@ -210,7 +205,25 @@ class GraniteDoclingParser(BaseParser):
         return root
 
     def _get_md(self, native: DocTagsPages) -> str:
+        """docling-core's own Markdown export of the DocTags document."""
         return str(native.document().export_to_markdown())
+
+    @classmethod
+    def load_native(cls, path: str | Path) -> DocTagsPages:
+        """Recorded DocTags: one ``.dt`` file per page (a directory of them, in name order), or one
+        text file of all pages separated by ``<page_break>`` (as docling-core exports them). Page
+        sizes are not part of DocTags; :meth:`parse_native` takes them from the PDF."""
+        source = Path(path)
+        if source.is_dir():
+            files = sorted(source.glob("*.dt"))
+            if not files:
+                raise ParserError(source, "no DocTags (*.dt) files in this directory")
+            return DocTagsPages.from_files(files)
+        try:
+            text = source.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ParserError(source, f"cannot read DocTags: {exc}") from exc
+        return DocTagsPages.from_text(text)
 
     def version(self) -> str:
         for dist in ("docling", "docling-core"):

@@ -20,9 +20,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._optional import require
 from ..errors import InvalidBoxError, RemoteServiceError
-from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import RetryPolicy, call_with_retries, credential_from_env, require_module
+from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from ._cloud import RetryPolicy, call_with_retries, credential_from_env
 from ._native import NodeFactory, TableCell, add_table_rows, grid_to_markdown, parse_markdown_table
 from .base import BaseParser, map_label
 
@@ -122,13 +123,13 @@ def _item_text(item: Mapping[str, Any]) -> str:
 
 
 def _add_item(parent: ParsingResult, item: Mapping[str, Any], page: int, width: float | None, height: float | None,
-              factory: NodeFactory, default_label: str | None = None) -> None:
+              factory: NodeFactory, label_map: Mapping[str, ParsingResultType], default_label: str | None = None) -> None:
     label = str(item.get("type") or default_label or "")
-    type_, meta = map_label(label, LABEL_MAP)
+    type_, meta = map_label(label, label_map)
     if default_label == "list_item" and type_ == T.PARAGRAPH:
         type_ = T.LIST_ITEM
     level = item.get("lvl")
-    if type_ == T.SECTION_HEADER and isinstance(level, int) and level >= 1:
+    if type_ in HEADING_TYPES and isinstance(level, int) and level >= 1:
         meta["level"] = level
     node = factory.node(type_, "", _item_boxes(item, page, width, height), meta)
     if type_ == T.TABLE:
@@ -138,14 +139,17 @@ def _add_item(parent: ParsingResult, item: Mapping[str, Any], page: int, width: 
     elif type_ == T.LIST and isinstance(item.get("items"), list):
         for child in item["items"]:
             if isinstance(child, Mapping):
-                _add_item(node, child, page, width, height, factory, default_label="list_item")
+                _add_item(node, child, page, width, height, factory, label_map, default_label="list_item")
     else:
         node.content = _item_text(item)
     parent.add_child(node)
 
 
-def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
-    """ROOT tree from result pages (items in reading order, page after page)."""
+def pages_to_tree(
+    pages: list[Mapping[str, Any]], label_map: Mapping[str, ParsingResultType] = LABEL_MAP
+) -> ParsingResult:
+    """ROOT tree from result pages (items in reading order, page after page); item ``type``
+    mapped through ``label_map``."""
     factory = NodeFactory()
     root = factory.node(T.ROOT)
     sizes: list[dict[str, float]] = []
@@ -158,7 +162,7 @@ def pages_to_tree(pages: list[Mapping[str, Any]]) -> ParsingResult:
             log.warning("llamaparse: page %d has no width/height; its item boxes are dropped", number)
         for item in page.get("items") or []:
             if isinstance(item, Mapping):
-                _add_item(root, item, number, width, height, factory)
+                _add_item(root, item, number, width, height, factory, label_map)
     if sizes:
         root.metadata["pages"] = sizes
     return root
@@ -202,7 +206,7 @@ class LlamaParseParser(BaseParser):
     ) -> None:
         super().__init__(**kwargs)
         if client is None:
-            require_module("llama_cloud_services", "LlamaParse parser", "llamaparse", "llama-cloud-services")
+            require("llama_cloud_services", extra="llamaparse", what="LlamaParse parser", package="llama-cloud-services")
             key = credential_from_env(self.name, self.ENV_VARS, "an API key from LlamaCloud", explicit=api_key)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
@@ -255,12 +259,13 @@ class LlamaParseParser(BaseParser):
                     page["width"], page["height"] = rect.width, rect.height
 
     def _transform(self, native: Any) -> ParsingResult:
-        root = pages_to_tree(result_pages(native))
+        root = pages_to_tree(result_pages(native), self.label_map)
         if isinstance(native, Mapping) and native.get("job_id"):
             root.metadata["job_id"] = native["job_id"]
         return root
 
     def _get_md(self, native: Any) -> str:
+        """The service's own Markdown (each page's ``md``, written by LlamaParse's model)."""
         return pages_to_markdown(result_pages(native))
 
     def version(self) -> str:

@@ -13,7 +13,6 @@ MinerU downloads its models on first use (``MINERU_MODEL_SOURCE`` = huggingface/
 from __future__ import annotations
 
 import importlib.metadata
-import importlib.util
 import json
 import logging
 import os
@@ -27,9 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..errors import BackendUnavailableError, ParserError
+from .._optional import available, require
+from ..errors import ParserError
 from ..model import ParsingResult, ParsingResultType
-from ._mineru_tree import MINERU_LABEL_MAP, mineru_markdown, mineru_to_tree
+from ._mineru_tree import MINERU_LABEL_MAP, mineru_to_tree
 from .base import BaseParser
 
 __all__ = ["MinerUOutput", "MinerUPipelineParser", "MinerUVLMParser", "mineru_command"]
@@ -92,7 +92,7 @@ def mineru_command() -> list[str] | None:
     exe = shutil.which("mineru")
     if exe:
         return [exe]
-    if importlib.util.find_spec("mineru") is not None:
+    if available("mineru"):
         return [sys.executable, "-m", "mineru.cli.client"]
     return None
 
@@ -129,8 +129,8 @@ class _MinerUParser(BaseParser):
         self.timeout = timeout
         self.extra_args = list(extra_args)
         self._runner = runner
-        if runner is None and mineru_command() is None:
-            raise BackendUnavailableError(self._what, "mineru")
+        if runner is None and shutil.which("mineru") is None:
+            require("mineru", extra="mineru", what=self._what)
 
     # -- running the tool -------------------------------------------------------------------------
     def _cli_args(self, pdf_path: Path, out_dir: Path) -> list[str]:
@@ -171,17 +171,26 @@ class _MinerUParser(BaseParser):
 
     # -- native -> tree -------------------------------------------------------------------------
     def _transform(self, native: MinerUOutput) -> ParsingResult:
-        return mineru_to_tree(native.middle, self.LABEL_MAP, discarded=self.discarded)
+        return mineru_to_tree(native.middle, self.label_map, discarded=self.discarded)
 
-    def _get_md(self, native: MinerUOutput) -> str:
-        return native.markdown if native.markdown is not None else mineru_markdown(native.middle)
+    def _get_md(self, native: MinerUOutput) -> str | None:
+        """MinerU's own ``<stem>.md`` (its renderer of the middle.json); None (the tree is rendered)
+        when the output has none."""
+        return native.markdown
 
-    @staticmethod
-    def load_native(
-        middle: str | Path, markdown: str | Path | None = None, content_list: str | Path | None = None
-    ) -> MinerUOutput:
-        """Recorded MinerU outputs -> the native object ``_transform`` takes."""
-        return MinerUOutput.from_files(middle, markdown, content_list)
+    @classmethod
+    def load_native(cls, path: str | Path) -> MinerUOutput:
+        """Recorded MinerU outputs: a ``<stem>_middle.json`` (its ``<stem>.md`` and
+        ``<stem>_content_list.json`` next to it are read too) or a folder MinerU wrote them into."""
+        source = Path(path)
+        if source.is_dir():
+            return MinerUOutput.from_dir(source)
+        stem = source.name[: -len("_middle.json")] if source.name.endswith("_middle.json") else None
+        md = source.with_name(f"{stem}.md") if stem else None
+        cl = source.with_name(f"{stem}_content_list.json") if stem else None
+        return MinerUOutput.from_files(
+            source, md if md and md.exists() else None, cl if cl and cl.exists() else None
+        )
 
     def version(self) -> str:
         try:

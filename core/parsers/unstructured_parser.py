@@ -6,6 +6,7 @@ metadata}`` with ``metadata.coordinates = {points, system, layout_width, layout_
 of the page render (200 DPI for hi_res), ``PointSpace`` and ``RelativeCoordinateSystem`` have
 their origin bottom-left (PDF points / unit square). Every system is converted to top-left page
 fractions. Tables are rebuilt from ``metadata.text_as_html`` (or ``table_as_cells``).
+Unstructured writes no Markdown of its own: the Markdown is rendered from the post-processed tree.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
 
+from .._optional import require
 from ..errors import InvalidBoxError, ParserError
-from ..model import ParsingBoundingBox, ParsingResult, ParsingResultType
-from ._cloud import require_module
+from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._native import (
     NodeFactory,
     TableCell,
@@ -29,7 +30,7 @@ from ._native import (
 )
 from .base import BaseParser, map_label
 
-__all__ = ["UnstructuredParser", "elements_to_tree", "elements_to_markdown", "unstructured_box"]
+__all__ = ["UnstructuredParser", "elements_to_tree", "unstructured_box"]
 
 log = logging.getLogger(__name__)
 
@@ -135,8 +136,13 @@ def _level(metadata: Mapping[str, Any]) -> int | None:
     return None
 
 
-def elements_to_tree(elements: list[Mapping[str, Any]], image_dpi: float = 200.0) -> ParsingResult:
-    """ROOT tree from unstructured element dicts (reading order = list order)."""
+def elements_to_tree(
+    elements: list[Mapping[str, Any]],
+    image_dpi: float = 200.0,
+    label_map: Mapping[str, ParsingResultType] = LABEL_MAP,
+) -> ParsingResult:
+    """ROOT tree from unstructured element dicts (reading order = list order), element ``type``
+    mapped through ``label_map``."""
     factory = NodeFactory()
     root = factory.node(T.ROOT)
     pages: dict[int, dict[str, float]] = {}
@@ -146,7 +152,7 @@ def elements_to_tree(elements: list[Mapping[str, Any]], image_dpi: float = 200.0
             continue
         meta = element.get("metadata") or {}
         page = int(meta.get("page_number") or 1)
-        type_, extra = map_label(label, LABEL_MAP)
+        type_, extra = map_label(label, label_map)
         box = unstructured_box(meta, page)
         metadata: dict[str, Any] = {**extra, "native_id": element.get("element_id")}
         if meta.get("parent_id"):
@@ -154,7 +160,7 @@ def elements_to_tree(elements: list[Mapping[str, Any]], image_dpi: float = 200.0
         if meta.get("detection_class_prob") is not None:
             metadata["score"] = meta["detection_class_prob"]
         level = _level(meta)
-        if level is not None and type_ in (T.SECTION_HEADER, T.TITLE):
+        if level is not None and type_ in HEADING_TYPES:
             metadata["level"] = level
         text = str(element.get("text") or "")
         node = factory.node(type_, text, [box] if box else [], metadata)
@@ -181,38 +187,6 @@ def elements_to_tree(elements: list[Mapping[str, Any]], image_dpi: float = 200.0
     return root
 
 
-def elements_to_markdown(elements: list[Mapping[str, Any]], skip: frozenset[ParsingResultType] = frozenset()) -> str:
-    """Markdown built from the elements: headings by depth, list items, tables as pipe tables."""
-    blocks: list[str] = []
-    for element in elements:
-        label = str(element.get("type", ""))
-        if label in SKIPPED_TYPES:
-            continue
-        type_, _ = map_label(label, LABEL_MAP)
-        if type_ in skip:
-            continue
-        meta = element.get("metadata") or {}
-        text = " ".join(str(element.get("text") or "").split())
-        if type_ in (T.SECTION_HEADER, T.TITLE):
-            blocks.append("#" * min(6, _level(meta) or 1) + " " + text)
-        elif type_ == T.LIST_ITEM:
-            item = f"- {text}"
-            if blocks and blocks[-1].startswith("- "):
-                blocks[-1] += "\n" + item
-            else:
-                blocks.append(item)
-        elif type_ == T.TABLE:
-            rows = _table_rows(meta)
-            blocks.append(grid_to_markdown([[c.text for c in r] for r in rows]) if rows else text)
-        elif type_ == T.FIGURE:
-            blocks.append(f"*[Figure: {text}]*" if text else "*[Figure]*")
-        elif type_ == T.FORMULA:
-            blocks.append(f"$$\n{text}\n$$")
-        elif text:
-            blocks.append(text)
-    return "\n\n".join(b for b in blocks if b) + "\n"
-
-
 class UnstructuredParser(BaseParser):
     """Unstructured.io ``partition_pdf`` (hi_res layout model + table structure).
 
@@ -236,7 +210,7 @@ class UnstructuredParser(BaseParser):
     ) -> None:
         super().__init__(**kwargs)
         if partition is None:
-            require_module("unstructured.partition.pdf", "Unstructured parser", "unstructured", "'unstructured[pdf]'")
+            require("unstructured.partition.pdf", extra="unstructured", what="Unstructured parser", package="'unstructured[pdf]'")
         self.strategy = strategy
         self.infer_table_structure = infer_table_structure
         self.image_dpi = image_dpi
@@ -261,10 +235,7 @@ class UnstructuredParser(BaseParser):
         return out
 
     def _transform(self, native: list[Mapping[str, Any]]) -> ParsingResult:
-        return elements_to_tree(native, image_dpi=self.image_dpi)
-
-    def _get_md(self, native: list[Mapping[str, Any]]) -> str:
-        return elements_to_markdown(native, skip=self.drop_types)
+        return elements_to_tree(native, image_dpi=self.image_dpi, label_map=self.label_map)
 
     def version(self) -> str:
         try:
