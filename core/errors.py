@@ -26,6 +26,9 @@ __all__ = [
     "SchemaError",
     "OutputError",
     "ChunkingError",
+    "ModelError",
+    "ModelCallError",
+    "ModelOutputError",
 ]
 
 
@@ -120,3 +123,28 @@ class SchemaError(GroundedError, ValueError):
 
 class ChunkingError(GroundedError, ValueError):
     """Invalid chunking parameters or an input tree the chunker cannot use."""
+
+
+class ModelError(GroundedError):
+    """An injected language/vision model failed (base of the model errors below)."""
+
+
+class ModelCallError(ModelError, RemoteServiceError):
+    """A model call failed after its retries (rate limit 429, timeout, or another client error);
+    ``cause`` names what happened, ``attempts`` how often it was tried."""
+
+    def __init__(self, what: str, cause: str, attempts: int = 1):
+        self.what = what
+        self.cause = cause
+        self.attempts = attempts
+        super().__init__(f"{what}: {cause} (after {attempts} attempt{'s' if attempts != 1 else ''})")
+
+
+class ModelOutputError(ModelError, ValueError):
+    """A model answered, but not in the format asked for (malformed JSON, empty text, missing
+    items); ``what`` names the request and ``cause`` the defect."""
+
+    def __init__(self, what: str, cause: str):
+        self.what = what
+        self.cause = cause
+        super().__init__(f"{what}: {cause}")

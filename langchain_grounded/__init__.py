@@ -14,11 +14,13 @@ from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_me
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings
+from .graph import graph_to_documents
 from .grounding import GroundingSplitter
 from .loader import GroundedPDFLoader, GroundedPDFParser
 from .splitter import GroundedTextSplitter
 
 __all__ = [
+    "graph_to_documents",
     "GroundedPDFLoader",
     "GroundedPDFParser",
     "GroundingWarning",

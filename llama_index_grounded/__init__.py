@@ -14,11 +14,13 @@ from grounded.parse_cache import TREE_REF_KEY, ParseCache
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding
+from .graph import graph_to_nodes
 from .grounding import GroundingNodeParser, node_boxes
 from .node_parser import GroundedNodeParser
 from .reader import GroundedPDFReader
 
 __all__ = [
+    "graph_to_nodes",
     "GroundedPDFReader",
     "GroundedNodeParser",
     "GroundingNodeParser",

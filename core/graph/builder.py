@@ -1,0 +1,219 @@
+"""Parse tree (+ chunks) -> :class:`~grounded.graph.nodes.NodeGraph`.
+
+The section tree of the parse (content nested under SECTION_HEADER / TITLE elements) gives the
+Header nodes and every content node's parent. TABLE elements become Table nodes, FIGURE elements
+Image nodes (a CAPTION next to them is their caption, not body text); all other content of a
+section is chunked with the given :class:`~grounded.chunking.Chunker` - one run per section, so a
+Text node never straddles two sections - and each chunk becomes a Text node with the chunk's
+exact boxes. Readings of the multi-strategy assembler (LLM transcriptions / descriptions) replace
+or extend the text of Table and Image nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..chunking.chunker import Chunker
+from ..chunking.ids import source_key as tree_source_key
+from ..chunking.stream import document_text
+from ..errors import ChunkingError
+from ..model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult
+from ..model import ParsingResultType as T
+from .assembler import Assembly, RegionReading
+from .nodes import CONTENT_KINDS, GraphNode, NodeGraph, NodeKind, node_id
+
+__all__ = ["build_graph"]
+
+HEADING_TYPES = frozenset({T.SECTION_HEADER, T.TITLE})
+_NON_TEXT = frozenset({T.TABLE, T.FIGURE})
+
+
+def build_graph(
+    tree: ParsingResult | Assembly,
+    *,
+    chunker: Chunker | None = None,
+    source_key: str | None = None,
+) -> NodeGraph:
+    """The node graph of a parse tree or of an :class:`~grounded.graph.assembler.Assembly`.
+
+    ``chunker`` splits section text into Text nodes (default: ``Chunker("recursive", 256)`` with
+    the MiniLM tokenizer). ``source_key`` names the source in node ids (default: the PDF's sha256
+    and parser, as for chunk ids)."""
+    assembly = tree if isinstance(tree, Assembly) else Assembly(root=tree)
+    root = assembly.root
+    if root.type != T.ROOT:
+        raise ChunkingError(f"a node graph needs a ROOT node, got {root.type}")
+    key = source_key or tree_source_key(root.metadata, document_text(root).text)
+    return _Builder(assembly, chunker or Chunker("recursive", 256), key).build()
+
+
+@dataclass
+class _Section:
+    node: GraphNode
+    elements: list[ParsingResult] = field(default_factory=list)
+
+
+class _Builder:
+    def __init__(self, assembly: Assembly, chunker: Chunker, key: str) -> None:
+        self.assembly = assembly
+        self.root = assembly.root
+        self.chunker = chunker
+        self.key = key
+        self.graph = NodeGraph(key)
+        self.order: dict[str, float] = {}  # node id -> reading position
+        self.position = {e.id: i for i, e in enumerate(self.root.walk())}
+
+    def build(self) -> NodeGraph:
+        graph, key = self.graph, self.key
+        pages = _page_numbers(self.root)
+        page_texts = _page_texts(self.root)
+        doc = graph.add(GraphNode(
+            id=node_id(key, NodeKind.DOCUMENT, "document"), kind=NodeKind.DOCUMENT,
+            text="\n\n".join(page_texts.get(p, "") for p in pages),
+            boxes=[_whole_page(p) for p in pages],
+            metadata={"title": _title(self.root)},
+        ))
+        page_nodes = []
+        for p in pages:
+            page = graph.add(GraphNode(
+                id=node_id(key, NodeKind.PAGE, str(p)), kind=NodeKind.PAGE, text=page_texts.get(p, ""),
+                boxes=[_whole_page(p)], metadata={"page": p, "strategy": self.assembly.page_strategies.get(p, "fast")},
+            ), doc)
+            if not page.text.strip():
+                page.flag("no text was read on this page")
+            page_nodes.append(page)
+        graph.chain(page_nodes)
+        sections = self._walk(doc)
+        for section in sections:
+            self._add_text_nodes(section)
+        content = sorted((n for n in graph if n.kind in CONTENT_KINDS), key=lambda n: self.order[n.id])
+        graph.chain(content)
+        graph.reorder([doc.id] + [p.id for p in page_nodes] + [n.id for n in content])
+        for node in graph:  # children in reading order (pages first under the document)
+            node.child_ids.sort(key=lambda c: (graph[c].kind != NodeKind.PAGE, self.order.get(c, 0.0)))
+        graph.check()
+        return graph
+
+    # -- sections ---------------------------------------------------------------------------------
+    def _walk(self, doc: GraphNode) -> list[_Section]:
+        """Header, Table and Image nodes; returns each section's text elements (in order)."""
+        sections: list[_Section] = []
+        stack: list[tuple[ParsingResult, _Section]] = [(self.root, _Section(doc))]
+        while stack:
+            element, section = stack.pop()
+            sections.append(section)
+            captions = _captions(element.children)
+            caption_ids = {c.id for c in captions.values()}
+            pending: list[tuple[ParsingResult, _Section]] = []
+            for child in element.children:
+                if child.id in caption_ids:
+                    continue
+                if child.type in HEADING_TYPES:
+                    header = self._add(NodeKind.HEADER, child, section.node, text=child.content, boxes=child.geom)
+                    header.metadata["level"] = child.level or 1
+                    pending.append((child, _Section(header)))
+                elif child.type in _NON_TEXT:
+                    self._add_region(child, captions.get(child.id), section.node)
+                else:
+                    section.elements.append(child)
+            stack.extend(reversed(pending))
+        return sections
+
+    def _add(self, kind: NodeKind, element: ParsingResult, parent: GraphNode, *, text: str,
+             boxes: list[ParsingBoundingBox]) -> GraphNode:
+        node = self.graph.add(GraphNode(
+            id=node_id(self.key, kind, element.id), kind=kind, text=text, boxes=list(boxes), element_ids=[element.id],
+        ), parent)
+        self.order[node.id] = float(self.position[element.id])
+        return node
+
+    def _add_region(self, element: ParsingResult, caption: ParsingResult | None, parent: GraphNode) -> None:
+        kind = NodeKind.TABLE if element.type == T.TABLE else NodeKind.IMAGE
+        reading: RegionReading | None = self.assembly.readings.get(element.id)
+        body = element.content if kind == NodeKind.TABLE else ""
+        strategy = "fast"
+        if reading is not None and reading.text.strip():
+            body, strategy = reading.text, "llm"
+        text = "\n\n".join(t for t in (caption.content if caption else "", body) if t.strip())
+        node = self._add(kind, element, parent, text=text, boxes=element.geom)
+        node.metadata["strategy"] = strategy
+        if caption is not None:
+            node.metadata["caption"] = caption.content
+            node.element_ids.append(caption.id)
+        if reading is not None:
+            node.pieces = list(reading.pieces)
+            for reason in reading.flags:
+                node.flag(reason)
+        if not text.strip():
+            node.flag(f"no text: the {kind.value} has no caption and no transcription/description")
+
+    # -- text -------------------------------------------------------------------------------------
+    def _add_text_nodes(self, section: _Section) -> None:
+        if not section.elements:
+            return
+        mini = ParsingResult(id=f"{section.node.id}:root", type=T.ROOT, metadata=dict(self.root.metadata))
+        for element in section.elements:
+            mini.add_child(ParsingResult.from_dict(element.to_dict()))
+        if not document_text(mini).text.strip():
+            return
+        for chunk in self.chunker.iter_chunks(mini, source_key=f"{self.key}:{section.node.id}"):
+            elements = [str(e) for e in chunk.metadata.get("element_ids", ())]
+            node = self.graph.add(GraphNode(
+                id=chunk.id, kind=NodeKind.TEXT, text=chunk.content, boxes=list(chunk.geom), element_ids=elements,
+                metadata={"strategy": "fast", "token_count": int(chunk.metadata.get("token_count", 0))},
+            ), section.node)
+            first = self.position.get(elements[0], 0) if elements else 0
+            self.order[node.id] = first + int(chunk.metadata.get("start_char", 0)) / 1e7
+
+
+def _captions(children: list[ParsingResult]) -> dict[str, ParsingResult]:
+    """FIGURE/TABLE element id -> the CAPTION sibling next to it. A caption starting with "Table"
+    goes to the nearer table, one starting with "Fig" to the nearer figure, any other to the
+    previous (else the next) figure or table; each gets one caption at most."""
+    out: dict[str, ParsingResult] = {}
+    for i, child in enumerate(children):
+        if child.type != T.CAPTION:
+            continue
+        near = [children[j] for j in (i - 1, i + 1) if 0 <= j < len(children) and children[j].type in _NON_TEXT]
+        head = child.content.lstrip().lower()
+        wanted = T.TABLE if head.startswith("table") else T.FIGURE if head.startswith("fig") else None
+        fits = [n for n in near if (wanted is None or n.type == wanted) and n.id not in out]
+        if fits:
+            out[fits[0].id] = child
+    return out
+
+
+def _page_numbers(root: ParsingResult) -> list[int]:
+    pages = {int(p["page"]) for p in root.metadata.get("pages", ())}
+    if not pages:
+        pages = {b.page for n in root.walk() for b in n.geom}
+    return sorted(pages)
+
+
+def _page_texts(root: ParsingResult) -> dict[int, str]:
+    """Each page's text in reading order (a table as its Markdown, on its first page)."""
+    parts: dict[int, list[str]] = {}
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        own = node.type == T.TABLE or node.type not in CONTAINER_TYPES
+        if own and node.geom and node.content.strip():
+            parts.setdefault(min(b.page for b in node.geom), []).append(node.content)
+        if node.type != T.TABLE:
+            stack.extend(reversed(node.children))
+    return {p: "\n\n".join(v) for p, v in parts.items()}
+
+
+def _title(root: ParsingResult) -> str:
+    title = next((n.content for n in root.walk() if n.type == T.TITLE and n.content.strip()), "")
+    if title:
+        return title
+    source = root.metadata.get("source")
+    return str(source.get("name", "")) if isinstance(source, Mapping) else ""
+
+
+def _whole_page(page: int) -> ParsingBoundingBox:
+    return ParsingBoundingBox(page, 0.0, 0.0, 1.0, 1.0)
+
+
