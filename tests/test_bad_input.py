@@ -26,6 +26,7 @@ from grounded.parsers.pdf_input import NoTextLayerWarning, inspect_pdf
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 
 from .conftest import shared
+from .pdf_builders import add_scanned_page, raw_pdf, save_pdf
 
 
 @pytest.fixture(scope="module")
@@ -36,16 +37,7 @@ def source_pdf():
 def _zero_page_pdf(path):
     """A syntactically valid PDF whose page tree is empty (PyMuPDF refuses to write one)."""
     objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    path.write_bytes(bytes(out))
+    path.write_bytes(raw_pdf(objects))
     return path
 
 
@@ -58,9 +50,7 @@ def _image_only_pdf(path, source, pages=(0,), text_pages=()):
         if pno in text_pages:
             doc.insert_pdf(src, from_page=pno, to_page=pno)
             continue
-        pix = src[pno].get_pixmap(dpi=72)
-        page = doc.new_page(width=src[pno].rect.width, height=src[pno].rect.height)
-        page.insert_image(page.rect, pixmap=pix)
+        add_scanned_page(doc, src[pno], dpi=72)
     doc.save(path)
     return path
 
@@ -77,7 +67,7 @@ def _bad_files(tmp_path, source):
     garbage = tmp_path / "garbage.pdf"
     garbage.write_bytes(b"%PDF-1.7\n" + bytes(range(256)) * 40)
     encrypted = tmp_path / "encrypted.pdf"
-    pymupdf.open(source).save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="secret", owner_pw="owner")
+    save_pdf(pymupdf.open(source), encrypted, user_pw="secret", owner_pw="owner")
     huge = tmp_path / "huge.pdf"
     doc = pymupdf.open()
     doc.new_page(width=20000, height=600).insert_text((72, 72), "a very wide page")

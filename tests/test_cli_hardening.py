@@ -24,6 +24,7 @@ from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from grounded.serialization import load_chunking_result, save_parsing_result, write_chunks_jsonl
 
 from .conftest import shared
+from .pdf_builders import add_scanned_page, save_pdf
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -74,10 +75,8 @@ def test_parse_prints_library_warnings_as_lines(tmp_path, capsys):
     """A page without a text layer (NoTextLayerWarning) beside a text page: one warning line."""
     src = _text_pdf(tmp_path / "src.pdf", pages=2)
     doc = pymupdf.open(src)
-    pix = doc[1].get_pixmap(dpi=72)
+    add_scanned_page(doc, doc[1], dpi=72)
     doc.delete_page(1)
-    page = doc.new_page()
-    page.insert_image(page.rect, pixmap=pix)
     mixed = tmp_path / "mixed.pdf"
     doc.save(mixed)
     code, err, _ = _cli(capsys, "parse", mixed, "-o", tmp_path / "out", "--no-progress")
@@ -222,7 +221,7 @@ def test_mupdf_failures_while_drawing_are_corrupt_pdf_errors(tmp_path):
 
 def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_path, capsys, monkeypatch):
     locked = tmp_path / "locked.pdf"
-    pymupdf.open(pdf).save(locked, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="s3cret", owner_pw="owner")
+    save_pdf(pymupdf.open(pdf), locked, user_pw="s3cret", owner_pw="owner")
     chunk_id = load_chunking_result(made["chunks"]).chunks[0].id
     args = ["highlight", locked, made["chunks"], "--chunk", chunk_id, "--force", "-o"]
     code, err, _ = _cli(capsys, *args, tmp_path / "a.pdf")
@@ -245,7 +244,7 @@ def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_pat
 
 def test_parse_and_chunk_pass_the_password(pdf, tmp_path, capsys, monkeypatch):
     locked = tmp_path / "locked.pdf"
-    pymupdf.open(pdf).save(locked, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="s3cret", owner_pw="owner")
+    save_pdf(pymupdf.open(pdf), locked, user_pw="s3cret", owner_pw="owner")
     code, err, _ = _cli(capsys, "parse", locked, "-o", tmp_path / "out", "--no-progress")
     assert code == 1 and len(err) == 1 and "password" in err[0]
     code, err, out = _cli(capsys, "parse", locked, "-o", tmp_path / "out", "--no-progress", "--password", "s3cret")

@@ -18,6 +18,8 @@ from grounded.grounding.cli import read_chunk_texts
 from grounded.parsers import get_parser
 from grounded.serialization import read_chunks_jsonl, save_parsing_result
 
+from .pdf_builders import paragraph_pages_pdf
+
 PARAS = [
     "Stimulation of the receptor changes lipid uptake in cultured macrophages of the mouse.",
     "A second paragraph reports the measured concentrations over three weeks of treatment.",
@@ -29,18 +31,11 @@ UNRELATED = "Opera tickets, sourdough starters and football fixtures have nothin
 @pytest.fixture(scope="module")
 def pdf(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ground") / "doc.pdf"
-    doc = pymupdf.open()
     filler = [
         "Further notes list the suppliers of the reagents and the storage temperature of each sample.",
         "The appendix repeats none of the above and closes the report with acknowledgements to staff.",
     ]
-    layout = [(PARAS[0], 100), (PARAS[1], 320), (PARAS[2], 180), (filler[0], 400), (filler[1], 560)]
-    for i, (para, y) in enumerate(layout):
-        page = doc.new_page() if i in (0, 2) else doc[-1]
-        page.insert_textbox(pymupdf.Rect(72, y, 520, y + 120), para, fontsize=11)
-    doc.save(path)
-    doc.close()
-    return path
+    return paragraph_pages_pdf(path, [[(PARAS[0], 100), (PARAS[1], 320)], [(PARAS[2], 180), (filler[0], 400), (filler[1], 560)]])
 
 
 def summary(capsys: pytest.CaptureFixture[str]) -> str:

@@ -28,6 +28,7 @@ from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 
 from .conftest import LONG_PDFS
+from .ground_truth import PDFChars, best_iou, line_rects, rects_iou
 
 TOKENIZER = load_tokenizer()
 
@@ -113,35 +114,9 @@ def perturb_all(text: str, rng: random.Random) -> str:
 
 # -- measurements ---------------------------------------------------------------------------------
 
-GRID = 1000
-
-
-def _rects(boxes: list[ParsingBoundingBox]) -> dict[int, list[tuple[float, float, float, float]]]:
-    out: dict[int, list[tuple[float, float, float, float]]] = defaultdict(list)
-    for box in boxes:
-        if box.is_heading:
-            continue
-        for s in box.spans or [box]:
-            out[s.page].append((s.left, s.top, s.right, s.bottom))
-    return out
-
-
-def _mask(rects: list[tuple[float, float, float, float]]) -> np.ndarray:
-    m = np.zeros((GRID, GRID), dtype=bool)
-    for x0, y0, x1, y1 in rects:
-        m[int(y0 * GRID) : max(int(y0 * GRID) + 1, int(np.ceil(y1 * GRID))), int(x0 * GRID) : max(int(x0 * GRID) + 1, int(np.ceil(x1 * GRID)))] = True
-    return m
-
-
 def box_iou(a: list[ParsingBoundingBox], b: list[ParsingBoundingBox]) -> float:
-    """Area IoU over all pages of two box lists (their line spans, rasterized like tests/ground_truth.py)."""
-    ra, rb = _rects(a), _rects(b)
-    inter = union = 0
-    for page in set(ra) | set(rb):
-        ma, mb = _mask(ra.get(page, [])), _mask(rb.get(page, []))
-        inter += int(np.logical_and(ma, mb).sum())
-        union += int(np.logical_or(ma, mb).sum())
-    return inter / union if union else 1.0
+    """Area IoU over all pages of two box lists (their body line spans; 1.0 when both are empty)."""
+    return rects_iou(line_rects(a), line_rects(b), empty=1.0)
 
 
 _TOKEN = re.compile(r"[^\W\d_]+|\d+")
@@ -197,7 +172,7 @@ class PDFWords:
 
     def inside(self, boxes: list[ParsingBoundingBox]) -> Counter[str]:
         got: Counter[str] = Counter()
-        for page, rects in _rects(boxes).items():
+        for page, rects in line_rects(boxes).items():
             if not rects:
                 continue
             r = np.asarray(rects)
@@ -327,6 +302,26 @@ def test_ligatures_quotes_dashes_and_case(grounder: Grounder) -> None:
 
 
 _DEJAVU = Path("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf")
+
+
+def test_ground_truth_measures_rotated_pages_as_displayed(tmp_path: Path) -> None:
+    """tests/ground_truth.py puts the characters of a page with /Rotate into the displayed frame
+    (the frame of grounded's boxes): the paragraphs of turned pages score as on upright pages."""
+    upright = _make_pdf(tmp_path / "upright.pdf", _paragraphs(3, 6), pages=3)
+    turned = tmp_path / "turned.pdf"
+    with pymupdf.open(upright) as pdf:
+        pdf[1].set_rotation(90)
+        pdf[2].set_rotation(270)
+        pdf.save(turned)
+    scores = {}
+    for path in (upright, turned):
+        chars = PDFChars.load(path)
+        leaves = [n for n in get_parser("pymupdf").parse(path).walk() if len(n.content) > 40 and not n.children]
+        scores[path.name] = [(n.geom[0].page, best_iou(chars.regions(n.content), n.geom)) for n in leaves]
+    assert {page for page, _ in scores["turned.pdf"]} == {1, 2, 3}
+    assert [p for p, _ in scores["turned.pdf"]] == [p for p, _ in scores["upright.pdf"]]
+    for (_, turned_iou), (_, upright_iou) in zip(scores["turned.pdf"], scores["upright.pdf"], strict=True):
+        assert turned_iou == pytest.approx(upright_iou, abs=0.01) and turned_iou > 0.6
 
 
 def test_ligature_glyphs_in_the_pdf_text_layer(tmp_path: Path) -> None:

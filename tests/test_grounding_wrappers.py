@@ -42,6 +42,7 @@ from langchain_grounded import GroundedPDFLoader, GroundingSplitter
 from llama_index_grounded import GroundedPDFReader, GroundingNodeParser, node_boxes
 
 from .conftest import shared
+from .pdf_builders import paragraph_pages_pdf
 
 MULTI_PAGE = ("pdfs", "docling_groundtruth", "multi_page.pdf")  # 5 pages, headings, lists
 ONE_PAGE = ("pdfs", "docling_groundtruth", "2305.03393v1-pg9.pdf")  # 1 page, a table
@@ -436,7 +437,6 @@ def test_docling_hybrid_chunker_chunks_are_grounded() -> None:
 
 # -- ground_chunks on constructed inputs --------------------------------------------------------------
 def _pdf_with_repeats(path: Path) -> Path:
-    doc = pymupdf.open()
     paras = [
         "Alpha section opens the report with measured values of the reactor.",
         "This sentence is repeated verbatim in two places of the document body.",
@@ -445,12 +445,7 @@ def _pdf_with_repeats(path: Path) -> Path:
         "Gamma section closes with the maintenance schedule for next year.",
     ]
     # page 1: paras 0-1, page 2: paras 2-4, at different heights (nothing looks like a running header)
-    for i, (para, y) in enumerate(zip(paras, (100, 300, 150, 420, 610), strict=True)):
-        page = doc.new_page() if i in (0, 2) else doc[-1]
-        page.insert_textbox(pymupdf.Rect(72, y, 520, y + 120), para, fontsize=11)
-    doc.save(path)
-    doc.close()
-    return path
+    return paragraph_pages_pdf(path, [[(paras[0], 100), (paras[1], 300)], [(paras[2], 150), (paras[3], 420), (paras[4], 610)]])
 
 
 def test_duplicates_resolve_in_order_and_unrelated_text_is_refused(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from grounded.parsers.pdf_input import NoTextLayerWarning, PDFDamageWarning, ins
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 
 from .conftest import shared
+from .pdf_builders import raw_pdf
 
 HEADING = "Dosing of the adjuvant therapy"
 LINES = [f"Line {i}: patients received {i + 2} mg/kg once daily for twelve weeks." for i in range(12)]
@@ -334,16 +335,7 @@ def _raw_pdf(streams: list[bytes], filters: list[str | None]) -> bytes:
         extra = f" /Filter /{flt}" if flt else ""
         objects.append(f"<< /Length {len(stream)}{extra} >>\nstream\n".encode() + stream + b"\nendstream")
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
+    return raw_pdf(objects)
 
 
 def _content(lines: list[str]) -> bytes:

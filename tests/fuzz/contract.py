@@ -74,7 +74,6 @@ MIN_COVERAGE = 0.90
 REASON_KEYS = ("reason", "empty_reason", "status", "warnings", "warning", "note", "flags", "errors")
 _NOT_A_REASON = {"", "ok", "text", "none"}
 CLI_TIMEOUT = 900
-REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,9 @@ from pathlib import Path
 
 import pymupdf
 
+from ..conftest import SHARED_DATA
+from ..pdf_builders import add_scanned_page, raw_pdf
+
 __all__ = [
     "Case",
     "KINDS",
@@ -41,8 +44,6 @@ __all__ = [
     "shared_pdfs",
 ]
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
 
 MUST_ERROR = "must_error"
 MUST_HAVE_TEXT = "must_have_text"
@@ -407,20 +408,6 @@ def gen_encrypted_owner(folder: Path, rng: random.Random, n: int) -> list[Case]:
     return [make(i) for i in range(n)]
 
 
-def _raw_pdf(objects: list[bytes]) -> bytes:
-    """A PDF from object bodies (object 1 is the catalog) with a correct xref table."""
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
-    xref = len(out)
-    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
-    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
-    return bytes(out)
-
-
 def gen_zero_pages(folder: Path, rng: random.Random, n: int) -> list[Case]:
     def objects(catalog: str, pages: str) -> list[bytes]:
         text = re.sub(r"[()\\]", " ", _prose(rng, 90))
@@ -450,7 +437,7 @@ def gen_zero_pages(folder: Path, rng: random.Random, n: int) -> list[Case]:
     def make(i: int) -> Case:
         label, cat, pages = variants[i % len(variants)]
         path = folder / f"zero-pages-{i}.pdf"
-        path.write_bytes(_raw_pdf(objects(cat, pages)))
+        path.write_bytes(raw_pdf(objects(cat, pages)))
         count = _pages_of(path)
         # what MuPDF sees decides: no page at all -> only an error is right; a page with text -> text
         expect = MUST_ERROR if not count else TEXT_OR_ERROR if _has_text(path) else MAY_BE_EMPTY
@@ -463,8 +450,7 @@ def gen_image_only(folder: Path, rng: random.Random, n: int) -> list[Case]:
     def scan(i: int) -> Case:
         src = _body_page_doc(i)
         doc = pymupdf.open()
-        page = doc.new_page(width=src[0].rect.width, height=src[0].rect.height)
-        page.insert_image(page.rect, pixmap=src[0].get_pixmap(dpi=50))
+        add_scanned_page(doc, src[0], dpi=50)
         src.close()
         path = _save(doc, folder / f"scan-{i}.pdf")
         return Case("image_only", path.stem, path, MAY_BE_EMPTY, "one scanned page, no text layer")
@@ -479,8 +465,7 @@ def gen_image_only(folder: Path, rng: random.Random, n: int) -> list[Case]:
     def mixed(i: int) -> Case:
         doc = _text_doc(rng)
         src = _body_page_doc(i)
-        page = doc.new_page(width=src[0].rect.width, height=src[0].rect.height)
-        page.insert_image(page.rect, pixmap=src[0].get_pixmap(dpi=50))
+        add_scanned_page(doc, src[0], dpi=50)
         src.close()
         _text_page(doc, rng)
         path = _save(doc, folder / f"mixed-scan-{i}.pdf")
