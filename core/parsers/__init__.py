@@ -1,8 +1,10 @@
 """Parser backends behind one interface; ``get_parser(name)`` imports a backend only when asked.
 
-Importing this package never imports a backend SDK: each backend module guards its heavy imports
-and raises :class:`grounded.errors.BackendUnavailableError` (an ImportError naming the
-``pip install``) when the object is built without its extra.
+Importing this package never imports a backend SDK: each backend checks its optional dependencies
+with :func:`grounded._optional.require`, which raises :class:`grounded.errors.BackendUnavailableError`
+(an ImportError naming the ``pip install``) when the object is built without its extra. The backend
+contract (``_parse``, ``_transform``, ``LABEL_MAP``) is described in :mod:`grounded.parsers.base` and
+``docs/backends/writing_a_backend.md``.
 """
 
 from __future__ import annotations
@@ -10,9 +12,19 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from ._native import NodeFactory
 from .base import DEFAULT_DROP_TYPES, BaseParser, ParseOutput, map_label
 
-__all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label", "PARSERS", "get_parser", "parser_class"]
+__all__ = [
+    "BaseParser",
+    "ParseOutput",
+    "DEFAULT_DROP_TYPES",
+    "map_label",
+    "NodeFactory",
+    "PARSERS",
+    "get_parser",
+    "parser_class",
+]
 
 #: registry name -> "module:Class" (relative to this package)
 PARSERS: dict[str, str] = {

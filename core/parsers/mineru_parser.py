@@ -226,7 +226,7 @@ class MinerUVLMParser(_MinerUParser):
         if backend == "auto":
             backend = (
                 "vlm-mlx-engine"
-                if _apple_silicon() and importlib.util.find_spec("mlx_vlm")
+                if _apple_silicon() and available("mlx_vlm")
                 else "vlm-transformers"
             )
         if not backend.startswith("vlm-"):

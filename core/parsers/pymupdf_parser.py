@@ -314,6 +314,7 @@ class _PageTask:
     pages: list[int]  # 0-based
     image_dir: str | None
     image_dpi: int
+    label_map: dict[str, ParsingResultType] = field(default_factory=dict)  # the parser's label_map
 
 
 def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
@@ -321,6 +322,7 @@ def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingRes
     with mupdf_quiet():
         layouts = _layout_pages(task.path, task.pages)
     builder = _TreeBuilder(Path(task.path), Path(task.image_dir) if task.image_dir else None, task.image_dpi)
+    builder.label_map = task.label_map or builder.label_map
     built: dict[int, list[ParsingResult]] = {}
     with mupdf_quiet(), TextLayer(task.path, cache_pages=1) as layer:
         for page in layouts:
@@ -511,7 +513,7 @@ class PyMuPDFParser(BaseParser):
         if self.workers > 1 and count > 1:
             image_dir = str(self.image_dir) if self.image_dir is not None else None
             batches = _guided_batches(count, self.workers, self.batch_pages)
-            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi) for b in batches]
+            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi, self.label_map) for b in batches]
             from concurrent.futures.process import BrokenProcessPool
 
             try:
@@ -531,6 +533,7 @@ class PyMuPDFParser(BaseParser):
     def _transform(self, native: PyMuPDFNative) -> ParsingResult:
         root = ParsingResult("root", T.ROOT)
         builder = _TreeBuilder(native.path, self.image_dir, self.image_dpi)
+        builder.label_map = self.label_map
         builder.body_sizes.update(native.body_sizes)
         layer: TextLayer | None = None
         try:
@@ -631,6 +634,7 @@ class _TreeBuilder:
     image_dir: Path | None = None
     image_dpi: int = 150
     elements: list[ParsingResult] = field(default_factory=list)
+    label_map: dict[str, ParsingResultType] = field(default_factory=lambda: dict(PyMuPDFParser.LABEL_MAP))
     body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
@@ -646,7 +650,7 @@ class _TreeBuilder:
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         for index, box in enumerate(page.boxes):
             label = box.boxclass
-            type_, meta = map_label(label, PyMuPDFParser.LABEL_MAP)
+            type_, meta = map_label(label, self.label_map)
             x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
