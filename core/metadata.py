@@ -47,6 +47,7 @@ __all__ = [
     "PDF_METADATA_KEYS",
     "LIST_KEYS",
     "PAYLOAD_KEYS",
+    "CHUNK_GROUNDING_KEYS",
     "TREE_KEY",
     "boxes_to_metadata",
     "boxes_from_metadata",
@@ -67,6 +68,12 @@ TEXT_HASH_KEY = "text_hash"
 TREE_KEY = "grounded_tree"
 #: list-valued keys of :func:`chunk_metadata` (JSON strings in flat mode)
 LIST_KEYS = ("pages", "heading_path", "element_ids", "heading_ids", BOXES_KEY)
+#: keys of chunks whose text was grounded after it was written (the ``vision`` strategy's model
+#: chunks): :func:`chunk_metadata` passes them on as they are
+CHUNK_GROUNDING_KEYS = (
+    "grounded", "grounding_status", "grounding_score", "grounding_reason", "grounding_spans",
+    "vision_continues", "vision_batch", "vision_pages", "vision_merged", "vision_issues", "vision_text",
+)
 #: machine payload of :func:`chunk_metadata`: never useful to an embedder or an LLM
 PAYLOAD_KEYS = (
     BOXES_KEY,
@@ -83,6 +90,7 @@ PAYLOAD_KEYS = (
     "heading_ids",
     TEXT_HASH_KEY,
     TREE_KEY,
+    *CHUNK_GROUNDING_KEYS,
 )
 _DECIMALS = 5
 _TREE_PREFIX = "z2:"
@@ -231,6 +239,7 @@ def chunk_metadata(chunk: Chunk, flat: bool = True, *, line_spans: bool = True, 
     }
     if md.get("heading_ids"):
         out["heading_ids"] = [str(h) for h in md["heading_ids"]]
+    out.update({k: md[k] for k in CHUNK_GROUNDING_KEYS if k in md})
     return flatten_metadata(out) if flat else out
 
 

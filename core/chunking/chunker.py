@@ -7,7 +7,7 @@ import hashlib
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -22,7 +22,16 @@ from .ids import stable_hash
 from .stream import TokenStream, build_stream, document_text
 from .tokenizer import Tokenizer, load_tokenizer
 
-__all__ = ["Chunker", "chunk"]
+__all__ = ["Chunker", "chunk", "GroundedTextStrategy"]
+
+
+@runtime_checkable
+class GroundedTextStrategy(Protocol):
+    """A strategy whose chunks are texts grounded in the document (a model's chunks), not token
+    ranges of the stream: it builds its chunks itself with the document's assembler (ids, boxes for
+    any char span) and keeps the token bound and the chunk invariants (``vision``)."""
+
+    def chunks(self, root: ParsingResult, assembler: ChunkAssembler) -> Iterator[Chunk]: ...
 
 
 def _resolve_overlap(overlap: int | float, max_tokens: int) -> int:
@@ -122,11 +131,12 @@ class Chunker:
         assembler = self.assembler(root, source_key=source_key)
         stream = assembler.stream
         seen: dict[str, int] = {}
-        groups = enforce_bound(self.strategy.groups(stream, root), stream, self.strategy.max_tokens)  # bound.py
-        for index, group in enumerate(groups):
-            if group.end <= group.start:
-                continue
-            chunk = assembler.assemble(group, index)
+        if isinstance(self.strategy, GroundedTextStrategy):
+            chunks: Iterator[Chunk] = self.strategy.chunks(root, assembler)
+        else:
+            groups = enforce_bound(self.strategy.groups(stream, root), stream, self.strategy.max_tokens)  # bound.py
+            chunks = (assembler.assemble(g, i) for i, g in enumerate(groups) if g.end > g.start)
+        for chunk in chunks:
             repeats = seen.get(chunk.id, 0)
             seen[chunk.id] = repeats + 1
             if repeats:  # one body span twice (a custom strategy): still one id per chunk

@@ -63,6 +63,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"parser for PDF input (default: pymupdf); one of: {', '.join(PARSERS)}. PDF input only: with a "
         ".json tree (already parsed) this option and --password are refused",
     )
+    p.add_argument(
+        "--vision-model", default=None, metavar="NAME",
+        help="vision: Gemini model through google-genai (e.g. gemini-2.5-pro; key in GEMINI_API_KEY or GOOGLE_API_KEY)",
+    )
+    p.add_argument(
+        "--vision-llm", default=None, metavar="MODULE:OBJECT",
+        help="vision: import this model object (google-genai Client, LlamaIndex LLM, LangChain chat model or "
+        "callable(images, prompt) -> str); MODULE:FACTORY() calls a factory",
+    )
+    p.add_argument("--batch-size", type=int, default=4, help="vision: pages per model request (default: 4)")
     add_password_option(p)
     p.add_argument(
         "-o", "--out", type=Path, default=None,
@@ -90,6 +100,11 @@ def run(args: argparse.Namespace) -> int:
         raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
     if args.out is not None:
         refuse_overwriting_inputs([args.out], [path])
+    vision: tuple = (None, None)
+    if args.strategy == "vision":  # before parsing: no model configured fails at once
+        from ..vision.cli_model import model_from_options
+
+        vision = model_from_options(args.vision_model, args.vision_llm)
     if _is_pdf(path):
         parser = get_parser(args.parser or "pymupdf")
         root = parser.parse(path, **password_kwargs(parser, args))
@@ -106,6 +121,8 @@ def run(args: argparse.Namespace) -> int:
         options = {"percentile": args.percentile, "min_tokens": args.min_tokens}
     elif args.strategy == "hierarchical":
         options = {"heading_budget": args.heading_budget}
+    elif args.strategy == "vision":
+        options = {"llm": vision[0], "model": vision[1], "batch_size": args.batch_size, "password": args.password}
     overlap = int(args.overlap) if args.overlap >= 1 else float(args.overlap)
     chunker = Chunker(args.strategy, args.max_tokens, overlap, tokenizer=args.tokenizer, box_mode=args.box_mode, **options)
     result = chunker.chunk(root)

@@ -1,0 +1,113 @@
+"""The batch loop of seed 001 §3.2: render b pages, ask the model with the previous batch's context,
+read its chunks, merge continuations, ground everything."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..chunking.assembly import ChunkAssembler
+from ..errors import ChunkingError
+from ..grounding.grounder import Grounder
+from ..model import Chunk, ParsingResult
+from ..parsers._cloud import RetryPolicy, call_with_retries
+from .assemble import ChunkBuilder
+from .merge import merge_batches
+from .models import VisionModel, as_vision_model
+from .prompt import CHUNKING_PROMPT, BatchContext, build_prompt
+from .render import PDFInput, render_batches, source_pdf
+from .response import ModelChunk, complete_headings, parse_response
+
+__all__ = ["VisionChunker", "VisionWarning"]
+
+
+class VisionWarning(UserWarning):
+    """Pages with text that no grounded chunk covers (the model skipped them or rewrote them)."""
+
+
+@dataclass
+class VisionChunker:
+    """Seed 001's vision-guided chunker over one injected model (see :mod:`grounded.vision`).
+
+    ``batch_size`` pages (default 4) rendered at ``dpi`` go to the model per request; ``pdf`` (a
+    path or bytes) when the tree does not record a readable source path; ``password`` for an
+    encrypted PDF; ``retry``/``sleep``: backoff for rate limits (HTTP 429), timeouts and server errors
+    (:func:`grounded.parsers._cloud.call_with_retries`; tests pass a recording ``sleep``)."""
+
+    llm: Any
+    model: str | None = None
+    batch_size: int = 4
+    dpi: int = 150
+    pdf: PDFInput | None = None
+    password: str | None = None
+    retry: RetryPolicy | None = None
+    sleep: Callable[[float], None] = time.sleep
+    vision_model: VisionModel = field(init=False)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise ChunkingError(f"batch_size must be a positive int, got {self.batch_size!r}")
+        if isinstance(self.dpi, bool) or not isinstance(self.dpi, int) or not 36 <= self.dpi <= 600:
+            raise ChunkingError(f"dpi must be an int in [36, 600], got {self.dpi!r}")
+        self.vision_model = as_vision_model(self.llm, self.model)
+
+    def params(self) -> dict[str, Any]:
+        """What decides the chunks besides the document (part of the chunker fingerprint)."""
+        return {
+            "model": self.vision_model.name,
+            "batch_size": self.batch_size,
+            "dpi": self.dpi,
+            "prompt_sha256": hashlib.sha256(CHUNKING_PROMPT.encode()).hexdigest()[:16],
+        }
+
+    def model_chunks(self, root: ParsingResult) -> list[ModelChunk]:
+        """Every batch's answer read, headings completed to 3 levels, continuations merged."""
+        name, data = source_pdf(root, self.pdf)
+        page_count = int(root.metadata.get("page_count") or 0)
+        batches: list[list[ModelChunk]] = []
+        context: BatchContext | None = None
+        headings: tuple[str, ...] = ()
+        for batch in render_batches(name, data, self.batch_size, self.dpi, password=self.password):
+            what = f"{name} pages {batch.pages[0]}-{batch.pages[-1]}"
+            prompt = build_prompt(batch.pages, page_count or batch.pages[-1], context)
+            images = list(batch.images)
+
+            def ask(images: list[bytes] = images, prompt: str = prompt, what: str = what) -> str:
+                return self.vision_model(images, prompt, what=what)
+
+            answer = call_with_retries(ask, backend="vision", source=what, policy=self.retry, sleep=self.sleep, what="model call")
+            chunks = []
+            for mc in parse_response(answer, what):
+                full, issue = complete_headings(mc.headings, headings)
+                mc = replace(mc, headings=full, batch=batch.index, pages=batch.pages)
+                chunks.append(mc.with_issue(issue) if issue else mc)
+                headings = full
+            batches.append(chunks)
+            context = BatchContext(chunks[-1].to_markup(), chunks[-1].headings)
+        return merge_batches(batches)
+
+    def chunks(self, root: ParsingResult, assembler: ChunkAssembler, max_tokens: int) -> Iterator[Chunk]:
+        """Grounded chunks of ``root`` in reading order; warns (:class:`VisionWarning`) about pages
+        with text that no grounded chunk covers."""
+        merged = self.model_chunks(root)
+        grounder = Grounder(root, stream=assembler.stream, box_mode=assembler.box_mode)
+        builder = ChunkBuilder(grounder, assembler, max_tokens)
+        covered: set[int] = set()
+        for mc in merged:
+            for chunk in builder.build(mc):
+                covered.update(chunk.metadata["pages"])
+                yield chunk
+        text_pages = {b.page for n in assembler.stream.doc.nodes if n.content.strip() for b in n.geom}
+        missing = sorted(text_pages - covered)
+        if missing:
+            source = root.metadata.get("source")
+            name = source.get("name") if isinstance(source, dict) else "document"
+            warnings.warn(
+                f"{name}: pages {missing} have text but no grounded vision chunk (skipped by the model, or rewritten)",
+                VisionWarning,
+                stacklevel=2,
+            )
