@@ -29,7 +29,7 @@ __all__ = ["graph_to_nodes", "LEAF_KINDS"]
 
 #: kinds without children of their own content: what a vector index over the graph embeds
 LEAF_KINDS = frozenset({NodeKind.TEXT, NodeKind.TABLE, NodeKind.IMAGE, NodeKind.QA})
-_EMBED_KEYS = ("section", "summary", "caption")
+_EMBED_KEYS = ("section", "summary")
 
 
 def graph_to_nodes(graph: NodeGraph, *, flat_metadata: bool = True, line_boxes: bool = True) -> list[BaseNode]:

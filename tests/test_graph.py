@@ -41,7 +41,7 @@ from grounded.metadata import boxes_from_metadata
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from langchain_grounded import graph_to_documents
-from llama_index_grounded import MiniLMEmbedding, graph_to_nodes
+from llama_index_grounded import MiniLMEmbedding, graph_to_nodes, node_boxes
 from llama_index_grounded.graph import LEAF_KINDS
 
 from .conftest import REPO, shared
@@ -361,9 +361,9 @@ def test_vector_index_returns_table_and_header_with_right_boxes(index: Any, word
     vector, _ = index
     retriever = vector.as_retriever(similarity_top_k=6)
     hits = retriever.retrieve("crystallographic statistics of the N-ACE 33RE complex: resolution, space group, PDB code")
-    table = next(h.node for h in hits if h.node.metadata["node_type"] == "table")
-    assert table.text.startswith("Table 2")
-    boxes = boxes_from_metadata(table.metadata, text=table.text)
+    hit = next(h for h in hits if h.node.metadata["node_type"] == "table")
+    assert hit.node.text.startswith("Table 2")
+    boxes = node_boxes(hit)
     inside = words_in(boxes, words)
     assert {"Resolution", "Space", "group", "4BXK", "Completeness"} <= set(inside)
     assert "hanging" not in inside  # the body text beside the table is not highlighted
@@ -496,6 +496,31 @@ def test_bad_region_answers_are_flagged_and_keep_the_fast_text(tree: ParsingResu
     regions = g.of_kind(NodeKind.TABLE) + g.of_kind(NodeKind.IMAGE)
     assert regions and all(any("timed out" in f for f in n.flags) for n in regions)  # flagged, none lost
     assert len(g.of_kind(NodeKind.TABLE)) == 3 and all(n.text for n in g.of_kind(NodeKind.TABLE))
+
+
+class RecordingChat(BaseChatModel):
+    """A LangChain chat model that records the messages it is sent and answers a description."""
+
+    seen: list[list[BaseMessage]] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "recording"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.seen.append(messages)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=[{"type": "text", "text": "Description: x"}]))])
+
+
+def test_langchain_chat_model_gets_the_region_images(tree: ParsingResult) -> None:
+    model = RecordingChat()
+    assembly = assemble(tree, llm=model)
+    regions = [n for n in tree.walk() if n.type.value in ("TABLE", "FIGURE")]
+    assert len(model.seen) == len(regions) == len(assembly.readings)
+    blocks = model.seen[0][-1].content
+    assert isinstance(blocks, list) and blocks[0]["type"] == "text" and "cropped from page 1" in blocks[0]["text"]
+    assert blocks[1]["type"] == "image_url" and blocks[1]["image_url"]["url"].startswith("data:image/png;base64,iVBORw0KGgo")
+    assert all(r.pieces[0].generated and r.text == "x" for r in assembly.readings.values())
 
 
 @pytest.mark.slow

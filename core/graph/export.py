@@ -2,7 +2,7 @@
 
 Follows :mod:`grounded.metadata`: ``boxes`` in its compact form (a JSON string when flat),
 ``text_hash`` of the node text, ``pages``; plus ``node_type``, ``section`` (heading path joined
-with " > "), and - only when present - ``summary``, ``caption``, ``strategy``, ``generated``,
+with " > "), and - only when present - ``summary``, ``strategy``, ``generated``,
 ``flags``, ``page``, ``target_id`` (QA). Relationship ids are added by each export in its own form.
 """
 
@@ -19,7 +19,7 @@ __all__ = ["node_metadata", "PAYLOAD_KEYS", "LLM_KEYS"]
 PAYLOAD_KEYS = (BOXES_KEY, TEXT_HASH_KEY, "flags", "strategy", "target_id", "node_id", "parent_id", "child_ids",
                 "next_id", "previous_id", "generated")
 #: what an LLM reading a retrieved node sees besides its text (embedders see ``section`` and ``summary``)
-LLM_KEYS = ("node_type", "pages", "page", "section", "summary", "caption")
+LLM_KEYS = ("node_type", "pages", "page", "section", "summary")
 
 
 def node_metadata(graph: NodeGraph, node: GraphNode, *, flat: bool = True, line_spans: bool = True) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def node_metadata(graph: NodeGraph, node: GraphNode, *, flat: bool = True, line_
     section = " > ".join(graph.section_path(node) + ([node.text] if node.kind == NodeKind.HEADER else []))
     if section:
         meta["section"] = section
-    for key in ("summary", "caption", "strategy", "page", "target_id"):
+    for key in ("summary", "strategy", "page", "target_id"):  # a caption is already in the node text
         value = node.metadata.get(key)
         if value not in (None, ""):
             meta[key] = value
