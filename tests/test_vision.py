@@ -336,6 +336,17 @@ def test_llama_index_node_parser(fr6) -> None:
         if node.metadata["grounding_status"] == "exact" and not any(b.is_heading for b in boxes):
             check_boxes_against_words(pdf, boxes, body)
     assert "grounding_status" not in nodes[0].get_content(metadata_mode="embed")  # payload stays out of embeddings
+    # headings as metadata: the parser re-chunks at a smaller size to make room; the model is not asked again
+    parser = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm, heading_context="metadata")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VisionWarning)
+        meta_nodes = parser.get_nodes_from_documents(docs)
+    assert len(llm.received) == 2 and len(meta_nodes) >= len(nodes)
+    tok = parser._get_chunker().tokenizer
+    for node in meta_nodes:
+        assert tok.count(node.get_content(metadata_mode="embed")) <= MAX_TOKENS
+        if node.metadata["grounded"]:
+            assert doc_text[node.start_char_idx : node.end_char_idx] == node.text
 
 
 def test_langchain_loader(fr6) -> None:
@@ -469,3 +480,40 @@ def test_response_parsing_and_merge_rules() -> None:
     b3 = [ModelChunk("2. Dry hands.", ("D", "S", "Steps"), "True", pages=(5,))]
     merged = merge_batches([b1[:1], b3])
     assert merged[0].content == "Steps:\n1. Wash hands.\n2. Dry hands." and merged[0].parts == 2
+
+
+def test_long_model_chunks_are_split_within_the_token_bound(fr6) -> None:
+    _, root, _ = fr6
+    answers = list(ANSWERS)
+    small = 48
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VisionWarning)
+        chunker = Chunker("vision", max_tokens=small, llm=lambda images, prompt: answers.pop(0), dpi=36)
+        chunks = chunker.chunk(root).chunks
+    doc_text = document_text(root).text
+    whole = {c.metadata["heading_path"][2]: c for c in run_vision_cached(root)}
+    by_heading: dict[str, list[Chunk]] = {}
+    for chunk in chunks:
+        assert chunker.tokenizer.count(chunk.content) <= small and chunk.metadata["token_count"] <= small
+        assert chunk.content[chunk.metadata["body_start"] :] == chunk.body
+        if chunk.metadata["grounded"]:
+            assert doc_text[chunk.metadata["start_char"] : chunk.metadata["end_char"]] == chunk.body and chunk.geom
+        else:
+            assert not chunk.geom
+        by_heading.setdefault(chunk.metadata["heading_path"][2], []).append(chunk)
+    split = {h: parts for h, parts in by_heading.items() if len(parts) > 1}
+    assert len(split) >= 5
+    for heading, parts in split.items():
+        full = whole[heading]
+        if full.metadata["grounded"]:  # the parts tile the body of the unsplit chunk, in order
+            assert parts[0].metadata["start_char"] == full.metadata["start_char"]
+            assert parts[-1].metadata["end_char"] == full.metadata["end_char"]
+            for a, b in zip(parts, parts[1:]):
+                assert not doc_text[a.metadata["end_char"] : b.metadata["start_char"]].strip()
+        else:  # text the document does not have: split too, every word kept
+            assert _norm_words(" ".join(p.body for p in parts)) == _norm_words(full.body)
+
+
+def run_vision_cached(root: ParsingResult) -> list[Chunk]:
+    answers = list(ANSWERS)
+    return Chunker("vision", max_tokens=MAX_TOKENS, llm=lambda images, prompt: answers.pop(0), dpi=36).chunk(root).chunks

@@ -25,6 +25,10 @@ from .response import ModelChunk, complete_headings, parse_response
 __all__ = ["VisionChunker", "VisionWarning"]
 
 
+_RECENT: list[tuple[tuple[Any, ...], ParsingResult, Any, list[ModelChunk]]] = []  # (key, root, llm, answers)
+_KEEP = 2  # documents whose model chunks are kept (strong refs, so the ids in the keys stay theirs)
+
+
 class VisionWarning(UserWarning):
     """Pages with text that no grounded chunk covers (the model skipped them or rewrote them)."""
 
@@ -65,7 +69,20 @@ class VisionChunker:
         }
 
     def model_chunks(self, root: ParsingResult) -> list[ModelChunk]:
-        """Every batch's answer read, headings completed to 3 levels, continuations merged."""
+        """Every batch's answer read, headings completed to 3 levels, continuations merged. The
+        answers do not depend on ``max_tokens``: the last two documents' are reused when the same
+        tree is chunked again with the same model and settings (an adapter re-chunking at a smaller
+        size to make room for metadata asks the model once)."""
+        key = (id(root), id(self.llm), self.model, self.batch_size, self.dpi, self.pdf if isinstance(self.pdf, str) else id(self.pdf))
+        for k, r, _, answers in _RECENT:
+            if k == key and r is root:
+                return answers
+        answers = self._ask(root)
+        _RECENT.insert(0, (key, root, self.llm, answers))
+        del _RECENT[_KEEP:]
+        return answers
+
+    def _ask(self, root: ParsingResult) -> list[ModelChunk]:
         name, data = source_pdf(root, self.pdf)
         page_count = int(root.metadata.get("page_count") or 0)
         batches: list[list[ModelChunk]] = []
