@@ -21,7 +21,8 @@ from ..errors import ChunkingError
 from ..model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .assembler import Assembly, RegionReading
-from .nodes import CONTENT_KINDS, GraphNode, NodeGraph, NodeKind, node_id
+from .nodes import CONTENT_KINDS, GraphNode, NodeGraph, NodeKind, TextPiece, node_id
+from .tables import append_rows, continued_tables
 
 __all__ = ["build_graph"]
 
@@ -63,6 +64,12 @@ class _Builder:
         self.graph = NodeGraph(key)
         self.order: dict[str, float] = {}  # node id -> reading position
         self.position = {e.id: i for i, e in enumerate(self.root.walk())}
+        self.captions: dict[str, ParsingResult] = {}
+        for element in self.root.walk():
+            if element.children:
+                self.captions.update(_captions(element.children))
+        self.continued = continued_tables(self.root, self.captions)
+        self.tails = {t.id for parts in self.continued.values() for t in parts}
 
     def build(self) -> NodeGraph:
         graph, key = self.graph, self.key
@@ -114,7 +121,8 @@ class _Builder:
                     header.metadata["level"] = child.level or 1
                     pending.append((child, _Section(header)))
                 elif child.type in _NON_TEXT:
-                    self._add_region(child, captions.get(child.id), section.node)
+                    if child.id not in self.tails:  # a continued table's later parts join its first part
+                        self._add_region(child, captions.get(child.id), section.node, self.continued.get(child.id, []))
                 else:
                     section.elements.append(child)
             stack.extend(reversed(pending))
@@ -128,23 +136,39 @@ class _Builder:
         self.order[node.id] = float(self.position[element.id])
         return node
 
-    def _add_region(self, element: ParsingResult, caption: ParsingResult | None, parent: GraphNode) -> None:
+    def _add_region(self, element: ParsingResult, caption: ParsingResult | None, parent: GraphNode,
+                    continued: list[ParsingResult]) -> None:
+        """A Table/Image node; a table continued on the next page(s) is one node over all parts."""
         kind = NodeKind.TABLE if element.type == T.TABLE else NodeKind.IMAGE
-        reading: RegionReading | None = self.assembly.readings.get(element.id)
-        body = element.content if kind == NodeKind.TABLE else ""
-        strategy = "fast"
-        if reading is not None and reading.text.strip():
-            body, strategy = reading.text, "llm"
+        body, strategies = "", set[str]()
+        pieces: list[TextPiece] = []
+        flags: list[str] = []
+        boxes: list[ParsingBoundingBox] = []
+        for part in (element, *continued):
+            reading: RegionReading | None = self.assembly.readings.get(part.id)
+            if reading is not None and reading.text.strip():
+                text, how = reading.text, "llm"
+            else:
+                text, how = (part.content if kind == NodeKind.TABLE else ""), "fast"
+            body = append_rows(body, text) if body and how == "fast" else "\n".join(t for t in (body, text) if t)
+            strategies.add(how)
+            boxes.extend(part.geom)
+            if reading is not None:
+                pieces.extend(reading.pieces)
+                flags.extend(reading.flags)
         text = "\n\n".join(t for t in (caption.content if caption else "", body) if t.strip())
-        node = self._add(kind, element, parent, text=text, boxes=element.geom)
-        node.metadata["strategy"] = strategy
+        node = self._add(kind, element, parent, text=text, boxes=boxes)
+        node.metadata["strategy"] = strategies.pop() if len(strategies) == 1 else "mixed"
+        node.pieces = pieces
+        for reason in flags:
+            node.flag(reason)
         if caption is not None:
             node.metadata["caption"] = caption.content
             node.element_ids.append(caption.id)
-        if reading is not None:
-            node.pieces = list(reading.pieces)
-            for reason in reading.flags:
-                node.flag(reason)
+        for part in continued:
+            node.element_ids.append(part.id)
+            if part.id in self.captions:
+                node.element_ids.append(self.captions[part.id].id)
         if not text.strip():
             node.flag(f"no text: the {kind.value} has no caption and no transcription/description")
 

@@ -111,7 +111,8 @@ def is_transient(exc: BaseException) -> bool:
     # httpx.TimeoutException / ConnectError, requests' Timeout / ConnectionError, google's DeadlineExceeded
     names = {cls.__name__ for cls in type(exc).__mro__}
     return bool(names & {"TimeoutException", "ConnectError", "ReadError", "RemoteProtocolError", "Timeout",
-                         "ConnectionError", "DeadlineExceeded", "ServiceUnavailable", "TransportError"})
+                         "ConnectionError", "DeadlineExceeded", "ServiceUnavailable", "TransportError",
+                         "APITimeoutError", "APIConnectionError"})  # openai / anthropic SDKs
 
 
 def _describe(exc: BaseException) -> str:
