@@ -40,7 +40,7 @@ from grounded.serialization import save_parsing_result
 from grounded.vision import VisionWarning, parse_response
 from grounded.vision.merge import merge_batches
 from grounded.vision.response import ModelChunk
-from langchain_grounded import GroundedPDFLoader
+from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter
 from llama_index_grounded import GroundedNodeParser
 from llama_index_grounded.reader import document_from_tree
 
@@ -319,7 +319,7 @@ def test_llama_index_node_parser(fr6) -> None:
     docs = document_from_tree(root, cache=cache)
     with warnings.catch_warnings():
         warnings.simplefilter("error", VisionWarning)
-        nodes = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm).get_nodes_from_documents(docs)
+        nodes = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm, dpi=36).get_nodes_from_documents(docs)
     assert len(llm.received) == 2
     blocks = llm.received[1][0].blocks
     assert [b.block_type for b in blocks] == ["image", "image", "text"] and "LAST CHUNKS" in blocks[-1].text
@@ -337,7 +337,7 @@ def test_llama_index_node_parser(fr6) -> None:
             check_boxes_against_words(pdf, boxes, body)
     assert "grounding_status" not in nodes[0].get_content(metadata_mode="embed")  # payload stays out of embeddings
     # headings as metadata: the parser re-chunks at a smaller size to make room; the model is not asked again
-    parser = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm, heading_context="metadata")
+    parser = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm, dpi=36, heading_context="metadata")
     with warnings.catch_warnings():
         warnings.simplefilter("error", VisionWarning)
         meta_nodes = parser.get_nodes_from_documents(docs)
@@ -352,7 +352,7 @@ def test_llama_index_node_parser(fr6) -> None:
 def test_langchain_loader(fr6) -> None:
     pdf, root, cache = fr6
     chat = FakeChatModel(replies=list(ANSWERS))
-    loader = GroundedPDFLoader(pdf, mode="chunks", strategy="vision", max_tokens=MAX_TOKENS, llm=chat, cache=cache.directory)
+    loader = GroundedPDFLoader(pdf, mode="chunks", strategy="vision", max_tokens=MAX_TOKENS, llm=chat, dpi=36, cache=cache.directory)
     with warnings.catch_warnings():
         warnings.simplefilter("error", VisionWarning)
         docs = loader.load()
@@ -374,6 +374,16 @@ def test_langchain_loader(fr6) -> None:
             check_boxes_against_words(pdf, boxes, body)
             exact += 1
     assert exact >= 9
+    # the splitter over the loader's single Document (its parse tree found through the tree reference)
+    single = GroundedPDFLoader(pdf, mode="single", cache=cache.directory).load()
+    splitter_chat = FakeChatModel(replies=list(ANSWERS))
+    splitter = GroundedTextSplitter(MAX_TOKENS, strategy="vision", llm=splitter_chat, dpi=36, cache=cache.directory)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VisionWarning)
+        parts = splitter.split_documents(single)
+    assert len(splitter_chat.received) == 2
+    assert [p.page_content for p in parts] == [d.page_content for d in docs]
+    assert [p.metadata["boxes"] for p in parts] == [d.metadata["boxes"] for d in docs]
 
 
 # -- command line -------------------------------------------------------------------------------------
@@ -517,3 +527,19 @@ def test_long_model_chunks_are_split_within_the_token_bound(fr6) -> None:
 def run_vision_cached(root: ParsingResult) -> list[Chunk]:
     answers = list(ANSWERS)
     return Chunker("vision", max_tokens=MAX_TOKENS, llm=lambda images, prompt: answers.pop(0), dpi=36).chunk(root).chunks
+
+
+def test_tree_parsed_from_bytes_needs_the_pdf(fr6) -> None:
+    pdf, root, _ = fr6
+    from_bytes = ParsingResult.from_dict(root.to_dict())
+    sha = root.metadata["source"]["sha256"]
+    from_bytes.metadata["source"] = {"path": "<bytes>", "sha256": sha, "name": "<bytes>", "from_bytes": True}
+    with pytest.raises(ChunkingError, match="parsed from bytes"):
+        Chunker("vision", max_tokens=MAX_TOKENS, llm=lambda i, p: "", dpi=36).chunk(from_bytes)
+    answers = list(ANSWERS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", VisionWarning)
+        chunks = Chunker(
+            "vision", max_tokens=MAX_TOKENS, llm=lambda images, prompt: answers.pop(0), dpi=36, pdf=pdf.read_bytes()
+        ).chunk(from_bytes).chunks
+    assert len(chunks) == 16 and sum(1 for c in chunks if c.metadata["grounded"]) == 15  # 16 model chunks, 1 summary
