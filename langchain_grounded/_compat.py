@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from grounded.errors import BackendUnavailableError
+from grounded._optional import require
 
-try:
-    import langchain_core  # noqa: F401
-    import langchain_text_splitters  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise BackendUnavailableError("langchain_grounded", "langchain", "langchain-core langchain-text-splitters") from exc
+for _module in ("langchain_core", "langchain_text_splitters"):
+    require(_module, extra="langchain", what="langchain_grounded", package="langchain-core langchain-text-splitters")

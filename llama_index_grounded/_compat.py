@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from grounded.errors import BackendUnavailableError
+from grounded._optional import require
 
-try:
-    import llama_index.core  # noqa: F401
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise BackendUnavailableError("llama_index_grounded", "llama-index", "llama-index-core") from exc
+require("llama_index.core", extra="llama-index", what="llama_index_grounded", package="llama-index-core")

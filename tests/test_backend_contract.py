@@ -225,6 +225,9 @@ def test_backends_check_optional_dependencies_with_the_one_helper():
     for name in owned:
         assert "find_spec" not in sources[name] and "BackendUnavailableError(" not in sources[name], name
     assert all("require(" in sources[n] for n in owned - {"_cloud.py"})
+    for adapter in ("llama_index_grounded", "langchain_grounded"):  # the adapters' import guards too
+        guard = (REPO / adapter / "_compat.py").read_text(encoding="utf-8")
+        assert "require(" in guard and "except ImportError" not in guard, adapter
 
 
 # -- the documented example backend ----------------------------------------------------------------
