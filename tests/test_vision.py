@@ -247,6 +247,7 @@ def test_table_continued_over_the_batch_boundary(fr6, genai_run) -> None:
         context = [b for b in chunk.geom if b.is_heading]
         assert context and {b.page for b in context} == {page}
         assert header_words <= set(_norm_words(chunk.content[: chunk.metadata["body_start"]]))
+    assert all("vision_issues" not in c.metadata for c in chunks)  # every chunk on the pages of its own batch
     first_next = rows["Estimated Costs: Stabilizer wiring change"]
     assert first_next.metadata["vision_continues"] == "True" and first_next.metadata["vision_batch"] == 1
     assert "vision_merged" not in first_next.metadata  # a new row of the same table, not glued onto the last row
@@ -293,6 +294,9 @@ def test_prose_continued_over_a_batch_boundary_is_merged(fr6) -> None:
     batch2 = (
         f"[CONTINUES]True[/CONTINUES]\n[HEAD]{head}[/HEAD]inserting a copy of figures 1 through 9 to paragraphs (h)(2) "
         "through (10) of this AD into the existing AFM.\n\n"
+        "[CONTINUES]False[/CONTINUES]\n[HEAD]FR > Regulatory Findings > Operational readiness flight[/HEAD]"
+        "The FAA has received no definitive data that would enable the agency to provide cost estimates for the "
+        "operational readiness flight specified in this proposed AD.\n\n"  # repeated from batch 1 (page 5)
         "[CONTINUES]False[/CONTINUES]\n[HEAD]FR > The Proposed Amendment > (h)(1)[/HEAD](1) In the Certificate "
         "Limitations and Operating Procedures chapters, remove the information identified as \"Required by AD 2018–23–51.\""
     )
@@ -305,7 +309,9 @@ def test_prose_continued_over_a_batch_boundary_is_merged(fr6) -> None:
     with pytest.warns(VisionWarning, match=r"pages \[1, 2, 3, 4\]"):  # pages nothing was returned for are named
         chunks = Chunker("vision", max_tokens=MAX_TOKENS, llm=model, batch_size=5, dpi=36).chunk(root).chunks
     assert len(prompts) == 2 and "pages 1-5 of 6" in prompts[0] and "page 6 of 6" in prompts[1]
-    assert len(chunks) == 3
+    assert len(chunks) == 4
+    assert "not among the pages shown [6]" in chunks[2].metadata["vision_issues"]  # a repeat is flagged, not hidden
+    assert all("vision_issues" not in c.metadata for c in (chunks[0], chunks[1], chunks[3]))
     merged = chunks[1]
     assert merged.metadata["vision_merged"] == 2 and merged.metadata["pages"] == [5, 6]
     assert merged.metadata["grounding_status"] == "exact"

@@ -221,8 +221,12 @@ class ChunkBuilder:
         }
         if mc.parts > 1:
             meta["vision_merged"] = mc.parts
-        if mc.issues:
-            meta["vision_issues"] = "; ".join(mc.issues)
+        issues = list(mc.issues)
+        outside = sorted(set(meta["pages"]) - set(mc.pages)) if mc.pages else []
+        if outside:  # e.g. the model repeated LAST CHUNKS, which it was told not to
+            issues.append(f"found on page(s) {outside}, not among the pages shown {list(mc.pages)}")
+        if issues:
+            meta["vision_issues"] = "; ".join(issues)
         meta["index"] = self.index
         self.index += 1
         if e > s:

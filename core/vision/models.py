@@ -120,7 +120,7 @@ def as_vision_model(llm: Any, model: str | None = None) -> VisionModel:
     if llm is None:
         raise ChunkingError(
             "the 'vision' strategy needs a multimodal model: pass llm=<google-genai Client | LlamaIndex LLM | "
-            "LangChain chat model | callable(images, prompt) -> str> (CLI: --vision-model, see docs/vision.md)"
+            "LangChain chat model | callable(images, prompt) -> str> (`grounded chunk`: --vision-model or --vision-llm; see docs/vision.md)"
         )
     if all(hasattr(llm, a) for a in ("__call__", "name")) and isinstance(llm, (_GenAI, _LlamaIndex, _LangChain, _Callable)):
         return llm
