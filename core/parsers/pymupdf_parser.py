@@ -648,9 +648,15 @@ class _TreeBuilder:
         # the turn that shows the page as the layout model saw it (text reading left to right)
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
-        for index, box in enumerate(page.boxes):
+        boxes = _split_panels(_merge_image_strips(page.boxes, layer, pc.page), layer, pc.page)
+        small = _small_print(boxes, pc, w, h)
+        boxes, small, table_notes = _split_table_notes(boxes, small, _table_notes(boxes, small, pc), pc)
+        for index, box in enumerate(boxes):
             label = box.boxclass
             type_, meta = map_label(label, self.label_map)
+            if index in table_notes:  # a table's notes: footnotes read right after the table
+                meta = {**meta, "table_note": True}
+                type_ = T.FOOTNOTE
             x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
@@ -661,6 +667,10 @@ class _TreeBuilder:
             elif label == "picture":
                 in_picture[pc.select(x0, y0, x1, y1)] = True
                 figures += 1
+                if getattr(box, "strips", 0):
+                    meta = {**meta, "image_strips": box.strips}
+                if getattr(box, "panel", None):
+                    meta = {**meta, "panel": box.panel}
                 node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
                 node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
             elif label in _TEXT_CLASSES or type_ == T.MISSING:
@@ -674,7 +684,7 @@ class _TreeBuilder:
             nodes[index] = node
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
-        order = reading_order(upright(page.boxes, self._turn, w, h), _small_print(page.boxes, pc, w, h))
+        order = reading_order(upright(boxes, self._turn, w, h), small, table_notes)
         self.elements.extend(nodes[i] for i in order if i in nodes)
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
@@ -991,6 +1001,209 @@ def _small_print(boxes: Sequence[Any], pc: PageChars, w: float, h: float) -> lis
         return [False] * len(boxes)
     page = float(np.median(np.concatenate(list(sizes.values()))))
     return [i in sizes and float(np.median(sizes[i])) < SMALL_PRINT * page for i in range(len(boxes))]
+
+
+#: a table's note starts right below it (or below another of its notes): at most this far (points) ...
+TABLE_NOTE_GAP = 24.0
+#: ... within the table's width widened by this share of it at either side, and is set in small
+#: print or opens with a note marker (*, †, a superscript letter, "Note", "Source", ...)
+TABLE_NOTE_SLACK = 0.05
+_NOTE_MARKER = re.compile(
+    r"^\s*(?:[*∗†‡§¶※#]|[a-z](?=[A-Z])|\(?[a-z]\)|\d{1,2}\)|(?i:notes?|sources?|abbreviations?|key|nb)\b)"
+)
+
+
+def _table_notes(boxes: Sequence[Any], small: Sequence[bool], pc: PageChars) -> dict[int, int]:
+    """Text/footnote boxes that are a table's notes (#13.5), mapped to the table's box index: right
+    below the table (:data:`TABLE_NOTE_GAP`) or below another of its notes, within its width, in
+    small print or opening with a note marker (a heading box only with a marker: "Notes.")."""
+    out: dict[int, int] = {}
+    candidates = sorted(
+        (i for i, b in enumerate(boxes) if b.boxclass in ("text", "footnote", "section-header")),
+        key=lambda i: boxes[i].y0,
+    )
+    for t, table in enumerate(boxes):
+        if table.boxclass != "table":
+            continue
+        slack = TABLE_NOTE_SLACK * (table.x1 - table.x0)
+        bottom = table.y1
+        for i in candidates:
+            b = boxes[i]
+            if i in out or b.y0 < bottom - 2.0 or b.y0 - bottom > TABLE_NOTE_GAP:
+                continue
+            if b.x0 < table.x0 - slack or b.x1 > table.x1 + slack:
+                continue
+            sel = pc.select(*_clip(b.x0, b.y0, b.x1, b.y1, pc.width, pc.height))
+            text = "".join(pc.chars[k] for k in sel[:40])
+            marked = bool(_NOTE_MARKER.match(text))
+            if not (marked or (b.boxclass != "section-header" and (small[i] or b.boxclass == "footnote"))):
+                continue  # a heading below a table is a note only as "Notes", "Source", ...
+            out[i] = t
+            bottom = max(bottom, b.y1)
+    return out
+
+
+def _split_table_notes(
+    boxes: Sequence[Any], small: Sequence[bool], notes: dict[int, int], pc: PageChars
+) -> tuple[list[Any], list[bool], dict[int, int]]:
+    """A table-note box holding several notes, each opening a line with a note marker ("* ...",
+    "a ...", "Source: ..."), becomes one box per note. Returns the boxes, their small-print flags
+    and the notes (new indices)."""
+    import copy
+
+    out: list[Any] = []
+    out_small: list[bool] = []
+    origin: list[int] = []  # new index -> old index
+    for i, b in enumerate(boxes):
+        parts = [b]
+        if i in notes:
+            sel = pc.select(*_clip(b.x0, b.y0, b.x1, b.y1, pc.width, pc.height))
+            built = build_lines([pc], [sel])
+            starts = [
+                ln.y0 for k, ln in enumerate(built.lines)
+                if k and _NOTE_MARKER.match(built.text[ln.start : ln.end])
+            ]
+            if starts:
+                edges = [b.y0, *(y - 0.5 for y in starts), b.y1]
+                parts = []
+                for top, bottom in zip(edges, edges[1:], strict=False):
+                    part = copy.copy(b)
+                    part.y0, part.y1 = top, bottom
+                    parts.append(part)
+        for part in parts:
+            out.append(part)
+            out_small.append(small[i])
+            origin.append(i)
+    if len(out) == len(boxes):
+        return list(boxes), list(small), notes
+    new_index = {old: new for new, old in reversed(list(enumerate(origin)))}  # first part of each box
+    new_notes = {new: new_index[notes[old]] for new, old in enumerate(origin) if old in notes}
+    return out, out_small, new_notes
+
+
+#: picture boxes are strips of one stored image when each is (within this IoU) the box of an image
+#: placed on the page, and they touch (gap at most STRIP_GAP points) with the same left and right
+STRIP_IOU = 0.9
+STRIP_GAP = 2.0
+
+
+def _merge_image_strips(boxes: Sequence[Any], layer: TextLayer, page: int) -> list[Any]:
+    """A scan stored as horizontal image strips gives one picture box per strip: stacked picture
+    boxes that are exactly touching image placements of the same width become one picture
+    (``strips`` = how many). Separate panels (with a gap, or not image-exact) stay apart."""
+    import copy
+
+    import pymupdf
+
+    pictures = [i for i, b in enumerate(boxes) if b.boxclass == "picture"]
+    if len(pictures) < 2:
+        return list(boxes)
+    pdf_page = layer._doc.load_page(page - 1)
+    m = pdf_page.rotation_matrix
+    images = []
+    for info in pdf_page.get_image_info():
+        r = (pymupdf.Rect(info["bbox"]) * m).normalize()
+        images.append((r.x0, r.y0, r.x1, r.y1))
+
+    def placed(b: Any) -> bool:
+        return any(_iou((b.x0, b.y0, b.x1, b.y1), img) >= STRIP_IOU for img in images)
+
+    strips = sorted((i for i in pictures if placed(boxes[i])), key=lambda i: boxes[i].y0)
+    head_of: dict[int, int] = {}
+    for a, b in zip(strips, strips[1:], strict=False):
+        head = head_of.get(a, a)
+        top, low = boxes[head], boxes[b]
+        if (
+            abs(top.x0 - low.x0) <= STRIP_GAP
+            and abs(top.x1 - low.x1) <= STRIP_GAP
+            and -STRIP_GAP <= low.y0 - boxes[a].y1 <= STRIP_GAP
+        ):
+            head_of[b] = head
+    if not head_of:
+        return list(boxes)
+    out: list[Any] = []
+    merged: dict[int, Any] = {}
+    for i, b in enumerate(boxes):
+        if i in head_of:
+            big = merged[head_of[i]]
+            big.x0, big.y0, big.x1, big.y1 = min(big.x0, b.x0), min(big.y0, b.y0), max(big.x1, b.x1), max(big.y1, b.y1)
+            big.strips += 1
+            continue
+        if i in head_of.values():
+            b = copy.copy(b)
+            b.strips = 1
+            merged[i] = b
+        out.append(b)
+    return out
+
+
+#: a picture box holds stacked panels when its graphics (paths, images) leave a horizontal band at
+#: least PANEL_GAP points high free (sub-captions and axis labels may sit there) between parts at
+#: least PANEL_MIN points high each
+PANEL_GAP = 8.0
+PANEL_MIN = 24.0
+
+
+def _split_panels(boxes: Sequence[Any], layer: TextLayer, page: int) -> list[Any]:
+    """A picture box the layout model drew around stacked sub-figure panels separated by white
+    space (and their sub-captions) becomes one picture per panel (``panel`` = 1, 2, ...): the cut
+    lies right above the next panel's graphics, so a panel keeps the labels and caption below it.
+    Panels that touch, or one frame around all of them, keep the picture whole."""
+    import copy
+
+    import pymupdf
+
+    pictures = [i for i, b in enumerate(boxes) if b.boxclass == "picture"]
+    if not pictures:
+        return list(boxes)
+    pdf_page = layer._doc.load_page(page - 1)
+    m = pdf_page.rotation_matrix
+    graphics = []
+    for kind, rect in pdf_page.get_bboxlog():
+        if kind in ("fill-path", "stroke-path", "fill-image", "fill-imgmask", "fill-shade"):
+            r = (pymupdf.Rect(rect) * m).normalize()
+            if r.is_valid and not r.is_empty:
+                graphics.append((r.x0, r.y0, r.x1, r.y1))
+    out: list[Any] = []
+    for i, b in enumerate(boxes):
+        cuts = _panel_cuts(b, graphics) if i in pictures else []
+        if not cuts:
+            out.append(b)
+            continue
+        edges = [b.y0, *cuts, b.y1]
+        for k, (top, bottom) in enumerate(zip(edges, edges[1:], strict=False)):
+            part = copy.copy(b)
+            part.y0, part.y1, part.panel = top, bottom, k + 1
+            out.append(part)
+    return out
+
+
+def _panel_cuts(box: Any, graphics: Sequence[tuple[float, float, float, float]]) -> list[float]:
+    """Where to cut a picture box into stacked panels (see :func:`_split_panels`); [] for one."""
+    inside = sorted(
+        (g for g in graphics
+         if box.x0 - 1 <= (g[0] + g[2]) / 2 <= box.x1 + 1 and box.y0 - 1 <= (g[1] + g[3]) / 2 <= box.y1 + 1),
+        key=lambda g: g[1],
+    )
+    parts: list[list[float]] = []  # merged vertical extents [top, bottom]
+    for g in inside:
+        if parts and g[1] < parts[-1][1] + PANEL_GAP:
+            parts[-1][1] = max(parts[-1][1], g[3])
+        else:
+            parts.append([g[1], g[3]])
+    if len(parts) < 2 or any(p[1] - p[0] < PANEL_MIN for p in parts):
+        return []
+    return [p[0] - 1.0 for p in parts[1:]]
+
+
+def _iou(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    if w <= 0 or h <= 0:
+        return 0.0
+    inter = w * h
+    union = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter
+    return inter / union if union > 0 else 0.0
 
 
 def _running_text(text: str) -> str:

@@ -19,7 +19,7 @@ boxes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -200,15 +200,22 @@ def _bottom_notes(body: list[int], boxes: Sequence[Box], gutters: Sequence[float
     return notes
 
 
-def reading_order(boxes: Sequence[Box], small: Sequence[bool] | None = None) -> list[int]:
+def reading_order(
+    boxes: Sequence[Box], small: Sequence[bool] | None = None, follows: Mapping[int, int] | None = None
+) -> list[int]:
     """Indices of ``boxes`` (one page) in reading order; a permutation of ``range(len(boxes))``.
 
     ``small[i]`` (optional) says box ``i`` is set in small print (smaller than the page's body
-    text): a small-print text box at the bottom of a column is read as a footnote."""
-    headers = [i for i, b in enumerate(boxes) if b.boxclass in HEADER_CLASSES]
-    footers = [i for i, b in enumerate(boxes) if b.boxclass in FOOTER_CLASSES]
-    notes = [i for i, b in enumerate(boxes) if b.boxclass in FOOTNOTE_CLASSES]
-    special = {*headers, *footers, *notes}
+    text): a small-print text box at the bottom of a column is read as a footnote.
+    ``follows[i] = j`` (optional) reads box ``i`` right after box ``j`` (a table's notes after the
+    table), boxes following the same box top to bottom."""
+    given = dict(follows or {})
+    # a box follows one that stays in the page order (no chains), both on the page
+    follows = {i: j for i, j in given.items() if j not in given and 0 <= j < len(boxes) and 0 <= i < len(boxes)}
+    headers = [i for i, b in enumerate(boxes) if b.boxclass in HEADER_CLASSES and i not in follows]
+    footers = [i for i, b in enumerate(boxes) if b.boxclass in FOOTER_CLASSES and i not in follows]
+    notes = [i for i, b in enumerate(boxes) if b.boxclass in FOOTNOTE_CLASSES and i not in follows]
+    special = {*headers, *footers, *notes, *follows}
     body = [i for i in range(len(boxes)) if i not in special]
     gutters = columns([boxes[i] for i in body])
     if small is not None and len(small) == len(boxes):
@@ -219,4 +226,11 @@ def reading_order(boxes: Sequence[Box], small: Sequence[bool] | None = None) -> 
     ordered = _bands(body, boxes, gutters)
     if gutters and len(notes) > 1:  # footnotes: column by column too
         notes = _bands(notes, boxes, gutters)
-    return [*headers, *ordered, *notes, *footers]
+    order = [*headers, *ordered, *notes, *footers]
+    if not follows:
+        return order
+    out: list[int] = []
+    for i in order:
+        out.append(i)
+        out.extend(sorted((k for k, j in follows.items() if j == i), key=lambda k: (boxes[k].y0, boxes[k].x0)))
+    return out
