@@ -32,11 +32,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from .errors import GroundedError, SchemaError
 from .model import ParsingResult
 from .serialization import atomic_write_text, dumps_parsing_result, loads_parsing_result
+
+if TYPE_CHECKING:
+    from .parsers import BaseParser
 
 __all__ = [
     "TREE_REF_KEY",
@@ -49,6 +52,9 @@ __all__ = [
     "parse_ref",
     "resolve_tree",
     "file_sha256",
+    "cached_parse",
+    "OCRMode",
+    "with_ocr",
     "default_cache_dir",
     "clear_memory",
 ]
@@ -227,6 +233,50 @@ class ParseCache:
         with _lock:
             _memory.pop(ref, None)
         self.path(ref).unlink(missing_ok=True)
+
+
+#: the ``ocr=`` setting of the PyMuPDF parser, as the adapters take it
+OCRMode = Literal["auto", "always", "never"]
+
+
+def with_ocr(options: Mapping[str, Any] | None, ocr: str | None) -> dict[str, Any]:
+    """A parser's constructor options with an adapter's ``ocr=`` added (unchanged when ``ocr`` is
+    None); ``ValueError`` for an unknown mode or one that contradicts ``options["ocr"]``."""
+    merged = dict(options or {})
+    if ocr is None:
+        return merged
+    if ocr not in get_args(OCRMode):
+        raise ValueError(f"ocr must be one of {', '.join(map(repr, get_args(OCRMode)))} or None, got {ocr!r}")
+    if merged.get("ocr", ocr) != ocr:
+        raise ValueError(f"ocr={ocr!r} contradicts parser_options['ocr']={merged['ocr']!r}")
+    merged["ocr"] = ocr
+    return merged
+
+
+def cached_parse(
+    parser: BaseParser,
+    pdf: str | Path | bytes,
+    *,
+    cache: ParseCache | None,
+    options: Mapping[str, Any] | None = None,
+    password: str | None = None,
+    name: str | None = None,
+) -> ParsingResult:
+    """The tree of ``pdf`` (a path or the PDF's bytes) by ``parser`` built with ``options``: the
+    cached tree of these exact bytes and parser configuration when ``cache`` holds one, else
+    ``parser.parse(pdf, password=..., name=...)`` (the caller stores it). A cached tree of an
+    encrypted PDF is never returned: it is parsed again so the password is checked each time.
+    The file is read once here (to hash it); an unreadable path is left to the parser's typed error."""
+    if cache is not None:
+        try:
+            sha = hashlib.sha256(pdf).hexdigest() if isinstance(pdf, bytes) else file_sha256(pdf)
+        except OSError:
+            sha = ""
+        root = cache.get(ref_for(sha, parser.name, parser.version(), options)) if sha else None
+        source = root.metadata.get("source") if root is not None else None
+        if root is not None and not (isinstance(source, Mapping) and source.get("encrypted")):
+            return root
+    return parser.parse(pdf, password=password, name=name)
 
 
 def _options_from(metadata: Mapping[str, Any]) -> dict[str, Any]:

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -19,7 +16,7 @@ from grounded.chunking.tokenizer import load_tokenizer
 from grounded.errors import ChunkingError, InputError
 from grounded.metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import ParseCache, ref_for
+from grounded.parse_cache import OCRMode, ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
 
 from .documents import (
@@ -47,6 +44,7 @@ class _Pipeline:
         mode: str,
         parser: str | BaseParser,
         parser_options: Mapping[str, Any] | None,
+        ocr: str | None,
         password: str | None,
         strategy: Any,
         max_tokens: int,
@@ -63,12 +61,12 @@ class _Pipeline:
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
-        if isinstance(parser, BaseParser) and parser_options:
-            raise ValueError("parser_options cannot be combined with a built parser")
+        if isinstance(parser, BaseParser) and (parser_options or ocr is not None):
+            raise ValueError("parser_options and ocr cannot be combined with a built parser (configure the parser)")
         self.mode = mode
         self._parser = parser if isinstance(parser, BaseParser) else None
         self.parser_name = parser.name if isinstance(parser, BaseParser) else parser
-        self.parser_options = dict(parser_options or {})
+        self.parser_options = with_ocr(parser_options, ocr)
         self.password = password
         self.box_mode = box_mode
         self.flat_metadata = flat_metadata
@@ -98,49 +96,15 @@ class _Pipeline:
             self._parser = get_parser(self.parser_name, **self.parser_options)
         return self._parser
 
-    def _parse(self, pdf: str | Path | bytes, name: str | None) -> ParsingResult:
-        parser = self.parser
-        if isinstance(pdf, (str, Path)) and self.password is None:
-            return parser.parse(pdf)
-        accepted = inspect.signature(parser.parse).parameters
-        parse: Any = parser.parse  # parsers taking bytes (`name`) and `password`
-        kwargs: dict[str, Any] = {}
-        if self.password is not None and "password" in accepted:
-            kwargs["password"] = self.password
-        if not isinstance(pdf, (str, Path)) and "name" in accepted:
-            return parse(pdf, name=name, **kwargs)
-        if isinstance(pdf, (str, Path)) and (self.password is None or kwargs):
-            return parse(pdf, **kwargs)
-        # a parser that reads unencrypted paths only: hand it a temporary (decrypted) copy
-        data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
-        label = name or (Path(pdf).name if isinstance(pdf, (str, Path)) else "document.pdf")
-        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:
-            path = Path(tmp) / (Path(label).name or "document.pdf")
-            path.write_bytes(data if self.password is None or kwargs else _decrypted(data, self.password, label))
-            return parse(path, **kwargs)
-
-    def _cached(self, pdf: str | Path | bytes) -> ParsingResult | None:
-        """The cached parse of these exact bytes with this parser configuration (the reference
-        covers the parser's name, version, options and grounded's parsing code); never for an
-        encrypted PDF, whose text must not come back without its password."""
-        if self.cache is None or not self.use_cache:
-            return None
-        try:
-            data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
-        except OSError:
-            return None  # parsing reports it
-        if _encrypted(data):
-            return None
-        parser = self.parser
-        return self.cache.get(ref_for(hashlib.sha256(data).hexdigest(), parser.name, parser.version(), self.parser_options or None))
-
     def documents(self, pdf: str | Path | bytes | ParsingResult, name: str | None = None) -> Iterator[Document]:
         if isinstance(pdf, ParsingResult):  # parsed before: its PDF's information when the file is here
             root = pdf
             path = source_info(root)["path"]
             info = pdf_metadata(path, password=self.password) if path and Path(path).is_file() else None
         else:
-            root = self._cached(pdf) or self._parse(pdf, name)
+            cache = self.cache if self.use_cache else None
+            options = self.parser_options or None
+            root = cached_parse(self.parser, pdf, cache=cache, options=options, password=self.password, name=name)
             info = pdf_metadata(pdf, password=self.password)
         ref = None
         if self.cache is not None and _has_sha(root):
@@ -172,7 +136,8 @@ class GroundedPDFLoader(BaseLoader):
     ``file_path``: a path, the PDF's bytes, a binary file object, a parse tree
     (:class:`~grounded.model.ParsingResult`, e.g. from ``grounded.load_parsing_result``: not parsed
     again), or an iterable of these (``name`` names bytes input in ``source``/``file_name``);
-    ``password`` opens encrypted PDFs.
+    ``password`` opens encrypted PDFs. ``parser_options`` go to the parser's constructor; ``ocr``
+    ("auto", "always", "never": the pymupdf parser's OCR of scanned pages) is added to them when set.
 
     Modes:
 
@@ -208,6 +173,7 @@ class GroundedPDFLoader(BaseLoader):
         mode: Mode = "chunks",
         parser: str | BaseParser = "pymupdf",
         parser_options: Mapping[str, Any] | None = None,
+        ocr: OCRMode | None = None,
         password: str | None = None,
         name: str | None = None,
         strategy: Any = "recursive",
@@ -229,6 +195,7 @@ class GroundedPDFLoader(BaseLoader):
             mode=mode,
             parser=parser,
             parser_options=parser_options,
+            ocr=ocr,
             password=password,
             strategy=strategy,
             max_tokens=max_tokens,
@@ -257,6 +224,11 @@ class GroundedPDFLoader(BaseLoader):
         return self._pipeline.parser
 
     @property
+    def parser_options(self) -> dict[str, Any]:
+        """The parser's constructor options (``parser_options`` plus ``ocr`` when set)."""
+        return dict(self._pipeline.parser_options)
+
+    @property
     def file_paths(self) -> list[Any]:
         return self.inputs
 
@@ -278,6 +250,7 @@ class GroundedPDFParser(BaseBlobParser):
         mode: Mode = "chunks",
         parser: str | BaseParser = "pymupdf",
         parser_options: Mapping[str, Any] | None = None,
+        ocr: OCRMode | None = None,
         password: str | None = None,
         strategy: Any = "recursive",
         max_tokens: int = 256,
@@ -296,6 +269,7 @@ class GroundedPDFParser(BaseBlobParser):
             mode=mode,
             parser=parser,
             parser_options=parser_options,
+            ocr=ocr,
             password=password,
             strategy=strategy,
             max_tokens=max_tokens,
@@ -311,34 +285,17 @@ class GroundedPDFParser(BaseBlobParser):
             strategy_options=strategy_options,
         )
 
+    @property
+    def parser_options(self) -> dict[str, Any]:
+        """The parser's constructor options (``parser_options`` plus ``ocr`` when set)."""
+        return dict(self._pipeline.parser_options)
+
     def lazy_parse(self, blob: Blob) -> Iterator[Document]:
         if blob.data is None and blob.path is not None:
             yield from self._pipeline.documents(Path(str(blob.path)))
             return
         name = str(blob.source) if blob.source else None
         yield from self._pipeline.documents(blob.as_bytes(), name)
-
-
-def _decrypted(data: bytes, password: str, label: str) -> bytes:
-    """An encrypted PDF's bytes without encryption (for parsers that cannot take a password)."""
-    import pymupdf
-
-    from grounded.errors import EncryptedPDFError
-
-    with pymupdf.open(stream=data, filetype="pdf") as doc:
-        if doc.needs_pass and not doc.authenticate(password):
-            raise EncryptedPDFError(label, "wrong password for the encrypted PDF")
-        return bytes(doc.tobytes(encryption=getattr(pymupdf, "PDF_ENCRYPT_NONE", 1)))
-
-
-def _encrypted(data: bytes) -> bool:
-    import pymupdf
-
-    try:
-        with pymupdf.open(stream=data, filetype="pdf") as doc:
-            return bool(doc.is_encrypted or doc.needs_pass)
-    except Exception:  # noqa: BLE001 - not readable: parsing raises the typed error
-        return True
 
 
 def _has_sha(root: ParsingResult) -> bool:

@@ -9,10 +9,8 @@ caches, vector stores and node relationships stay small whatever the splitter.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -21,10 +19,10 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
-from grounded.errors import EmptyDocumentError, EncryptedPDFError, InputError
+from grounded.errors import EmptyDocumentError, InputError
 from grounded.metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, ref_for
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, OCRMode, ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
 
 from .grounding import PAGE_KEY, document_text_of, page_tree
@@ -127,7 +125,8 @@ class GroundedPDFReader(BasePydanticReader):
     :class:`~llama_index_grounded.GroundedNodeParser`.
 
     * ``parser``: a registry name or a built :class:`~grounded.parsers.BaseParser`;
-      ``parser_options`` go to the backend's constructor.
+      ``parser_options`` go to the backend's constructor; ``ocr`` ("auto", "always", "never")
+      is added to them when set (the pymupdf parser's OCR of scanned pages).
     * ``split_pages=True``: one Document per page (``page_label`` "1", "2", ...), like LlamaIndex's
       PDF readers; default one Document per PDF.
     * ``keep_tree`` (default True): keep the parse tree in the parse cache (``cache_dir``, default
@@ -150,6 +149,7 @@ class GroundedPDFReader(BasePydanticReader):
 
     parser: str = Field(default="pymupdf", description="Parser registry name (or the name of the given parser).")
     parser_options: dict[str, Any] = Field(default_factory=dict, description="Options for the parser's constructor.")
+    ocr: OCRMode | None = Field(default=None, description="OCR of scanned pages (pymupdf parser): auto, always or never.")
     split_pages: bool = Field(default=False, description="One Document per page instead of one per PDF.")
     keep_tree: bool = Field(default=True, description="Cache the parse tree and reference it (boxes for the node parser).")
     use_cache: bool = Field(default=True, description="Reuse the cached parse of an unchanged PDF.")
@@ -161,11 +161,12 @@ class GroundedPDFReader(BasePydanticReader):
     def __init__(self, parser: str | BaseParser = "pymupdf", **data: Any) -> None:
         built: BaseParser | None = None
         if isinstance(parser, BaseParser):
-            if data.get("parser_options"):
-                raise ValueError("parser_options cannot be combined with a built parser")
+            if data.get("parser_options") or data.get("ocr") is not None:
+                raise ValueError("parser_options and ocr cannot be combined with a built parser (configure the parser)")
             built, parser = parser, parser.name
         data["parser"] = parser
         super().__init__(**data)
+        self.parser_config()  # a contradicting ocr fails here, not at the first load
         self._parser = built
 
     @classmethod
@@ -174,13 +175,18 @@ class GroundedPDFReader(BasePydanticReader):
 
     def get_parser(self) -> BaseParser:
         if self._parser is None:
-            self._parser = get_parser(self.parser, **self.parser_options)
+            self._parser = get_parser(self.parser, **self.parser_config())
         return self._parser
+
+    def parser_config(self) -> dict[str, Any]:
+        """The parser's constructor options: ``parser_options`` plus ``ocr`` when set."""
+        return with_ocr(self.parser_options, self.ocr)
 
     # -- input -----------------------------------------------------------------------------------
     def _parse(self, source: Any, *, password: str | None, name: str | None) -> tuple[ParsingResult, str, str, bytes | None]:
-        """-> (tree, absolute file path or "", file name, the PDF bytes when given as bytes)."""
-        parser = self.get_parser()
+        """-> (tree, absolute file path or "", file name, the PDF bytes when given as bytes or a
+        file object). The PDF is read once here (for the parse cache); parsing, password checks
+        and decryption are the parser's."""
         data: bytes | None = None
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
@@ -189,47 +195,15 @@ class GroundedPDFReader(BasePydanticReader):
             name = name or Path(str(getattr(source, "name", "") or "")).name or None
         path = None if data is not None else str(source)
         label = name or (Path(path).name if path else "")
-        root = self._cached(data if data is not None else path, parser)
-        if root is None:
-            root = self._run_parser(parser, data, path, label or "document.pdf", password)
+        pdf: str | bytes = data if data is not None else str(path)
+        cache = self._cache() if self.use_cache and self.keep_tree else None
+        root = cached_parse(
+            self.get_parser(), pdf, cache=cache, options=self.parser_config(), password=password, name=label or None
+        )
         return root, os.path.abspath(path) if path else "", label, data
-
-    def _cached(self, pdf: bytes | str | None, parser: BaseParser) -> ParsingResult | None:
-        """The cached parse of these exact bytes by this parser configuration - never for an
-        encrypted PDF, whose text must not come back without its password."""
-        if not (self.use_cache and self.keep_tree) or pdf is None:
-            return None
-        try:
-            data = pdf if isinstance(pdf, bytes) else Path(pdf).read_bytes()
-        except OSError:
-            return None  # parsing reports it with a typed error
-        if _encrypted(data):
-            return None
-        return self._cache().get(ref_for(hashlib.sha256(data).hexdigest(), parser.name, parser.version(), self.parser_options))
 
     def _cache(self) -> ParseCache:
         return ParseCache(self.cache_dir)
-
-    @staticmethod
-    def _run_parser(parser: BaseParser, data: bytes | None, path: str | None, label: str, password: str | None) -> ParsingResult:
-        """Parse a path or bytes, with the password when the parser takes one; a parser that reads
-        unencrypted paths only gets a temporary (decrypted) copy."""
-        accepted = inspect.signature(parser.parse).parameters
-        parse: Any = parser.parse
-        kwargs: dict[str, Any] = {}
-        if password is not None and "password" in accepted:
-            kwargs["password"] = password
-        if path is not None and (password is None or kwargs):
-            return parse(path, **kwargs)
-        if data is not None and "name" in accepted:
-            return parse(data, name=label, **kwargs)
-        raw = data if data is not None else Path(str(path)).read_bytes()
-        if password is not None and not kwargs:
-            raw = _decrypted(raw, password, label)
-        with tempfile.TemporaryDirectory(prefix="grounded-") as tmp:
-            copy = Path(tmp) / (Path(label).name or "document.pdf")
-            copy.write_bytes(raw)
-            return parse(copy, **kwargs)
 
     # -- BaseReader ------------------------------------------------------------------------------
     def lazy_load_data(
@@ -258,7 +232,7 @@ class GroundedPDFReader(BasePydanticReader):
                 extra_info,
                 keep_tree=self.keep_tree,
                 cache=self._cache(),
-                parser_options=self.parser_options,
+                parser_options=self.parser_config(),
                 file_path=path,
                 file_name=file_name,
                 pdf_info=pdf_info,
@@ -274,23 +248,3 @@ def _read_stream(stream: Any) -> bytes:
     if isinstance(data, str):
         raise InputError(str(getattr(stream, "name", "<stream>")), "open the PDF in binary mode ('rb')")
     return bytes(data)
-
-
-def _encrypted(data: bytes) -> bool:
-    import pymupdf
-
-    try:
-        with pymupdf.open(stream=data, filetype="pdf") as doc:
-            return bool(doc.is_encrypted or doc.needs_pass)
-    except Exception:  # noqa: BLE001 - MuPDF's own errors: not readable, parsing raises the typed error
-        return True
-
-
-def _decrypted(data: bytes, password: str, label: str) -> bytes:
-    """An encrypted PDF's bytes without encryption (for parsers that cannot take a password)."""
-    import pymupdf
-
-    with pymupdf.open(stream=data, filetype="pdf") as doc:
-        if doc.needs_pass and not doc.authenticate(password):
-            raise EncryptedPDFError(label, "encrypted PDF: the password given is wrong (it does not open the file)")
-        return bytes(doc.tobytes(encryption=getattr(pymupdf, "PDF_ENCRYPT_NONE", 1)))

@@ -7,11 +7,15 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pymupdf
 from rapidfuzz import fuzz
 
 from grounded.model import ParsingBoundingBox
+from grounded.parsers import ParseOutput
+from grounded.parsers._source import PDFSource
+from grounded.parsers.pymupdf_parser import PyMuPDFParser
 
 QUESTION = "Which compound showed potent inhibition and N-domain selectivity?"
 ANSWER_MARK = "927"  # the abstract: "927-fold more selective for the N-domain than the C-domain"
@@ -76,3 +80,15 @@ def assert_boxes_show_body(pdf: str | Path, boxes: Sequence[ParsingBoundingBox],
         assert len(found) <= len(wanted) + 3 * n_lines + 8, (
             f"exact boxes cover much more than the body ({len(found)} vs {len(wanted)} characters)"
         )
+
+
+class CountingParser(PyMuPDFParser):
+    """The real PyMuPDF parser, counting the PDFs it parses (to observe parse-cache hits)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.parses = 0
+
+    def run(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> ParseOutput:
+        self.parses += 1
+        return super().run(pdf, password=password, name=name)

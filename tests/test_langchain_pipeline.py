@@ -39,8 +39,9 @@ from grounded.samples import write_sample_pdf
 from langchain_grounded import GroundedPDFLoader, GroundedPDFParser, GroundedTextSplitter, MiniLMEmbeddings
 from langchain_grounded.elements import ELEMENT_KEY
 
-from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
+from ._adapter_checks import ANSWER_MARK, QUESTION, CountingParser, assert_boxes_show_body
 from .conftest import shared
+from .pdf_builders import save_pdf
 
 SCALARS = (str, int, float, bool)
 CONFIGS = [("recursive", 512, 0), ("recursive", 128, 0), ("hierarchical", 256, 0), ("fixed", 128, 16)]
@@ -441,14 +442,10 @@ def test_generic_loader_with_the_blob_parser(tmp_path, sample_pdf, sample_chunks
 
 
 def _with_info_and_password(src: Path, out: Path, password: str | None) -> Path:
-    with pymupdf.open(src) as doc:
-        doc.set_metadata({**doc.metadata, "title": "Sample guideline", "author": "Guideline group",
-                          "creationDate": "D:20240115093000+01'00'"})
-        if password:
-            doc.save(out, encryption=pymupdf.PDF_ENCRYPT_AES_256, owner_pw=password, user_pw=password)
-        else:
-            doc.save(out)
-    return out
+    doc = pymupdf.open(src)
+    doc.set_metadata({**doc.metadata, "title": "Sample guideline", "author": "Guideline group",
+                      "creationDate": "D:20240115093000+01'00'"})
+    return save_pdf(doc, out, user_pw=password, owner_pw=password)
 
 
 @pytest.mark.slow
@@ -478,6 +475,42 @@ def test_bytes_file_objects_blobs_and_passwords(tmp_path, sample_pdf, sample_tre
     assert from_locked_bytes.page_content == by_path.page_content and from_locked_bytes.metadata["source"] == "locked.pdf"
     with plain.open("r", encoding="latin-1") as text_mode, pytest.raises(InputError, match="binary"):
         GroundedPDFLoader(text_mode, mode="single").load()
+
+
+def test_loader_parses_a_pdf_once_and_checks_passwords_every_time(tmp_path, sample_pdf):
+    from grounded.errors import EncryptedPDFError
+
+    locked = _with_info_and_password(sample_pdf, tmp_path / "locked.pdf", "s3cret")
+    clear_memory()  # the module's other tests cached this PDF's parse: start cold
+    cache = ParseCache(tmp_path / "cache")
+    parser = CountingParser()
+    first = GroundedPDFLoader(sample_pdf, mode="single", parser=parser, cache=cache).load()[0]
+    blob = Blob.from_data(sample_pdf.read_bytes(), path="again.pdf")
+    again = list(GroundedPDFParser(mode="single", parser=parser, cache=cache).lazy_parse(blob))[0]
+    assert parser.parses == 1 and again.page_content == first.page_content
+    assert again.metadata[TREE_REF_KEY] == first.metadata[TREE_REF_KEY]
+    # the core parser decrypts the original file; a cached encrypted PDF is parsed again (password checked)
+    for _ in range(2):
+        unlocked = GroundedPDFLoader(locked, mode="single", parser=parser, cache=cache, password="s3cret").load()[0]
+        source = cache.get(unlocked.metadata[TREE_REF_KEY]).metadata["source"]
+        assert source["encrypted"] is True and source["path"] == str(locked)
+    assert parser.parses == 3
+    for password in (None, "wrong"):
+        with pytest.raises(EncryptedPDFError, match="locked.pdf"):
+            GroundedPDFLoader(locked, mode="single", parser=parser, cache=cache, password=password).load()
+
+
+def test_loader_ocr_setting_goes_to_the_parser_options():
+    assert GroundedPDFLoader([]).parser_options == {}
+    assert GroundedPDFLoader([], ocr="never").parser_options == {"ocr": "never"}
+    both = GroundedPDFParser(ocr="auto", parser_options={"batch_pages": 2})
+    assert both.parser_options == {"batch_pages": 2, "ocr": "auto"}
+    with pytest.raises(ValueError, match="contradicts"):
+        GroundedPDFLoader([], ocr="auto", parser_options={"ocr": "never"})
+    with pytest.raises(ValueError, match="ocr"):
+        GroundedPDFLoader([], ocr="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="built parser"):
+        GroundedPDFParser(parser=CountingParser(), ocr="auto")
 
 
 # -- the clinical-science article (issue #9's numbers) ---------------------------------------------

@@ -29,13 +29,21 @@ from grounded.metadata import (
     text_hash,
     unflatten_metadata,
 )
-from grounded.parse_cache import TREE_REF_KEY
+from grounded.parse_cache import TREE_REF_KEY, ParseCache, clear_memory
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
 from llama_index_grounded.grounding import tree_for
 from llama_index_grounded.reader import document_from_tree
 
-from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body, body_coverage, norm
+from ._adapter_checks import (
+    ANSWER_MARK,
+    QUESTION,
+    CountingParser,
+    assert_boxes_show_body,
+    body_coverage,
+    norm,
+)
 from .conftest import shared
+from .pdf_builders import save_pdf
 
 
 @pytest.fixture(scope="module")
@@ -394,12 +402,7 @@ def make_pdf(path, pages: int = 3, *, title: str = "Renal dosing guide", words: 
             page.insert_text((72, y), line, fontsize=10)
             y += 14 if i % 3 else 30
     doc.set_metadata({"title": title, "author": "Grounded Tests", "creationDate": "D:20240102030405+01'00'"})
-    if password:
-        doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password + "-owner")
-    else:
-        doc.save(path)
-    doc.close()
-    return path
+    return save_pdf(doc, path, user_pw=password, owner_pw=password and password + "-owner")
 
 
 @pytest.fixture(scope="module")
@@ -595,3 +598,40 @@ def test_reader_passes_the_password_to_the_parser(tmp_path):
         GroundedPDFReader().load_data(locked)
     with pytest.raises(EncryptedPDFError):
         GroundedPDFReader().load_data(locked.read_bytes(), password="wrong")
+
+
+def test_reader_parses_a_pdf_once_and_checks_passwords_every_time(tmp_path):
+    plain = make_pdf(tmp_path / "plain.pdf", pages=1)
+    locked = make_pdf(tmp_path / "locked.pdf", pages=1, password="s3cret")
+    clear_memory()  # other tests may have parsed the same bytes: start cold
+    parser = CountingParser()
+    reader = GroundedPDFReader(parser, cache_dir=str(tmp_path / "cache"))
+    first = reader.load_data(plain)[0]
+    again = reader.load_data(plain.read_bytes(), name="plain.pdf")[0]  # the same bytes: the cached tree
+    assert parser.parses == 1
+    assert again.text == first.text and again.metadata[TREE_REF_KEY] == first.metadata[TREE_REF_KEY]
+    # the core parser decrypts the original file (no copy made by the reader) ...
+    unlocked = reader.load_data(locked, password="s3cret")[0]
+    source = tree_for(unlocked.metadata).metadata["source"]
+    assert source["encrypted"] is True and source["path"] == str(locked)
+    assert ParseCache(tmp_path / "cache").get(unlocked.metadata[TREE_REF_KEY]) is not None
+    # ... and a cached encrypted PDF is parsed again, so its password is checked each time
+    reader.load_data(locked, password="s3cret")
+    assert parser.parses == 3
+    for password in (None, "wrong"):
+        with pytest.raises(EncryptedPDFError, match="locked.pdf"):
+            reader.load_data(locked, password=password)
+
+
+def test_reader_ocr_setting_goes_to_the_parser_options(made_pdf):
+    assert GroundedPDFReader().parser_config() == {}
+    assert GroundedPDFReader(ocr="never").parser_config() == {"ocr": "never"}
+    both = GroundedPDFReader(ocr="auto", parser_options={"batch_pages": 2})
+    assert both.parser_config() == {"batch_pages": 2, "ocr": "auto"}
+    assert GroundedPDFReader.from_dict(both.to_dict()).ocr == "auto"
+    with pytest.raises(ValueError, match="contradicts"):
+        GroundedPDFReader(ocr="auto", parser_options={"ocr": "never"})
+    with pytest.raises(ValueError, match="ocr"):
+        GroundedPDFReader(ocr="sometimes")
+    with pytest.raises(ValueError, match="built parser"):
+        GroundedPDFReader(CountingParser(), ocr="auto")
