@@ -246,6 +246,8 @@ def test_table_continued_over_the_batch_boundary(fr6, genai_run) -> None:
         # the row is the body, the table header is context before it: boxes on the row's own page
         context = [b for b in chunk.geom if b.is_heading]
         assert context and {b.page for b in context} == {page}
+        header_span, body_span = chunk.metadata["grounding_spans"]  # the header occurrence before the row, the row
+        assert header_span[1] <= body_span[0] == chunk.metadata["start_char"] and body_span[1] == chunk.metadata["end_char"]
         assert header_words <= set(_norm_words(chunk.content[: chunk.metadata["body_start"]]))
     assert all("vision_issues" not in c.metadata for c in chunks)  # every chunk on the pages of its own batch
     first_next = rows["Estimated Costs: Stabilizer wiring change"]

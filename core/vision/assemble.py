@@ -91,6 +91,7 @@ class ChunkBuilder:
         context = [self.text[a:b].strip() for a, b in context_spans]
         context_boxes = [_as_context(box) for a, b in context_spans for box in self.grounder.boxes_for_chars(a, b)]
         extra: dict[str, Any] = {"grounded": True, **grounding_fields(g)}
+        extra["grounding_spans"] = [[a, b] for a, b in sorted([*context_spans, (body_s, body_e)])]  # what was used
         if alnum_text(strip_markup(mc.content)).text != alnum_text(" ".join([*context, self.text[body_s:body_e]])).text:
             extra["vision_text"] = mc.content
         prefix, with_context = self._prefix(head, [c for c in context if c])
