@@ -152,9 +152,8 @@ class BaseParser(ABC):
 
     @property
     def label_map(self) -> dict[str, ParsingResultType]:
-        """The table ``_transform`` maps native labels through: ``LABEL_MAP`` (as the class, a
-        subclass or an assignment on this object defines it) updated with the ``label_map=``
-        overrides of the constructor."""
+        """The table ``_transform`` maps native labels through: ``LABEL_MAP`` (as the class or a
+        subclass defines it) updated with the ``label_map=`` overrides of the constructor."""
         return {**checked_label_map(self.LABEL_MAP), **self._label_overrides}
 
     # -- the backend steps ----------------------------------------------------------------------
