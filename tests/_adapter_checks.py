@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import re
+import subprocess
+import sys
 import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
@@ -92,3 +94,23 @@ class CountingParser(PyMuPDFParser):
     def run(self, pdf: PDFSource, *, password: str | None = None, name: str | None = None) -> ParseOutput:
         self.parses += 1
         return super().run(pdf, password=password, name=name)
+
+
+def assert_light_import_and_named_extra(adapter: str, framework: str, extra: str) -> None:
+    """In a fresh interpreter: importing grounded loads no framework or model library, and importing
+    ``adapter`` without ``framework`` raises BackendUnavailableError naming ``pip install 'grounded[extra]'``."""
+    code = (
+        "import sys, grounded, grounded.metadata\n"
+        "heavy = [m for m in ('torch', 'llama_index', 'langchain_core', 'sentence_transformers') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        f"sys.modules[{framework!r}] = None\n"
+        "try:\n"
+        f"    import {adapter}\n"
+        "except ImportError as exc:\n"
+        "    from grounded.errors import BackendUnavailableError\n"
+        "    assert isinstance(exc, BackendUnavailableError), type(exc)\n"
+        "    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"pip install 'grounded[{extra}]'" in out.stdout

@@ -7,8 +7,6 @@ test_langchain_pipeline.py.)"""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import warnings
 
 import chromadb
@@ -25,7 +23,12 @@ from grounded.parsers import get_parser
 from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings
 from langchain_grounded.elements import ELEMENT_KEY, tree_from_payloads
 
-from ._adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
+from ._adapter_checks import (
+    ANSWER_MARK,
+    QUESTION,
+    assert_boxes_show_body,
+    assert_light_import_and_named_extra,
+)
 from .conftest import shared
 
 SCALARS = (str, int, float, bool)
@@ -268,18 +271,4 @@ def test_default_metadata_round_trips_through_chroma(tree, embeddings, chunk_doc
 
 
 def test_importing_grounded_stays_light_and_a_missing_framework_names_the_extra():
-    code = (
-        "import sys, grounded, grounded.metadata\n"
-        "heavy = [m for m in ('torch', 'langchain_core', 'llama_index') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "sys.modules['langchain_core'] = None\n"
-        "try:\n"
-        "    import langchain_grounded\n"
-        "except ImportError as exc:\n"
-        "    from grounded.errors import BackendUnavailableError\n"
-        "    assert isinstance(exc, BackendUnavailableError), type(exc)\n"
-        "    print(exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "pip install 'grounded[langchain]'" in out.stdout
+    assert_light_import_and_named_extra("langchain_grounded", "langchain_core", "langchain")

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import pickle
-import subprocess
-import sys
 import warnings
 
 import chromadb
@@ -39,6 +37,7 @@ from ._adapter_checks import (
     QUESTION,
     CountingParser,
     assert_boxes_show_body,
+    assert_light_import_and_named_extra,
     body_coverage,
     norm,
 )
@@ -372,21 +371,7 @@ def test_flat_metadata_round_trips_through_chroma(documents, embed_model, pdf):
 
 
 def test_importing_grounded_stays_light_and_a_missing_framework_names_the_extra():
-    code = (
-        "import sys, grounded, grounded.metadata\n"
-        "heavy = [m for m in ('torch', 'llama_index', 'langchain_core', 'sentence_transformers') if m in sys.modules]\n"
-        "assert not heavy, heavy\n"
-        "sys.modules['llama_index'] = None\n"
-        "try:\n"
-        "    import llama_index_grounded\n"
-        "except ImportError as exc:\n"
-        "    from grounded.errors import BackendUnavailableError\n"
-        "    assert isinstance(exc, BackendUnavailableError), type(exc)\n"
-        "    print(exc)\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert "pip install 'grounded[llama-index]'" in out.stdout
+    assert_light_import_and_named_extra("llama_index_grounded", "llama_index", "llama-index")
 
 
 # -- issue 9: no tree in nodes, ids, configuration, metadata, re-splitting, reader breadth --------------
