@@ -477,6 +477,10 @@ def test_no_model_and_wrong_pdf_are_typed_errors(fr6, tmp_path) -> None:
     _, root, _ = fr6
     with pytest.raises(ChunkingError, match="needs a multimodal model"):
         Chunker("vision", max_tokens=MAX_TOKENS)
+    with pytest.raises(ChunkingError, match="overlap must be 0"):
+        Chunker("vision", MAX_TOKENS, 16, llm=lambda i, p: "")
+    with pytest.raises(ChunkingError, match="batch_size must be a positive int"):
+        Chunker("vision", MAX_TOKENS, llm=lambda i, p: "", batch_size=0)
     other = tmp_path / "other.pdf"
     with pymupdf.open() as doc:
         doc.new_page().insert_text((72, 72), "another document")

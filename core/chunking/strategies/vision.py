@@ -26,6 +26,7 @@ class VisionStrategy(ChunkingStrategy):
     readable source), ``password``, ``retry`` (:class:`~grounded.parsers._cloud.RetryPolicy`), ``sleep``."""
 
     name = "vision"
+    supports_overlap = False  # the model's chunks do not overlap (checked by the base class where it knows this flag)
 
     def __init__(
         self,
@@ -42,8 +43,8 @@ class VisionStrategy(ChunkingStrategy):
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(max_tokens, overlap)
-        if self.overlap:
-            raise ChunkingError("the vision strategy makes no overlapping windows: use overlap=0")
+        if self.overlap:  # a base class without the supports_overlap check
+            raise ChunkingError("the vision strategy makes no overlapping windows: overlap must be 0")
         from ...vision import VisionChunker
 
         self.engine = VisionChunker(llm, model, batch_size, dpi, pdf, password, retry, sleep)
