@@ -484,7 +484,7 @@ def test_client_errors_are_typed_and_not_retried() -> None:
 def test_bad_region_answers_are_flagged_and_keep_the_fast_text(tree: ParsingResult) -> None:
     slept: list[float] = []
     model = Scripted(
-        lambda p: "" if "table cropped from page 3" in p else "```\n|---|\n```" if "page 4" in p else "Description: a logo"
+        lambda p: "" if "table cropped from page 3" in p else "```\n|---|\n```" if "page 4" in p else "A small journal logo."
     )
     assembly = assemble(tree, llm=model, sleep=slept.append)
     g = build_graph(assembly)
@@ -493,6 +493,9 @@ def test_bad_region_answers_are_flagged_and_keep_the_fast_text(tree: ParsingResu
     assert table2.metadata["strategy"] == "fast" and "| 4BXK |" in table2.text
     assert any("empty answer" in f for f in table2.flags)
     assert table3.metadata["strategy"] == "fast" and any("no transcription and no description" in f for f in table3.flags)
+    for image in g.of_kind(NodeKind.IMAGE):  # an answer without its 'Description:' label is still model text
+        assert image.pieces[-1].text == "A small journal logo." and image.pieces[-1].generated
+        assert image.pieces[-1].boxes == image.boxes and any("not in the region's text" in f for f in image.flags)
     with pytest.raises(ModelOutputError):
         assemble(tree, llm=model, on_error="raise")
     timeouts = Scripted(TimeoutError("read timed out"))
@@ -556,6 +559,17 @@ def test_ocr_reading_fills_pages_without_text(pdf: Path, tmp_path: Path, words: 
     assert [n.metadata["page"] for n in g.of_kind(NodeKind.PAGE)] == [1, 2, 3, 4]
     texts = [n for n in g.of_kind(NodeKind.TEXT) if n.pages == [2]]
     assert texts
+    # without OCR, the LLM transcribes the page: generated text, the page as its region
+    transcription = "Modelling methodology and synthesis\nSHOP methodology was employed to screen for building blocks"
+    model = Scripted(lambda p: transcription if "page 2 of a PDF" in p else "Description: a logo")
+    by_llm = build_graph(assemble(fast, llm=model))
+    page2 = by_llm.page_node(2)
+    assert page2 is not None and page2.metadata["strategy"] == "llm" and page2.text == transcription
+    generated = [n for n in by_llm.of_kind(NodeKind.TEXT) if n.generated]
+    assert len(generated) == 1 and generated[0].text == transcription and generated[0].boxes == page2.boxes
+    assert by_llm.parent(generated[0]) is by_llm.document and transcription in by_llm.document.text
+    assert all(n.pages[0] <= 2 for n in _before(by_llm, generated[0])) and all(n.pages[0] >= 2 for n in _after(by_llm, generated[0]))
+
     found = wanted = 0
     for node in texts:  # OCR boxes highlight the born-digital words of the same text (OCR errors aside)
         highlighted = norm(" ".join(words_in([s for b in node.boxes for s in (b.spans or [b])], words)))
@@ -563,6 +577,22 @@ def test_ocr_reading_fills_pages_without_text(pdf: Path, tmp_path: Path, words: 
         found += sum(norm(t) in highlighted for t in long_words)
         wanted += len(long_words)
     assert wanted > 300 and found >= 0.95 * wanted, (found, wanted)
+
+
+def _before(graph: NodeGraph, node: GraphNode) -> list[GraphNode]:
+    out, cur = [], graph.previous(node)
+    while cur is not None:
+        out.append(cur)
+        cur = graph.previous(cur)
+    return out
+
+
+def _after(graph: NodeGraph, node: GraphNode) -> list[GraphNode]:
+    out, cur = [], graph.next(node)
+    while cur is not None:
+        out.append(cur)
+        cur = graph.next(cur)
+    return out
 
 
 @pytest.mark.slow

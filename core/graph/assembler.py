@@ -6,7 +6,9 @@
   page's top-level elements follow the FAST elements that start on earlier pages). A FAST tree
   whose page metadata says it was OCR'd (``"ocr": true`` or ``"text_source": "ocr"``) reports
   ``ocr`` for that page.
-* **LLM** - an injected multimodal model reads every TABLE and FIGURE region, rendered from the
+* **LLM** - a page with no text in any reading is transcribed whole by the injected multimodal
+  model (all of it ``generated``, the page as its region: there is no text layer to ground it in);
+  and the model reads every TABLE and FIGURE region, rendered from the
   PDF: it transcribes tables and the text inside figures, and describes figures and plots. Each
   transcribed line is grounded with the :class:`~grounded.grounding.Grounder`: a line found inside
   the region keeps the exact boxes of its characters; anything else (descriptions, text that is in
@@ -40,6 +42,11 @@ TABLE_PROMPT = (
     "If part of the table cannot be transcribed (a chart, a structure drawing), describe it on a line starting "
     "with 'Description:'."
 )
+PAGE_PROMPT = (
+    "The image is page {page} of a PDF; it has no text layer. Transcribe all its text in reading order as Markdown "
+    "(headings with #, tables as Markdown tables), copying the text exactly as printed. Describe figures on lines "
+    "starting with 'Description:'."
+)
 FIGURE_PROMPT = (
     "The image is a figure cropped from page {page} of a PDF. First copy the text printed inside it (labels, axis "
     "titles, legend entries), one item per line, each line starting with 'Text:'. Then describe the figure on lines "
@@ -67,6 +74,8 @@ class Assembly:
     root: ParsingResult
     page_strategies: dict[int, str] = field(default_factory=dict)
     readings: dict[str, RegionReading] = field(default_factory=dict)
+    #: model transcriptions of pages no other reading has text for (``page_strategies`` says ``llm``)
+    page_readings: dict[int, RegionReading] = field(default_factory=dict)
 
 
 def assemble(
@@ -157,7 +166,8 @@ class _Reader:
 
     def read_all(self) -> None:
         regions = [n for n in self.assembly.root.walk() if n.type in (T.TABLE, T.FIGURE) and n.geom]
-        if not regions:
+        blank = sorted(p for p, how in self.assembly.page_strategies.items() if how == "none")
+        if not regions and not blank:
             return
         import pymupdf
 
@@ -166,8 +176,31 @@ class _Reader:
         except Exception as exc:  # noqa: BLE001 - MuPDF's own error types
             raise InputError(self.pdf, f"cannot open the PDF to render regions for the LLM ({exc})") from None
         with doc:
+            for page in blank:
+                reading = self._read_page(doc, page)
+                self.assembly.page_readings[page] = reading
+                if reading.text:
+                    self.assembly.page_strategies[page] = "llm"
             for element in regions:
                 self.assembly.readings[element.id] = self._read(doc, element)
+
+    def _read_page(self, doc: Any, page: int) -> RegionReading:
+        what = f"{self.pdf.name}: LLM transcription of page {page}"
+        reading = RegionReading(f"page-{page}")
+        box = ParsingBoundingBox(page, 0.0, 0.0, 1.0, 1.0)
+        try:
+            answer = self.client.complete(PAGE_PROMPT.format(page=page), [_render(doc, box, self.dpi)], what=what)
+        except ModelError as exc:
+            if self.on_error == "raise":
+                raise
+            log.warning("%s", exc)
+            reading.flags.append(f"llm: {exc}")
+            return reading
+        text = answer.strip()
+        reading.pieces.append(TextPiece(text, [box], generated=True))
+        reading.flags.append("llm: page transcribed by the model; no text layer to ground it in")
+        reading.text = text
+        return reading
 
     def _read(self, doc: Any, element: ParsingResult) -> RegionReading:
         kind = "table" if element.type == T.TABLE else "figure"

@@ -64,6 +64,7 @@ class _Builder:
         self.graph = NodeGraph(key)
         self.order: dict[str, float] = {}  # node id -> reading position
         self.position = {e.id: i for i, e in enumerate(self.root.walk())}
+        self.index = self.root.index()
         self.captions: dict[str, ParsingResult] = {}
         for element in self.root.walk():
             if element.children:
@@ -77,7 +78,7 @@ class _Builder:
         page_texts = _page_texts(self.root)
         doc = graph.add(GraphNode(
             id=node_id(key, NodeKind.DOCUMENT, "document"), kind=NodeKind.DOCUMENT,
-            text="\n\n".join(page_texts.get(p, "") for p in pages),
+            text="",
             boxes=[_whole_page(p) for p in pages],
             metadata={"title": _title(self.root)},
         ))
@@ -87,10 +88,12 @@ class _Builder:
                 id=node_id(key, NodeKind.PAGE, str(p)), kind=NodeKind.PAGE, text=page_texts.get(p, ""),
                 boxes=[_whole_page(p)], metadata={"page": p, "strategy": self.assembly.page_strategies.get(p, "fast")},
             ), doc)
+            self._page_reading(page, doc)
             if not page.text.strip():
                 page.flag("no text was read on this page")
             page_nodes.append(page)
         graph.chain(page_nodes)
+        doc.text = "\n\n".join(p.text for p in page_nodes)
         sections = self._walk(doc)
         for section in sections:
             self._add_text_nodes(section)
@@ -101,6 +104,26 @@ class _Builder:
             node.child_ids.sort(key=lambda c: (graph[c].kind != NodeKind.PAGE, self.order.get(c, 0.0)))
         graph.check()
         return graph
+
+    def _page_reading(self, page: GraphNode, doc: GraphNode) -> None:
+        """A page only the LLM could read: its transcription is the Page text and one generated
+        Text node (the whole page as its region) placed after the content of earlier pages."""
+        p = int(page.metadata["page"])
+        reading = self.assembly.page_readings.get(p)
+        if reading is None:
+            return
+        for reason in reading.flags:
+            page.flag(reason)
+        if not reading.text.strip() or page.text.strip():
+            return
+        page.text = reading.text
+        node = self.graph.add(GraphNode(
+            id=node_id(self.key, NodeKind.TEXT, f"page-{p}-llm"), kind=NodeKind.TEXT, text=reading.text,
+            boxes=list(page.boxes), generated=True, pieces=list(reading.pieces), flags=list(reading.flags),
+            metadata={"strategy": "llm"},
+        ), doc)
+        before = [i for e, i in self.position.items() if (pages := _element_pages(self.index[e])) and min(pages) < p]
+        self.order[node.id] = max(before, default=-1) + 0.5
 
     # -- sections ---------------------------------------------------------------------------------
     def _walk(self, doc: GraphNode) -> list[_Section]:
@@ -206,6 +229,10 @@ def _captions(children: list[ParsingResult]) -> dict[str, ParsingResult]:
         if fits:
             out[fits[0].id] = child
     return out
+
+
+def _element_pages(element: ParsingResult) -> list[int]:
+    return [b.page for b in element.geom]
 
 
 def _page_numbers(root: ParsingResult) -> list[int]:
