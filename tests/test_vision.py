@@ -5,6 +5,7 @@ PyMuPDF words, non-verbatim text flagged, both adapters, the CLI and bad model o
 
 from __future__ import annotations
 
+import base64
 import re
 import warnings
 from collections import Counter
@@ -330,7 +331,8 @@ def test_llama_index_node_parser(fr6) -> None:
         nodes = GroundedNodeParser(strategy="vision", max_tokens=MAX_TOKENS, llm=llm, dpi=36).get_nodes_from_documents(docs)
     assert len(llm.received) == 2
     blocks = llm.received[1][0].blocks
-    assert [b.block_type for b in blocks] == ["image", "image", "text"] and "LAST CHUNKS" in blocks[-1].text
+    assert [b.block_type for b in blocks] == ["image", "image", "text"] and "LAST CHUNKS (" in blocks[-1].text
+    assert blocks[0].resolve_image().read()[:8] == b"\x89PNG\r\n\x1a\n"  # the page image itself, not a path
     grounded = [n for n in nodes if n.metadata["grounded"]]
     flagged = [n for n in nodes if not n.metadata["grounded"]]
     assert len(flagged) == 1 and flagged[0].metadata["grounding_status"] == "refused"
@@ -368,6 +370,9 @@ def test_langchain_loader(fr6) -> None:
     content = chat.received[0][0].content
     assert [b["type"] for b in content] == ["image_url"] * 4 + ["text"]
     assert content[0]["image_url"]["url"].startswith("data:image/png;base64,")
+    png = base64.b64decode(content[0]["image_url"]["url"].split(",", 1)[1])
+    with pymupdf.open(pdf) as doc:
+        assert pymupdf.Pixmap(png).width == round(doc[0].rect.width * 36 / 72)
     flagged = [d for d in docs if d.metadata["grounded"] is False]
     assert len(flagged) == 1 and "Summary written by the model" in flagged[0].page_content
     doc_text = document_text(root).text
