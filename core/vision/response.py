@@ -24,6 +24,10 @@ LEVELS = 3
 _FENCE = re.compile(r"^\s*```[A-Za-z]*\s*\n(.*?)\n\s*```\s*$", re.DOTALL)
 _MARK = re.compile(r"\[/?(CONTINUES|HEAD)\]", re.IGNORECASE)
 _FLAGS: dict[str, Continues] = {"true": "True", "false": "False", "partial": "Partial"}
+_OPEN = re.compile(r"\[(CONTINUES|HEAD)\]", re.IGNORECASE)
+_FLAG_CLOSED = re.compile(r"([^\[\n]{0,30}?)\[/CONTINUES\]", re.IGNORECASE)
+_HEAD_CLOSED = re.compile(r"(.{0,600}?)\[/HEAD\]", re.IGNORECASE | re.DOTALL)
+_STRAY = re.compile(r"\[/(CONTINUES|HEAD)\]", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,8 @@ def _from_json(text: str, what: str) -> list[ModelChunk]:
         content = item.get("content", item.get("chunk_content", item.get("text")))
         if not isinstance(content, str):
             raise ModelOutputError(what, f"JSON chunk {i} has no 'content' text")
+        if not content.strip():  # the prompt asks to leave out empty chunks: nothing to keep
+            continue
         issues: list[str] = []
         raw_head = item.get("heading", item.get("headings", item.get("head", "")))
         headings = tuple(str(h) for h in raw_head) if isinstance(raw_head, list) else _split_headings(str(raw_head or ""))
@@ -106,14 +112,10 @@ def _from_json(text: str, what: str) -> list[ModelChunk]:
     return out
 
 
-_OPEN = re.compile(r"\[(CONTINUES|HEAD)\]", re.IGNORECASE)
-_FLAG_CLOSED = re.compile(r"([^\[\n]{0,30}?)\[/CONTINUES\]", re.IGNORECASE)
-_HEAD_CLOSED = re.compile(r"(.{0,600}?)\[/HEAD\]", re.IGNORECASE | re.DOTALL)
-_STRAY = re.compile(r"\[/(CONTINUES|HEAD)\]", re.IGNORECASE)
-
-
 @dataclass
 class _Open:
+    """The chunk being read: its flag and headings (None while not seen) and where its content starts."""
+
     flag: Continues | None = None
     headings: tuple[str, ...] | None = None
     issues: list[str] = field(default_factory=list)
