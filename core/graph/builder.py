@@ -18,6 +18,7 @@ from ..chunking.chunker import Chunker
 from ..chunking.ids import source_key as tree_source_key
 from ..chunking.stream import document_text
 from ..errors import ChunkingError
+from ..grounding.normalize import alnum_text, strip_markup
 from ..model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .assembler import Assembly, RegionReading
@@ -169,10 +170,10 @@ class _Builder:
         boxes: list[ParsingBoundingBox] = []
         for part in (element, *continued):
             reading: RegionReading | None = self.assembly.readings.get(part.id)
+            fast = part.content if kind == NodeKind.TABLE else ""
+            text, how = fast, "fast"
             if reading is not None and reading.text.strip():
-                text, how = reading.text, "llm"
-            else:
-                text, how = (part.content if kind == NodeKind.TABLE else ""), "fast"
+                text, how = _choose(fast, reading, flags)
             body = append_rows(body, text) if body and how == "fast" else "\n".join(t for t in (body, text) if t)
             strategies.add(how)
             boxes.extend(part.geom)
@@ -212,6 +213,23 @@ class _Builder:
             ), section.node)
             first = self.position.get(elements[0], 0) if elements else 0
             self.order[node.id] = first + int(chunk.metadata.get("start_char", 0)) / 1e7
+
+
+#: an LLM transcription replaces the text layer's table only when its verbatim lines hold at least
+#: this share of the table's letters and digits; otherwise the table keeps its text and gains the
+#: model's generated lines (a partial transcription never drops rows)
+MIN_TRANSCRIBED = 0.9
+
+
+def _choose(fast: str, reading: RegionReading, flags: list[str]) -> tuple[str, str]:
+    """(text, strategy) of a region from its text-layer table and the LLM's reading."""
+    have = len(alnum_text(strip_markup(fast)).text)
+    verbatim = sum(len(alnum_text(strip_markup(p.text)).text) for p in reading.pieces if not p.generated)
+    if not have or verbatim >= MIN_TRANSCRIBED * have:
+        return reading.text, "llm"
+    flags.append(f"llm: the transcription holds {verbatim / have:.0%} of the table's text; the text layer's table is kept")
+    extra = [p.text for p in reading.pieces if p.generated]
+    return "\n".join([fast, *extra]), "mixed"
 
 
 def _captions(children: list[ParsingResult]) -> dict[str, ParsingResult]:
