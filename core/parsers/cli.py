@@ -22,6 +22,7 @@ from ..model import ParsingResultType
 from ..serialization import InputFiles, check_output_name
 from . import PARSERS, parser_class
 from .base import DEFAULT_DROP_TYPES
+from .ocr import OCR_MODES
 
 __all__ = ["register", "run_parse", "output_stems", "password_kwargs"]
 
@@ -78,6 +79,15 @@ def register(subparsers: Any) -> None:
         "--images",
         action="store_true",
         help="also write each figure as PNG into DIR/images/ (pymupdf parser)",
+    )
+    p.add_argument(
+        "--ocr",
+        choices=OCR_MODES,
+        default=None,
+        help=(
+            "pymupdf parser: OCR the pages without a usable text layer (auto, the default), every page "
+            "(always) or none (never); OCR needs pip install 'grounded[ocr]'"
+        ),
     )
     add_password_option(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar on stderr")
@@ -149,6 +159,10 @@ def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None]
         kwargs["progress"] = progress
     if image_dir is not None and _accepts(cls, "image_dir"):
         kwargs["image_dir"] = image_dir
+    if args.ocr is not None:
+        if not _accepts(cls, "ocr"):
+            raise argparse.ArgumentTypeError(f"--ocr applies to the pymupdf parser, not to '{args.parser}'")
+        kwargs["ocr"] = args.ocr
     return cls(**kwargs)
 
 

@@ -25,6 +25,7 @@ from ..errors import (
     NoTextLayerError,
     PageTooLargeError,
 )
+from .ocr import ENABLE_HINT
 
 __all__ = [
     "PDFInfo",
@@ -45,7 +46,8 @@ _TRAILER_WINDOW = 4096
 
 
 class NoTextLayerWarning(UserWarning):
-    """Some (not all) pages have no text layer; their content cannot be extracted without OCR."""
+    """Some (not all) pages have no text layer and OCR is off or not installed: their content is
+    not extracted (``PyMuPDFParser(ocr="auto")`` with ``grounded[ocr]`` reads them)."""
 
 
 class PDFDamageWarning(UserWarning):
@@ -288,11 +290,11 @@ def inspect_pdf(path: str | Path, require_text: bool, password: str | None = Non
             raise NoTextLayerError(
                 path,
                 f"none of the {info.page_count} page(s) has a text layer (scanned/image-only PDF); "
-                "run OCR first or choose an OCR/VLM parser",
+                f"{ENABLE_HINT}",
             )
         warnings.warn(
             f"{path}: {len(missing)} of {info.page_count} page(s) have no text layer and will yield no "
-            f"text: pages {format_pages(missing)}",
+            f"text: pages {format_pages(missing)}; {ENABLE_HINT}",
             NoTextLayerWarning,
             stacklevel=2,
         )

