@@ -36,6 +36,7 @@ from llama_index.core.schema import IndexNode, NodeRelationship, TextNode
 
 from grounded.errors import ModelCallError, ModelOutputError
 from grounded.graph import GraphNode, NodeGraph, NodeKind, assemble, build_graph, enrich
+from grounded.graph.enrich import parse_items
 from grounded.graph.llm import ModelClient
 from grounded.graph.tables import append_rows
 from grounded.metadata import boxes_from_metadata
@@ -626,3 +627,13 @@ def test_append_rows_drops_a_repeated_header() -> None:
     first = "| A | B |\n|---|---|\n| 1 | 2 |"
     assert append_rows(first, "| A | B |\n|---|---|\n| 3 | 4 |") == "| A | B |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |"
     assert append_rows(first, "| 3 | 4 |\n|---|---|\n| 5 | 6 |") == "| A | B |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n| 5 | 6 |"
+
+
+def test_parse_items_reads_json_amid_prose_and_refuses_the_rest() -> None:
+    assert parse_items('Items [n1] and [n2]: {"items": [{"key": "n1", "summary": "s"}]}', "t") == {
+        "n1": {"key": "n1", "summary": "s"}}
+    assert parse_items('[{"key": "n2", "summary": "t"}]', "t") == {"n2": {"key": "n2", "summary": "t"}}
+    assert parse_items('```json\n{"items": [{"key": "n3"}, "junk", {"summary": "no key"}]}\n```', "t") == {"n3": {"key": "n3"}}
+    for bad, why in (('{"items": [', "no JSON"), ('{"items": [1,}', "malformed JSON"), ('{"items": 3}', "no 'items' list")):
+        with pytest.raises(ModelOutputError, match=why):
+            parse_items(bad, "t")

@@ -75,13 +75,19 @@ def parse_items(answer: str, what: str) -> dict[str, dict[str, Any]]:
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     if fenced:
         text = fenced.group(1)
-    start, end = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1), max(text.rfind("}"), text.rfind("]"))
-    if start < 0 or end <= start:
-        raise ModelOutputError(what, f"no JSON in the answer: {answer[:80]!r}")
-    try:
-        data = json.loads(text[start : end + 1])
-    except json.JSONDecodeError as exc:
-        raise ModelOutputError(what, f"malformed JSON ({exc.msg} at char {exc.pos})") from None
+    data: Any = None
+    error = f"no JSON in the answer: {answer[:80]!r}"
+    pairs = sorted((("{", "}"), ("[", "]")), key=lambda pair: text.find(pair[0]) % (len(text) + 1))
+    for opener, closer in pairs:  # the first-opened JSON value, else the other (prose around it allowed)
+        start, end = text.find(opener), text.rfind(closer)
+        if 0 <= start < end:
+            try:
+                data = json.loads(text[start : end + 1])
+                break
+            except json.JSONDecodeError as exc:
+                error = f"malformed JSON ({exc.msg} at char {exc.pos})"
+    if data is None:
+        raise ModelOutputError(what, error)
     items = data.get("items") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ModelOutputError(what, "the JSON has no 'items' list")
