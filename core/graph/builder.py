@@ -70,6 +70,7 @@ class _Builder:
         for element in self.root.walk():
             if element.children:
                 self.captions.update(_captions(element.children))
+        self.caption_ids = {c.id for c in self.captions.values()}
         self.continued = continued_tables(self.root, self.captions)
         self.tails = {t.id for parts in self.continued.values() for t in parts}
 
@@ -134,11 +135,9 @@ class _Builder:
         while stack:
             element, section = stack.pop()
             sections.append(section)
-            captions = _captions(element.children)
-            caption_ids = {c.id for c in captions.values()}
             pending: list[tuple[ParsingResult, _Section]] = []
             for child in element.children:
-                if child.id in caption_ids:
+                if child.id in self.caption_ids:
                     continue
                 if child.type in HEADING_TYPES:
                     header = self._add(NodeKind.HEADER, child, section.node, text=child.content, boxes=child.geom)
@@ -146,7 +145,7 @@ class _Builder:
                     pending.append((child, _Section(header)))
                 elif child.type in _NON_TEXT:
                     if child.id not in self.tails:  # a continued table's later parts join its first part
-                        self._add_region(child, captions.get(child.id), section.node, self.continued.get(child.id, []))
+                        self._add_region(child, self.captions.get(child.id), section.node, self.continued.get(child.id, []))
                 else:
                     section.elements.append(child)
             stack.extend(reversed(pending))
