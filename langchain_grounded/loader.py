@@ -130,7 +130,30 @@ class _Pipeline:
                 yield single_document(root, source, boxer.text, flat=flat)
 
 
-class GroundedPDFLoader(BaseLoader):
+class _Configured:
+    """What a loader and a blob parser show of their settings."""
+
+    _pipeline: _Pipeline
+
+    @property
+    def mode(self) -> str:
+        return self._pipeline.mode
+
+    @property
+    def chunker(self) -> Chunker | None:
+        return self._pipeline.chunker
+
+    @property
+    def parser(self) -> BaseParser:
+        return self._pipeline.parser
+
+    @property
+    def parser_options(self) -> dict[str, Any]:
+        """The parser's constructor options (``parser_options`` plus ``ocr`` when set)."""
+        return dict(self._pipeline.parser_options)
+
+
+class GroundedPDFLoader(_Configured, BaseLoader):
     """Load PDFs with a grounded parser (default ``pymupdf``, offline).
 
     ``file_path``: a path, the PDF's bytes, a binary file object, a parse tree
@@ -212,23 +235,6 @@ class GroundedPDFLoader(BaseLoader):
         )
 
     @property
-    def mode(self) -> str:
-        return self._pipeline.mode
-
-    @property
-    def chunker(self) -> Chunker | None:
-        return self._pipeline.chunker
-
-    @property
-    def parser(self) -> BaseParser:
-        return self._pipeline.parser
-
-    @property
-    def parser_options(self) -> dict[str, Any]:
-        """The parser's constructor options (``parser_options`` plus ``ocr`` when set)."""
-        return dict(self._pipeline.parser_options)
-
-    @property
     def file_paths(self) -> list[Any]:
         return self.inputs
 
@@ -238,57 +244,17 @@ class GroundedPDFLoader(BaseLoader):
             yield from self._pipeline.documents(pdf, name)
 
 
-class GroundedPDFParser(BaseBlobParser):
+class GroundedPDFParser(_Configured, BaseBlobParser):
     """The loader as a LangChain blob parser: ``GenericLoader(FileSystemBlobLoader(folder,
     glob="*.pdf"), blob_parser=GroundedPDFParser(mode="chunks"))``. Takes the keywords of
     :class:`GroundedPDFLoader` (except the input); a blob with a path is parsed from its file,
     otherwise from its bytes (named by ``blob.source``)."""
 
-    def __init__(
-        self,
-        *,
-        mode: Mode = "chunks",
-        parser: str | BaseParser = "pymupdf",
-        parser_options: Mapping[str, Any] | None = None,
-        ocr: OCRMode | None = None,
-        password: str | None = None,
-        strategy: Any = "recursive",
-        max_tokens: int = 256,
-        overlap: int | float = 0,
-        box_mode: str = "auto",
-        tokenizer: Any = None,
-        flat_metadata: bool = True,
-        line_boxes: bool = True,
-        add_start_index: bool = False,
-        cache: ParseCache | str | Path | bool | None = None,
-        element_payload: bool = False,
-        use_cache: bool = True,
-        **strategy_options: Any,
-    ) -> None:
-        self._pipeline = _Pipeline(
-            mode=mode,
-            parser=parser,
-            parser_options=parser_options,
-            ocr=ocr,
-            password=password,
-            strategy=strategy,
-            max_tokens=max_tokens,
-            overlap=overlap,
-            box_mode=box_mode,
-            tokenizer=tokenizer,
-            flat_metadata=flat_metadata,
-            line_boxes=line_boxes,
-            add_start_index=add_start_index,
-            cache=cache,
-            element_payload=element_payload,
-            use_cache=use_cache,
-            strategy_options=strategy_options,
-        )
-
-    @property
-    def parser_options(self) -> dict[str, Any]:
-        """The parser's constructor options (``parser_options`` plus ``ocr`` when set)."""
-        return dict(self._pipeline.parser_options)
+    def __init__(self, **options: Any) -> None:
+        for key in ("file_path", "name"):
+            if key in options:
+                raise TypeError(f"GroundedPDFParser takes no {key!r}: the blob loader gives the PDFs")
+        self._pipeline = GroundedPDFLoader((), **options)._pipeline
 
     def lazy_parse(self, blob: Blob) -> Iterator[Document]:
         if blob.data is None and blob.path is not None:

@@ -501,6 +501,10 @@ def test_loader_parses_a_pdf_once_and_checks_passwords_every_time(tmp_path, samp
 
 
 def test_loader_ocr_setting_goes_to_the_parser_options():
+    blob_parser = GroundedPDFParser(mode="page", parser_options={"batch_pages": 2})
+    assert blob_parser.mode == "page" and blob_parser.chunker is None and blob_parser.parser.batch_pages == 2
+    with pytest.raises(TypeError, match="blob loader"):
+        GroundedPDFParser(name="guide.pdf")
     assert GroundedPDFLoader([]).parser_options == {}
     assert GroundedPDFLoader([], ocr="never").parser_options == {"ocr": "never"}
     both = GroundedPDFParser(ocr="auto", parser_options={"batch_pages": 2})
