@@ -193,6 +193,13 @@ def test_peerj_multiline_cells_stay_in_their_row(peerj_table_pages):
     assert "Alignment (3 BEB sites): 24 25 32" in chimp
     human = _row_of(p9, "modelA", "Sample_MSA_Human")
     assert any(c.endswith("w0 = 0.08403 w1 = 1.0000 w2 = 1.00000") for c in human)
+    # the caption the layout model boxed with the table is a CAPTION right before it, not a row
+    flat = [n for n in peerj_table_pages.walk() if n.type in (T.CAPTION, T.TABLE)]
+    for table, caption in ((p8, "Table 2 Sample of a summary output"), (p9, "Table 2 (continued)")):
+        before = flat[flat.index(table) - 1]
+        assert before.type == T.CAPTION and before.content.startswith(caption)
+        assert not any(caption in c for r in _rows(table) for c in r)
+        assert before.geom[0].bottom <= table.geom[0].top + 1e-6
     for table in (p8, p9):  # no row is a stray continuation (empty key cell, a few cells filled)
         for cells in _rows(table)[2:]:
             assert cells[0], f"continuation row left in table: {cells}"

@@ -874,6 +874,11 @@ class _TreeBuilder:
         if caption is not None:  # the table's caption inside its box: a CAPTION before the table
             self._captions[id(table)] = caption
             grid = grid[1:]
+            rest = [b for row_boxes in grid for b in row_boxes if b is not None]
+            x0, y0, x1, y1 = _clip(min(b[0] for b in rest), min(b[1] for b in rest), max(b[2] for b in rest),
+                                   max(b[3] for b in rest), pc.width, pc.height)
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+            table.geom = [geom]
         for r, row_boxes in enumerate(grid):
             row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
             cells: list[ParsingResult] = []
@@ -908,8 +913,8 @@ class _TreeBuilder:
     def _caption_row(self, grid: Grid, pc: PageChars, claimed: np.ndarray) -> ParsingResult | None:
         """The grid's first row when it is the table's caption ("Table 2 ...", "Tab. 3: ...") that
         the layout model boxed with the table: a CAPTION element over that row, else None."""
-        if len(grid) < 2:
-            return None
+        if not any(b is not None for row_boxes in grid[1:] for b in row_boxes):
+            return None  # nothing but the caption: not a table to take it from
         cells = [b for b in grid[0] if b is not None]
         if not cells:
             return None
