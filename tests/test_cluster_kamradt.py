@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from grounded.chunking import Chunker
 from grounded.chunking.base import strategy_class
+from grounded.chunking.pieces import Document
 from grounded.chunking.strategies.cluster import (
     ClusterStrategy,
     mean_pair_similarity,
@@ -216,7 +217,7 @@ def test_cluster_chunks_are_whole_pieces(clinsci: ParsingResult) -> None:
     strategy = ClusterStrategy(256, embedder=bag_of_words_embedder)
     chunker = Chunker(strategy, tokenizer=TOKENIZER)
     stream = chunker.stream(clinsci)
-    edges = {a for a, _ in strategy.pieces(stream)} | {len(stream)}
+    edges = {p.start for p in Document(stream, clinsci).pieces("split", strategy.piece_tokens)} | {len(stream)}
     groups = list(strategy.groups(stream, clinsci))
     assert groups[0].start == 0 and groups[-1].end == len(stream)
     assert all(g.start in edges and g.end in edges for g in groups)

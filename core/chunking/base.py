@@ -60,17 +60,26 @@ class TokenGroup:
 class ChunkingStrategy(ABC):
     """Groups a :class:`TokenStream` into :class:`TokenGroup` s lazily (a generator).
 
+    The full-control interface; most strategies derive from
+    :class:`grounded.chunking.pieces.PieceStrategy` instead (pieces in, token ranges out).
+
     ``max_tokens`` (N) bounds every chunk including prepended headings; ``overlap`` (O) tokens are
     repeated between consecutive windows where the strategy supports it.
     """
 
     name: ClassVar[str] = ""
+    #: the strategy embeds text through an ``embedder`` option (an evaluation run passes its cached one)
+    uses_embedder: ClassVar[bool] = False
+    #: False: the chunks partition the document, ``overlap`` must be 0
+    supports_overlap: ClassVar[bool] = True
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0) -> None:
         if not _is_int(max_tokens) or max_tokens < 1:
             raise ChunkingError(f"max_tokens must be a positive int, got {max_tokens!r}")
         if not _is_int(overlap) or not 0 <= overlap < max_tokens:
             raise ChunkingError(f"overlap must be an int in [0, max_tokens), got {overlap!r} with max_tokens={max_tokens}")
+        if overlap and not self.supports_overlap:
+            raise ChunkingError(f"the {self.name} strategy partitions the document: overlap must be 0")
         self.max_tokens = int(max_tokens)
         self.overlap = int(overlap)
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .stream import TokenStream
 
-__all__ = ["DEFAULT_DELIMITERS", "recursive_split", "merge_ranges", "window_split"]
+__all__ = ["DEFAULT_DELIMITERS", "recursive_split", "merge_ranges", "window_split", "word_ranges"]
 
 #: LangChain's separators with sentence punctuation added (thesis §3.4.2)
 DEFAULT_DELIMITERS: tuple[str, ...] = ("\n\n", "\n", ". ", "!", "?", "\u00b6", "")
@@ -51,7 +51,8 @@ def _clean_forward(stream: TokenStream, k: int, hi: int) -> int:
     return k
 
 
-def _word_pieces(stream: TokenStream, lo: int, hi: int) -> list[Range]:
+def word_ranges(stream: TokenStream, lo: int, hi: int) -> list[Range]:
+    """``[lo, hi)`` cut at every word start (:meth:`TokenStream.boundaries`)."""
     cuts = [lo, *stream.boundaries(lo, hi).tolist(), hi]
     return [(a, b) for a, b in zip(cuts, cuts[1:], strict=False) if b > a]
 
@@ -59,7 +60,7 @@ def _word_pieces(stream: TokenStream, lo: int, hi: int) -> list[Range]:
 def _pieces(stream: TokenStream, lo: int, hi: int, delimiter: str) -> list[Range]:
     """Split ``[lo, hi)`` after each occurrence of ``delimiter`` in its text."""
     if delimiter == "":
-        return _word_pieces(stream, lo, hi)
+        return word_ranges(stream, lo, hi)
     s, e = stream.char_span(lo, hi)
     text = stream.text
     cut_chars = [m.end() for m in re.finditer(re.escape(delimiter), text[s:e])]

@@ -22,10 +22,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import ChunkingError
-from ...model import ParsingResult
-from ..base import ChunkingStrategy, TokenGroup, _is_int, register_strategy
-from ..splitting import DEFAULT_DELIMITERS, recursive_split
-from ..stream import TokenStream
+from ..base import _is_int, register_strategy
+from ..pieces import Document, Piece, PieceStrategy, Span, join
 from .semantic import Embedder, minilm_embedder
 
 __all__ = ["ClusterStrategy", "mean_pair_similarity", "similarity_band", "optimal_segmentation"]
@@ -96,12 +94,15 @@ def optimal_segmentation(band: np.ndarray, sizes: Sequence[int], max_pieces: int
 
 
 @register_strategy
-class ClusterStrategy(ChunkingStrategy):
+class ClusterStrategy(PieceStrategy):
     """Parameters: ``piece_tokens`` (piece size, default 50, at most N), ``max_pieces`` (pieces per chunk,
     default ``max_tokens // piece_tokens``), ``centre`` (subtract the mean pairwise similarity, as
     Chroma does; default True), ``embedder`` (texts -> normalized vectors; default MiniLM)."""
 
     name = "cluster"
+    piece_kind = "split"
+    uses_embedder = True
+    supports_overlap = False
 
     def __init__(
         self,
@@ -113,8 +114,6 @@ class ClusterStrategy(ChunkingStrategy):
         embedder: Embedder | None = None,
     ) -> None:
         super().__init__(max_tokens, overlap)
-        if overlap:
-            raise ChunkingError("the cluster strategy partitions the document: overlap must be 0")
         if piece_tokens is None:
             piece_tokens = min(50, self.max_tokens)
         if not _is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
@@ -132,24 +131,21 @@ class ClusterStrategy(ChunkingStrategy):
             self._embedder = minilm_embedder()
         return self._embedder
 
-    def pieces(self, stream: TokenStream) -> list[tuple[int, int]]:
-        return recursive_split(stream, 0, len(stream), self.piece_tokens, 0, DEFAULT_DELIMITERS)
+    def piece_options(self) -> dict[str, Any]:
+        return {"max_tokens": self.piece_tokens}
 
-    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
-        pieces = self.pieces(stream)
-        if not pieces:
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[Span]:
+        if len(pieces) < 2:
+            yield from (join([p]) for p in pieces)
             return
-        if len(pieces) == 1:
-            yield TokenGroup(*pieces[0])
-            return
-        vecs = np.asarray(self.embedder([stream.content(a, b) for a, b in pieces]), dtype=np.float32)
+        vecs = np.asarray(self.embedder([p.text for p in pieces]), dtype=np.float32)
         if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
             raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} pieces")
         centre = mean_pair_similarity(vecs) if self.centre else 0.0
         band = similarity_band(vecs, self.max_pieces, centre)
-        sizes = [b - a for a, b in pieces]
+        sizes = [p.tokens for p in pieces]
         for a, b in optimal_segmentation(band, sizes, self.max_pieces, self.max_tokens):
-            yield TokenGroup(pieces[a][0], pieces[b - 1][1])
+            yield join(pieces[a:b])
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "piece_tokens": self.piece_tokens, "max_pieces": self.max_pieces, "centre": self.centre}

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Sequence
 
-from ...model import ParsingResult
-from ..base import ChunkingStrategy, TokenGroup, register_strategy
-from ..splitting import window_split
-from ..stream import TokenStream
+from ..base import register_strategy
+from ..pieces import Document, Piece, PieceStrategy
 
 
 @register_strategy
-class FixedSizeStrategy(ChunkingStrategy):
+class FixedSizeStrategy(PieceStrategy):
     """Emit the first N tokens of the queue, drop N - O, repeat; the residue forms a final chunk.
 
     Window ends are moved back to the nearest word start so no word is cut in two (a word longer
     than N is the only exception)."""
 
     name = "fixed"
+    piece_kind = None
 
-    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
-        for start, end in window_split(stream, 0, len(stream), self.max_tokens, self.overlap):
-            yield TokenGroup(start, end)
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterable[tuple[int, int]]:
+        return doc.windows(0, len(doc), self.max_tokens, self.overlap)

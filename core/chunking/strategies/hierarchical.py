@@ -10,14 +10,13 @@ non-heading nodes that have children (e.g. a list item with a sub-list) stays bo
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 from ...errors import ChunkingError
 from ...model import HEADING_TYPES, ParsingResult
-from ..base import ChunkingStrategy, TokenGroup, register_strategy
-from ..splitting import DEFAULT_DELIMITERS, recursive_split
-from ..stream import TokenStream
+from ..base import register_strategy
+from ..pieces import Document, Piece, PieceStrategy, Span
 
 
 class _Piece(NamedTuple):
@@ -28,10 +27,11 @@ class _Piece(NamedTuple):
 
 
 @register_strategy
-class HierarchicalStrategy(ChunkingStrategy):
+class HierarchicalStrategy(PieceStrategy):
     """Parameters: ``heading_budget`` B_h in tokens (default 0.4 N)."""
 
     name = "hierarchical"
+    piece_kind = None  # works on the tree: element token ranges come from the Document
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0, heading_budget: int | None = None) -> None:
         super().__init__(max_tokens, overlap)
@@ -42,30 +42,27 @@ class HierarchicalStrategy(ChunkingStrategy):
     def params(self) -> dict[str, Any]:
         return {**super().params(), "heading_budget": self.heading_budget}
 
-    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
-        if len(stream) == 0:
-            return
-        run = _Run(self, stream, root)
-        for piece in run.process(root, ()):
-            yield TokenGroup(piece.lo, piece.hi, piece.headings)
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[Span]:
+        run = _Run(self, doc)
+        for piece in run.process(doc.root, ()):
+            yield Span(piece.lo, piece.hi, piece.headings)
 
 
 class _Run:
     """State of one hierarchical pass over one document."""
 
-    def __init__(self, strategy: HierarchicalStrategy, stream: TokenStream, root: ParsingResult):
+    def __init__(self, strategy: HierarchicalStrategy, doc: Document):
         self.N = strategy.max_tokens
         self.O = strategy.overlap
         self.budget = strategy.heading_budget
-        self.stream = stream
-        doc = stream.doc
-        self.text_index = {id(n): k for k, n in enumerate(doc.nodes)}
-        self.tok_lo = stream.node_lo.tolist()
-        self.tok_hi = stream.node_hi.tolist()
-        tok = stream.tokenizer
-        self.sep_line = tok.count("\n") if tok is not None else 0
-        self.sep_body = tok.count("\n\n") if tok is not None else 0
-        self.sub_range = self._subtree_ranges(root)
+        self.doc = doc
+        self.text_index = {id(doc.element(k)): k for k in range(doc.element_count)}
+        ranges = [doc.element_range(k) for k in range(doc.element_count)]
+        self.tok_lo = [lo for lo, _ in ranges]
+        self.tok_hi = [hi for _, hi in ranges]
+        self.sep_line = doc.count("\n")
+        self.sep_body = doc.count("\n\n")
+        self.sub_range = self._subtree_ranges(doc.root)
 
     def _subtree_ranges(self, root: ParsingResult) -> dict[int, tuple[int, int]]:
         """id(node) -> (first, last) text-node index within its subtree (absent: no text)."""
@@ -97,7 +94,7 @@ class _Run:
 
     def split_leaf(self, lo: int, hi: int, headings: tuple[int, ...]) -> list[_Piece]:
         avail = self.N - self.cost(headings)
-        return [_Piece(s, e, headings, False) for s, e in recursive_split(self.stream, lo, hi, avail, self.O, DEFAULT_DELIMITERS)]
+        return [_Piece(s, e, headings, False) for s, e in self.doc.split(lo, hi, avail, self.O)]
 
     def process(self, node: ParsingResult, headings: tuple[int, ...]) -> list[_Piece]:
         """The pieces of ``node``'s subtree, in reading order.

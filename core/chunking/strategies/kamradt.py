@@ -14,16 +14,14 @@ distances, O(P log(1/tol)) for the search.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from ...errors import ChunkingError
-from ...model import ParsingResult
-from ..base import ChunkingStrategy, TokenGroup, _is_int, register_strategy
-from ..splitting import DEFAULT_DELIMITERS, recursive_split
-from ..stream import TokenStream
+from ..base import _is_int, register_strategy
+from ..pieces import Document, Piece, PieceStrategy
 from .semantic import Embedder, minilm_embedder
 
 __all__ = ["KamradtModifiedStrategy", "threshold_for_cuts", "breakpoints"]
@@ -54,12 +52,15 @@ def breakpoints(distances: np.ndarray, threshold: float) -> list[int]:
 
 
 @register_strategy
-class KamradtModifiedStrategy(ChunkingStrategy):
+class KamradtModifiedStrategy(PieceStrategy):
     """Parameters: ``avg_tokens`` (target mean chunk size, default ``max_tokens``),
     ``min_chunk_tokens`` (piece size, default 50, at most N), ``buffer`` (neighbour pieces on each side in an
     embedding window, default 3), ``embedder`` (texts -> normalized vectors; default MiniLM)."""
 
     name = "kamradt_mod"
+    piece_kind = "split"
+    uses_embedder = True
+    supports_overlap = False
 
     def __init__(
         self,
@@ -71,8 +72,6 @@ class KamradtModifiedStrategy(ChunkingStrategy):
         embedder: Embedder | None = None,
     ) -> None:
         super().__init__(max_tokens, overlap)
-        if overlap:
-            raise ChunkingError("the kamradt_mod strategy partitions the document: overlap must be 0")
         self.avg_tokens = max_tokens if avg_tokens is None else avg_tokens
         if not _is_int(self.avg_tokens) or self.avg_tokens < 1:
             raise ChunkingError(f"avg_tokens must be a positive int, got {avg_tokens!r}")
@@ -93,15 +92,16 @@ class KamradtModifiedStrategy(ChunkingStrategy):
             self._embedder = minilm_embedder()
         return self._embedder
 
-    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
-        n = len(stream)
-        pieces = recursive_split(stream, 0, n, self.min_chunk_tokens, 0, DEFAULT_DELIMITERS)
+    def piece_options(self) -> dict[str, Any]:
+        return {"max_tokens": self.min_chunk_tokens}
+
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
         if not pieces:
             return
         starts = [0]
         if len(pieces) > 1:
-            b = self.buffer
-            windows = [stream.content(pieces[max(0, i - b)][0], pieces[min(len(pieces) - 1, i + b)][1]) for i in range(len(pieces))]
+            b, last = self.buffer, len(pieces) - 1
+            windows = [doc.text(pieces[max(0, i - b)].start, pieces[min(last, i + b)].end) for i in range(len(pieces))]
             vecs = np.asarray(self.embedder(windows), dtype=np.float64)
             if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
                 raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} windows")
@@ -109,17 +109,12 @@ class KamradtModifiedStrategy(ChunkingStrategy):
             norms[norms == 0] = 1.0
             unit = vecs / norms[:, None]
             distances = 1.0 - np.einsum("ij,ij->i", unit[:-1], unit[1:])
-            total = sum(e - s for s, e in pieces)
+            total = sum(p.tokens for p in pieces)
             cuts = max(0, -(-total // self.avg_tokens) - 1)  # chunks = ceil(total / avg)
             starts += breakpoints(distances, threshold_for_cuts(distances, cuts))
         edges = [*starts, len(pieces)]
         for a, b in zip(edges, edges[1:], strict=False):
-            lo, hi = pieces[a][0], pieces[b - 1][1]
-            if hi - lo <= self.max_tokens:
-                yield TokenGroup(lo, hi)
-            else:
-                for s, e in recursive_split(stream, lo, hi, self.max_tokens, 0, DEFAULT_DELIMITERS):
-                    yield TokenGroup(s, e)
+            yield from doc.split(pieces[a].start, pieces[b - 1].end, self.max_tokens)
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "avg_tokens": self.avg_tokens, "min_chunk_tokens": self.min_chunk_tokens, "buffer": self.buffer}

@@ -14,10 +14,8 @@ from typing import Any
 import numpy as np
 
 from ...errors import BackendUnavailableError, ChunkingError
-from ...model import ParsingResult
-from ..base import ChunkingStrategy, TokenGroup, register_strategy
-from ..splitting import DEFAULT_DELIMITERS, recursive_split
-from ..stream import TokenStream
+from ..base import register_strategy
+from ..pieces import Document, Piece, PieceStrategy
 
 __all__ = ["SemanticStrategy", "punkt_sentence_tokenizer", "minilm_embedder"]
 
@@ -67,11 +65,13 @@ def minilm_embedder(batch_size: int = 64) -> Embedder:
 
 
 @register_strategy
-class SemanticStrategy(ChunkingStrategy):
+class SemanticStrategy(PieceStrategy):
     """Parameters: ``percentile`` Q in (0, 1) (thesis grid 0.7 / 0.9), ``min_tokens`` M (default
     N/2), ``embedder`` (texts -> normalized vectors; default MiniLM), ``language`` for Punkt."""
 
     name = "semantic"
+    piece_kind = "sentence"
+    uses_embedder = True
 
     def __init__(
         self,
@@ -99,34 +99,15 @@ class SemanticStrategy(ChunkingStrategy):
             self._embedder = minilm_embedder()
         return self._embedder
 
-    def sentence_starts(self, stream: TokenStream) -> list[int]:
-        """Token index where each sentence starts; sentences never cross elements, and tokens
-        between sentences (delimiters) join the following sentence, so the ranges tile the stream."""
-        cuts: list[int] = [0] if len(stream) else []
-        doc = stream.doc
-        for k, node in enumerate(doc.nodes):
-            first = int(stream.node_first[k])
-            if first < 0:
-                continue
-            base = doc.starts[k]
-            spans = list(self._sentences.span_tokenize(node.content))
-            if not spans:
-                continue
-            local_starts = np.asarray([s for s, _ in spans], dtype=np.int64) + base
-            toks = np.searchsorted(stream.node_starts(k), local_starts, side="left") + first
-            for t in [first, *toks[1:].tolist()]:
-                if t > cuts[-1] and t < len(stream):
-                    cuts.append(int(t))
-        return cuts
+    def piece_options(self) -> dict[str, Any]:
+        return {"language": self.language}
 
-    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
-        n = len(stream)
-        if n == 0:
-            return
-        starts = self.sentence_starts(stream)
-        bounds = list(zip(starts, [*starts[1:], n], strict=False))
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
+        """Sentences (delimiters join the following sentence, so they tile the document) grouped at
+        breakpoints, short groups merged, long ones re-split."""
+        bounds = [(p.start, p.end) for p in pieces]
         if len(bounds) > 1:
-            vecs = self.embedder([stream.content(a, b) for a, b in bounds])
+            vecs = self.embedder([p.text for p in pieces])
             sims = np.sum(vecs[:-1] * vecs[1:], axis=1)
             distances = 1.0 - sims
             threshold = float(np.percentile(distances, self.percentile * 100.0))
@@ -136,11 +117,7 @@ class SemanticStrategy(ChunkingStrategy):
         edges = [0, *breaks, len(bounds)]
         groups = [(bounds[a][0], bounds[b - 1][1]) for a, b in zip(edges, edges[1:], strict=False) if b > a]
         for lo, hi in self._enforce_sizes(groups):
-            if hi - lo <= self.max_tokens:
-                yield TokenGroup(lo, hi)
-            else:
-                for s, e in recursive_split(stream, lo, hi, self.max_tokens, 0, DEFAULT_DELIMITERS):
-                    yield TokenGroup(s, e)
+            yield from doc.split(lo, hi, self.max_tokens)
 
     def _enforce_sizes(self, groups: list[tuple[int, int]]) -> list[tuple[int, int]]:
         """Merge groups shorter than M with the following ones (the last short group joins its predecessor
