@@ -97,16 +97,10 @@ def test_known_mutants(index, parser, chunker, tmp_path):
     assert all(o.ok for o in outs), "\n".join(o.describe() for o in outs)
 
 
-@pytest.mark.parametrize("item", CLI_FAST, ids=_id)
+@pytest.mark.parametrize(
+    "item", [*CLI_FAST, *(pytest.param(item, marks=pytest.mark.slow) for item in CLI_SLOW)], ids=_id
+)
 def test_cli_contract(item, corpus, tmp_path):
-    case = corpus[item]
-    out = check_cli(case, tmp_path / "out", expected_text(case.path))
-    assert out.ok, out.describe()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("item", CLI_SLOW, ids=_id)
-def test_cli_contract_rest(item, corpus, tmp_path):
     case = corpus[item]
     out = check_cli(case, tmp_path / "out", expected_text(case.path))
     assert out.ok, out.describe()
