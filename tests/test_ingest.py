@@ -334,3 +334,149 @@ def test_ray_engine_long_pdfs(long_corpus: Path, long_run, tmp_path: Path) -> No
     assert main(["ingest", str(long_corpus), "-o", str(tmp_path), "--engine", "ray", "--workers", "2"]) == 1
     assert parts(tmp_path) == parts(reference)
     assert len(pq.read_table(tmp_path / "errors.parquet")) == 2
+
+
+# -- fewer documents than workers: one document spread over the workers by pages ------------------------
+def test_one_document_is_split_over_the_workers(corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    _, reference = run2
+    pdf = corpus / "a.pdf"
+    with caplog.at_level("INFO", logger="grounded.ingest.job"):
+        report = ingest(pdf, tmp_path, workers=2, progress=False)
+    assert "split over 2 workers by pages" in caplog.text
+    assert (report.done, report.failed, report.pages) == (1, 0, 3)
+    (name,) = parts(tmp_path)
+    assert parts(tmp_path)[name] == parts(reference)[name]  # same rows (ids included) as a whole-document task
+
+
+@pytest.mark.slow
+def test_split_document_embeddings_are_identical(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "in" / "four.pdf", 4, 6)
+    one = ingest(pdf, tmp_path / "one", embed="minilm", workers=1, progress=False)
+    two = ingest(pdf, tmp_path / "two", embed="minilm", workers=2, progress=False)
+    assert one.ok and two.ok and one.chunks == two.chunks > 0
+    rows = parts(tmp_path / "two")
+    assert rows == parts(tmp_path / "one")  # embeddings bit for bit: the same slices, one thread each
+    assert all(len(r["embedding"]) == 384 for part in rows.values() for r in part)
+
+
+@pytest.mark.slow
+def test_split_long_pdf_matches_one_worker(long_run, tmp_path: Path) -> None:
+    _, reference = long_run
+    pdf = LONG_PDFS[0]
+    report = ingest(pdf, tmp_path, workers=2, progress=False)
+    assert report.ok and report.pages > 2
+    (name,) = parts(tmp_path)
+    assert parts(tmp_path)[name] == parts(reference)[name]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker processes through /proc")
+def test_a_killed_worker_during_a_split_loses_nothing(
+    corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import threading
+
+    _, reference = run2
+    killed: list[int] = []
+
+    def kill_one() -> None:
+        me = os.getpid()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not killed:
+            children = Path(f"/proc/{me}/task/{me}/children").read_text().split()
+            found = [int(c) for c in children if b"spawn_main" in Path(f"/proc/{c}/cmdline").read_bytes()]
+            if len(found) == 2:
+                time.sleep(1.0)
+                os.kill(found[0], signal.SIGKILL)
+                killed.append(found[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_one, daemon=True)
+    killer.start()
+    with caplog.at_level("WARNING", logger="grounded.ingest.job"):
+        report = ingest(corpus / "a.pdf", tmp_path, workers=2, progress=False)
+    killer.join()
+    assert killed and "a worker process died" in caplog.text
+    assert (report.done, report.failed) == (1, 0), report.errors
+    (name,) = parts(tmp_path)
+    assert parts(tmp_path)[name] == parts(reference)[name]
+
+
+def test_workers_are_recycled_without_losing_rows(
+    corpus: Path, run2, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from grounded.ingest import job
+
+    _, reference = run2
+    monkeypatch.setattr(job, "RECYCLE_DOCUMENTS", 2)
+    with caplog.at_level("INFO", logger="grounded.ingest.job"):
+        report = ingest(corpus, tmp_path, workers=1, progress=False)
+    assert caplog.text.count("worker processes recycled after 2 documents") == 2  # 5 inputs: 2 + 2 + 1
+    assert (report.done, report.failed) == (3, 2)
+    assert parts(tmp_path) == parts(reference)
+
+
+# -- the progress bar ---------------------------------------------------------------------------------
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a terminal's size
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grounded.cli", "ingest", *args], cwd=REPO, env=ENV,
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=follower,
+    )
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    return proc.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal for stderr")
+def test_progress_bar_on_a_terminal_only(corpus: Path, tmp_path: Path) -> None:
+    code, err = _stderr_on_a_terminal([str(corpus / "b.PDF"), "-o", str(tmp_path / "a"), "--workers", "1"])
+    assert code == 0, err
+    assert "ingest: 100%" in err and "2/2 [" in err and "page" in err and "files 1/1, failed 0" in err
+    code, err = _stderr_on_a_terminal([str(corpus / "b.PDF"), "-o", str(tmp_path / "b"), "--workers", "1", "--quiet"])
+    assert code == 0 and "%" not in err and "done" not in err, err
+    piped = subprocess.run(
+        [sys.executable, "-m", "grounded.cli", "ingest", str(corpus / "b.PDF"), "-o", str(tmp_path / "c"), "--workers", "1"],
+        cwd=REPO, env=ENV, capture_output=True, text=True, timeout=300,
+    )
+    assert piped.returncode == 0 and "%" not in piped.stderr and "1 done, 0 skipped, 0 failed" in piped.stderr
+
+
+# -- the LanceDB sink ---------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
+    import lancedb
+
+    from grounded.chunking.strategies.semantic import minilm_embedder
+
+    folder = tmp_path / "in"
+    make_pdf(folder / "one.pdf", 2, 7)
+    make_pdf(folder / "two.pdf", 1, 8)
+    out = tmp_path / "out"
+    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
+    expected = {r["chunk_id"]: r for rows in parts(out).values() for r in rows}
+    table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
+    assert table.count_rows() == len(expected) > 1
+    target = next(r for r in expected.values() if r["source_path"].endswith("two.pdf"))
+    query = minilm_embedder()([target["text"]])[0]
+    (hit,) = table.search(query).limit(1).to_list()
+    assert hit["chunk_id"] == target["chunk_id"] and hit["_distance"] < 1e-4
+    assert hit["boxes"] == target["boxes"] and hit["boxes"][0]["spans"]  # nested exact boxes survive
+    assert hit["pages"] == target["pages"] and hit["source_sha256"] == target["source_sha256"]
+    # a re-run adds no duplicate rows (the table is rebuilt from the done parts)
+    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
+    assert lancedb.connect(str(out / "lancedb")).open_table("chunks").count_rows() == len(expected)

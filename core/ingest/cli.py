@@ -39,8 +39,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local: a process pool on this machine (default); ray: Ray Data actors (pip install 'ray[data]')")
     p.add_argument("--ray-address", default=None, metavar="ADDR",
                    help="Ray cluster to join (default: $RAY_ADDRESS, else a local Ray runtime with --workers CPUs)")
+    p.add_argument("--sink", choices=("parquet", "lancedb"), default="parquet",
+                   help="parquet (default); lancedb: also a searchable LanceDB table OUT/lancedb "
+                   "(pip install 'grounded[lancedb]')")
     p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line (failures are still listed)")
     p.set_defaults(func=run)
 
 
@@ -60,14 +64,16 @@ def run(args: argparse.Namespace) -> int:
         overlap=overlap,
         embed=args.embed,
         workers=args.workers,
-        progress=not args.no_progress,
+        progress=not (args.no_progress or args.quiet),
         retry_errors=args.retry_errors,
         engine=args.engine,
         ray_address=args.ray_address,
+        sink=args.sink,
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)
     if len(report.errors) > 20:
         print(f"grounded ingest: ... {len(report.errors) - 20} more in {args.out / 'errors.parquet'}", file=sys.stderr)
-    print(f"grounded ingest: {report.summary()}", file=sys.stderr)
+    if not args.quiet:
+        print(f"grounded ingest: {report.summary()}", file=sys.stderr)
     return 0 if report.ok else 1

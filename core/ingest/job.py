@@ -18,6 +18,10 @@ Inputs that fail (corrupt, encrypted, image-only, not a PDF, unreadable) get an 
 with their typed error and never stop the run; a re-run does not retry them (pass
 ``retry_errors=True``), except a worker crash (``WorkerCrashError``), which is always retried.
 
+Fewer documents than workers (one long guideline, ``--workers 2``): the local engine takes the
+documents one after the other and spreads each over all workers by pages
+(:mod:`grounded.ingest.split`), with the same rows as one worker per document.
+
 Determinism: a document's rows depend only on its bytes and the configuration (chunk ids are
 :func:`grounded.chunking.ids.chunk_id` of its sha256, parser and chunker fingerprint), never on
 the worker count or the order in which documents finish.
@@ -32,7 +36,6 @@ import json
 import logging
 import multiprocessing
 import os
-import sys
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
@@ -49,8 +52,17 @@ from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
 from ..parse_cache import file_sha256, parser_code_version
 from ..parsers._process import ParentInfo
 from ..serialization import atomic_write_bytes
+from .progress import Progress, page_count
 from .rows import _pa, documents_schema, errors_schema
-from .worker import DocResult, JobConfig, build_chunker, init_worker, process_document
+from .worker import (
+    EMBED_DIMS,
+    DocResult,
+    JobConfig,
+    build_chunker,
+    init_worker,
+    process_document,
+    setup_status,
+)
 
 __all__ = ["ingest", "IngestReport", "IngestError", "expand_inputs", "config_fingerprint"]
 
@@ -79,6 +91,7 @@ class IngestReport:
     pages: int = 0
     chunks: int = 0
     seconds: float = 0.0
+    #: seconds per stage over all documents: parse (of it: layout), chunk, embed, rows, write
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # (path, error type, message)
 
@@ -213,6 +226,13 @@ class _Out:
             if isinstance(record, dict):
                 yield record
 
+    def done_parts(self) -> Iterator[Path]:
+        """The part files of the done documents, in manifest order."""
+        for record in self.records():
+            part = self.chunks / str(record.get("part") or "")
+            if record.get("status") == "done" and record.get("part") and part.is_file():
+                yield part
+
     def write_tables(self) -> None:
         """Rewrite documents.parquet and errors.parquet from the manifest records, in batches."""
         pa = _pa()
@@ -235,20 +255,20 @@ class _Out:
 
 
 # -- the job ----------------------------------------------------------------------------------------
-def _progress_bar(total: int, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    show = enabled and sys.stderr.isatty()
-    return tqdm(total=total, unit="file", desc="ingest", disable=not show, file=sys.stderr, dynamic_ncols=True)
+#: documents a worker pool takes before it is drained and replaced by fresh processes (PyMuPDF
+#: keeps ~0.5 MB per parsed document in a process; this bounds a long run's worker memory)
+RECYCLE_DOCUMENTS = 200
 
 
 class _Pool:
-    """A spawn process pool of ``workers`` processes (re-created after a worker crash)."""
+    """A spawn process pool of ``workers`` processes (re-created after a worker crash, and after
+    :data:`RECYCLE_DOCUMENTS` documents)."""
 
     def __init__(self, workers: int, config: JobConfig) -> None:
         self.workers = workers
         self.config = config
         self.executor: ProcessPoolExecutor | None = None
+        self.documents = 0  # submitted to this executor
 
     def get(self) -> ProcessPoolExecutor:
         if self.executor is None:
@@ -262,61 +282,120 @@ class _Pool:
         if self.executor is not None:
             self.executor.shutdown(wait=False, cancel_futures=True)
             self.executor = None
+        self.documents = 0
 
     def close(self) -> None:
         if self.executor is not None:
             self.executor.shutdown(wait=True, cancel_futures=True)
             self.executor = None
+        self.documents = 0
 
 
-def _run_local(todo: Iterable[tuple[str, str]], workers: int, config: JobConfig) -> Iterator[DocResult]:
-    """Results of ``todo`` ((path, sha256) pairs, read lazily) as they arrive, at most
-    ``2 x workers`` in flight (so memory does not grow with the corpus).
+def _pool_broke(exc: BaseException) -> bool:
+    return isinstance(exc, BrokenProcessPool) or isinstance(exc.__cause__, BrokenProcessPool)
+
+
+def _run_local(
+    todo: Iterable[tuple[str, str]], workers: int, config: JobConfig, progress: Progress, split: bool = False
+) -> Iterator[DocResult]:
+    """Results of ``todo`` ((path, sha256) pairs, read lazily) as they arrive.
+
+    ``split`` (fewer documents than workers): documents one after the other, each spread over
+    all workers by pages (:func:`~grounded.ingest.split.split_document`); else one document per
+    task, at most ``2 x workers`` in flight.
+    """
+    pool = _Pool(workers, config)
+    try:
+        if split:
+            yield from _split_documents(todo, pool, config, progress)
+        else:
+            yield from _whole_documents(todo, pool)
+    finally:
+        pool.close()
+
+
+def _split_documents(
+    todo: Iterable[tuple[str, str]], pool: _Pool, config: JobConfig, progress: Progress
+) -> Iterator[DocResult]:
+    from .split import split_document
+
+    chunker = build_chunker(config)
+    checked = False
+    for path, sha in todo:
+        if progress.expected(path) < 2:  # a single page: nothing to split
+            yield from _whole_documents([(path, sha)], pool)
+            continue
+        try:
+            if not checked:
+                status = pool.get().submit(setup_status).result()
+                if status is not None:
+                    yield DocResult("setup-error", path, sha, error_type=status[0], message=status[1])
+                    return
+                checked = True
+            log.info("ingest: %s split over %d workers by pages", path, pool.workers)
+            result = split_document(path, sha, config, pool.get(), pool.workers, chunker, progress.on_pages(path))
+        except Exception as exc:
+            if not _pool_broke(exc):
+                raise
+            log.warning("ingest: a worker process died; retrying %s on its own", path)
+            pool.reset()
+            checked = False
+            yield from _whole_documents([(path, sha)], pool)
+        else:
+            yield result
+
+
+def _whole_documents(todo: Iterable[tuple[str, str]], pool: _Pool) -> Iterator[DocResult]:
+    """One document per task, at most ``2 x workers`` in flight (so memory does not grow with
+    the corpus); the pool is drained and replaced after :data:`RECYCLE_DOCUMENTS` documents.
 
     When a worker dies, every document then in flight is retried alone (one in flight); one that
     kills its worker alone is reported as a :data:`CRASH` error.
     """
-    pool = _Pool(workers, config)
     pending = iter(todo)
     exhausted = False
     suspects: deque[tuple[str, str]] = deque()
     suspected: set[tuple[str, str]] = set()
     in_flight: dict[Future[DocResult], tuple[str, str]] = {}
-    try:
-        while True:
-            limit = 1 if suspects else 2 * workers
-            while len(in_flight) < limit:
-                item: tuple[str, str] | None = suspects.popleft() if suspects else None
+    while True:
+        limit = 1 if suspects else 2 * pool.workers
+        if pool.documents >= RECYCLE_DOCUMENTS:
+            limit = 0  # drain, then fresh processes
+        while len(in_flight) < limit:
+            item: tuple[str, str] | None = suspects.popleft() if suspects else None
+            if item is None:
+                item = next(pending, None) if not exhausted else None
                 if item is None:
-                    item = next(pending, None) if not exhausted else None
-                    if item is None:
-                        exhausted = True
-                        break
-                in_flight[pool.get().submit(process_document, *item)] = item
-            if not in_flight:
-                break
-            finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
-            broken: list[tuple[str, str]] = []
-            for future in finished:
-                item = in_flight.pop(future)
-                try:
-                    yield future.result()
-                except BrokenProcessPool:
-                    broken.append(item)
-            if broken:
-                broken.extend(in_flight.values())
-                in_flight.clear()
-                pool.reset()
-                if len(broken) == 1 and broken[0] in suspected:  # it killed its worker alone
-                    path, sha = broken[0]
-                    yield DocResult("error", path, sha, error_type=CRASH,
-                                    message=f"{path}: the worker process died while parsing it (crash or out of memory)")
-                else:
-                    log.warning("ingest: a worker process died; retrying its %d document(s) one at a time", len(broken))
-                    suspects.extend(sorted(broken))
-                    suspected.update(broken)
-    finally:
-        pool.close()
+                    exhausted = True
+                    break
+            in_flight[pool.get().submit(process_document, *item)] = item
+            pool.documents += 1
+        if not in_flight:
+            if limit == 0 and not exhausted:
+                log.info("ingest: worker processes recycled after %d documents", pool.documents)
+                pool.close()
+                continue
+            break
+        finished, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+        broken: list[tuple[str, str]] = []
+        for future in finished:
+            item = in_flight.pop(future)
+            try:
+                yield future.result()
+            except BrokenProcessPool:
+                broken.append(item)
+        if broken:
+            broken.extend(in_flight.values())
+            in_flight.clear()
+            pool.reset()
+            if len(broken) == 1 and broken[0] in suspected:  # it killed its worker alone
+                path, sha = broken[0]
+                yield DocResult("error", path, sha, error_type=CRASH,
+                                message=f"{path}: the worker process died while parsing it (crash or out of memory)")
+            else:
+                log.warning("ingest: a worker process died; retrying its %d document(s) one at a time", len(broken))
+                suspects.extend(sorted(broken))
+                suspected.update(broken)
 
 
 def ingest(
@@ -333,13 +412,16 @@ def ingest(
     retry_errors: bool = False,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
+    sink: Literal["parquet", "lancedb"] = "parquet",
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into Parquet under ``out``.
 
     See the module docstring for the output layout, resume and failure rules. ``workers`` is
     the number of worker processes (default: the machine's cores); ``engine="ray"`` runs the
     documents on Ray (:mod:`grounded.ingest.ray_engine`; ``ray_address`` or ``$RAY_ADDRESS``
-    joins a cluster, else a local runtime with ``workers`` CPUs) and writes the same files. Returns an
+    joins a cluster, else a local runtime with ``workers`` CPUs) and writes the same files.
+    ``sink="lancedb"`` also (re)builds the searchable LanceDB table ``out/lancedb`` from the Parquet
+    parts at the end (:mod:`grounded.ingest.lance_sink`). Returns an
     :class:`IngestReport`; raises :class:`IngestError` only when the job itself cannot run.
     """
     started = time.perf_counter()
@@ -347,6 +429,8 @@ def ingest(
         raise IngestError(f"engine must be 'local' or 'ray', got {engine!r}")
     if embed not in ("minilm", "none"):
         raise IngestError(f"embed must be 'minilm' or 'none', got {embed!r}")
+    if sink not in ("parquet", "lancedb"):
+        raise IngestError(f"sink must be 'parquet' or 'lancedb', got {sink!r}")
     n_workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if n_workers < 1:
         raise IngestError(f"workers must be >= 1, got {workers!r}")
@@ -363,11 +447,19 @@ def ingest(
         from .ray_engine import _ray
 
         _ray()  # ray installed?
+    if sink == "lancedb":
+        from .lance_sink import lancedb_module
+
+        lancedb_module()  # lancedb installed?
 
     files = expand_inputs(inputs)
     report = IngestReport(out=Path(out), files=len(files))
     store = _Out(Path(out), fingerprint)
-    bar = _progress_bar(len(files), progress)
+    pool_size = min(n_workers, max(len(files), 1))
+    # fewer documents than workers: each document is spread over all workers by pages
+    split = engine == "local" and parser == "pymupdf" and 0 < len(files) < n_workers
+    bar = Progress(len(files), progress)
+    count_pages = bar.shown or split
     seen: set[str] = set()
 
     def todo() -> Iterator[tuple[str, str]]:
@@ -380,7 +472,7 @@ def ingest(
                     path, f"cannot read: {exc.strerror or exc}"
                 )
                 _record_error(store, report, str(path), None, type(error).__name__, str(error))
-                bar.update(1)
+                bar.file_done(str(path), failed=True)
                 continue
             repeat = sha in seen
             seen.add(sha)
@@ -390,18 +482,19 @@ def ingest(
                 if record is not None and record.get("status") == "error":
                     report.failed += 1
                     report.errors.append((str(path), str(record.get("error_type")), str(record.get("message"))))
-                bar.update(1)
+                bar.file_done(str(path), skipped=True, failed=record is not None and record.get("status") == "error")
                 continue
+            if count_pages:
+                bar.expect(str(path), page_count(str(path)))
             yield str(path), sha
 
     try:
-        pool_size = min(n_workers, max(len(files), 1))
         if engine == "ray":
             from .ray_engine import run_ray
 
             results = run_ray(list(todo()), pool_size, config, ray_address=ray_address)
         else:
-            results = _run_local(todo(), pool_size, config)
+            results = _run_local(todo(), n_workers if split else pool_size, config, bar, split=split)
         for result in results:
             if result.status == "setup-error":
                 raise IngestError(f"the worker processes cannot be set up: {result.error_type}: {result.message}")
@@ -409,11 +502,14 @@ def ingest(
                 _record_error(store, report, result.path, result.sha256, result.error_type, result.message)
             else:
                 _record_done(store, report, result, config)
-            bar.update(1)
-            bar.set_postfix(pages=report.pages, failed=report.failed, refresh=False)
+            bar.file_done(result.path, pages=result.pages, failed=result.status == "error")
     finally:
         bar.close()
         store.write_tables()
+    if sink == "lancedb":
+        from .lance_sink import write_lancedb
+
+        write_lancedb(store.root, store.done_parts(), EMBED_DIMS.get(embed))
     report.seconds = time.perf_counter() - started
     return report
 

@@ -18,9 +18,13 @@ import logging
 import time
 import traceback
 import warnings
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..errors import GroundedError
 from ..parsers._process import ParentInfo, die_with_parent
@@ -29,6 +33,8 @@ log = logging.getLogger(__name__)
 
 #: sentences per MiniLM batch
 EMBED_BATCH = 64
+#: vector size of each ``embed`` choice
+EMBED_DIMS = {"minilm": 384}
 
 
 @dataclass(frozen=True)
@@ -124,13 +130,28 @@ def init_worker(parent: ParentInfo | None, config: JobConfig) -> None:
     safe_setup(config)
 
 
-def process_document(path: str, sha256: str) -> DocResult:
-    """Parse, chunk and embed one PDF in this worker process; never raises."""
-    if _State.setup_error is not None:
-        exc = _State.setup_error
-        return DocResult("setup-error", path, sha256, error_type=type(exc).__name__, message=str(exc))
-    config = _State.config
-    assert config is not None, "process_document before setup()"
+def embed_slices(texts: Sequence[str]) -> list[list[str]]:
+    """``texts`` cut into consecutive slices of :data:`EMBED_BATCH`: each slice is embedded by one
+    call (one model batch), so a vector depends only on its slice -- never on which process
+    embedded it or on the rest of the document (the model sorts a call's texts by length)."""
+    return [list(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+
+
+def embed_slice(texts: list[str]) -> Any:
+    """Pool task: MiniLM vectors of one slice, in this worker process (one torch thread)."""
+    assert _State.embedder is not None, "embed_slice in a worker set up without embeddings"
+    return _State.embedder(texts)
+
+
+#: ``slices -> vectors per slice`` (in order); the local map, or a pool's
+EmbedMap = Callable[[list[list[str]]], Iterable[Any]]
+
+
+def document_result(
+    path: str, sha256: str, config: JobConfig, parse: Callable[[Path], Any], chunker: Any, embed_map: EmbedMap | None
+) -> DocResult:
+    """Parse, chunk, embed (``embed_map`` over :func:`embed_slices`) and tabulate one PDF; never
+    raises. Shared by a worker's whole-document task and the parent's page-split path."""
     from .rows import chunk_rows
 
     seconds: dict[str, float] = {}
@@ -138,17 +159,20 @@ def process_document(path: str, sha256: str) -> DocResult:
         started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # per-page warnings are in the parse metadata
-            root = _State.parser.parse(Path(path))
+            root = parse(Path(path))
         seconds["parse"] = time.perf_counter() - started
+        if "layout_seconds" in root.metadata:  # the layout pass inside "parse" (PyMuPDF)
+            seconds["layout"] = float(root.metadata["layout_seconds"])
         started = time.perf_counter()
-        chunks = list(_State.chunker.iter_chunks(root))
+        chunks = list(chunker.iter_chunks(root))
         pages = int(root.metadata.get("page_count") or 0)
         del root
         seconds["chunk"] = time.perf_counter() - started
         vectors = None
-        if _State.embedder is not None:
+        if embed_map is not None:
             started = time.perf_counter()
-            vectors = _State.embedder([c.content for c in chunks]) if chunks else None
+            if chunks:
+                vectors = np.concatenate([np.asarray(v, dtype=np.float32) for v in embed_map(embed_slices([c.content for c in chunks]))])
             seconds["embed"] = time.perf_counter() - started
         started = time.perf_counter()
         table = chunk_rows(
@@ -160,8 +184,28 @@ def process_document(path: str, sha256: str) -> DocResult:
         )
         seconds["rows"] = time.perf_counter() - started
         return DocResult("done", path, sha256, table=table, pages=pages, chunks=len(chunks), seconds=seconds)
-    except GroundedError as exc:
-        return DocResult("error", path, sha256, error_type=type(exc).__name__, message=str(exc))
-    except Exception as exc:  # any other failure of one document must not stop the run
+    except Exception as exc:  # one document's failure must not stop the run
+        if isinstance(exc, BrokenProcessPool) or isinstance(exc.__cause__, BrokenProcessPool):
+            raise  # a lent pool lost a worker: the caller retries the document
+        if isinstance(exc, GroundedError):
+            return DocResult("error", path, sha256, error_type=type(exc).__name__, message=str(exc))
         log.debug("ingest: %s failed:\n%s", path, traceback.format_exc())
         return DocResult("error", path, sha256, error_type=type(exc).__name__, message=f"{path}: {exc}")
+
+
+def setup_status() -> tuple[str, str] | None:
+    """Pool task: this worker's setup error as (type, message), or None."""
+    exc = _State.setup_error
+    return None if exc is None else (type(exc).__name__, str(exc))
+
+
+def process_document(path: str, sha256: str) -> DocResult:
+    """Pool task: parse, chunk and embed one whole PDF in this worker process; never raises."""
+    if _State.setup_error is not None:
+        exc = _State.setup_error
+        return DocResult("setup-error", path, sha256, error_type=type(exc).__name__, message=str(exc))
+    config = _State.config
+    assert config is not None, "process_document before setup()"
+    embedder = _State.embedder
+    embed_map: EmbedMap | None = None if embedder is None else (lambda slices: map(embedder, slices))
+    return document_result(path, sha256, config, _State.parser.parse, _State.chunker, embed_map)
