@@ -8,7 +8,9 @@ retrieving n ∈ {Min, 5, 10} chunks by cosine similarity of all-MiniLM-L6-v2 em
 
     python benchmarks/eval_chunking.py [--data DIR] [--sizes 128,256,512] [--overlaps 0,0.2]
 
-It is ``grounded eval chunking --suite grid`` with the thesis grid as defaults. Cold, the run embeds
+``--strategies`` takes any registered strategy: ``cluster`` and ``kamradt_mod`` (partitions) run once
+per N without overlap; ``llm`` needs a language model and is listed as skipped, with the reason, in the
+output. It is ``grounded eval chunking --suite grid`` with the thesis grid as defaults. Cold, the run embeds
 roughly 45k chunks and the corpora's sentences (semantic) on CPU — expect 30-60 min on 2 cores;
 vectors are cached (``~/.cache/grounded/embeddings``), so a re-run takes minutes.
 """

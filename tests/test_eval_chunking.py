@@ -254,3 +254,68 @@ def test_grid_configurations():
     assert ("fixed", 128, 26, None) in configs and ("hierarchical", 512, 102, None) in configs
     assert ("semantic", 256, 0, 0.7) in configs and ("semantic", 256, 0, 0.9) in configs
     assert not any(s == "semantic" and o for s, _, o, _ in configs)
+
+
+# -- extended suite: kamradt_mod, llm (skipped), third-party splitters grounded ------------------------
+def _alnum(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+@pytest.mark.parametrize("corpus", [pytest.param("state_of_the_union", marks=pytest.mark.slow), "chatlogs"])
+def test_wrapped_splitters_are_grounded_on_the_corpus(dataset, cl100k, corpus):
+    """Grounding recovers the offsets: the wrapped LangChain splitter's regions equal the span
+    re-statement's exactly, and every chunk of LlamaIndex / chonkie is placed with its own text."""
+    from grounded.evaluation.chunking_eval import wrapped_splitters
+
+    text = dataset.corpora[corpus]
+    langchain, llama_index, chonkie = wrapped_splitters(250, 0, cl100k)
+    assert langchain.chunk_corpus(corpus, text) == LangChainRecursive(250, 0, cl100k).chunk_corpus(corpus, text)
+    for splitter in (llama_index, chonkie):
+        pieces = splitter.chunk_corpus(corpus, text)
+        assert len(pieces) > 10 and set(splitter.statuses) <= {"exact", "fuzzy"}, splitter.statuses
+        for region, chunk_text in pieces:
+            assert len(region.spans) == 1
+            s, e = region.spans[0]
+            assert _alnum(text[s:e]) == _alnum(chunk_text)
+            assert region.extra_chars == max(0, len(chunk_text) - (e - s))
+
+
+def test_extended_suite_rows_and_skips():
+    from grounded.evaluation.chunking_eval import SKIPPED_STRATEGIES, GroundedSplitter
+    from grounded.evaluation.cli import extended_chunkers
+
+    rows, skipped = extended_chunkers()
+    kamradt = [r for r in rows if r.params().get("splitter") == "kamradt_mod"]
+    assert [(r.max_tokens, r.options) for r in kamradt] == [(250, {"tokenizer": "cl100k_base"}), (200, {"tokenizer": "cl100k_base"})]
+    wrapped = [r for r in rows if isinstance(r, GroundedSplitter)]
+    assert [type(r.splitter).__name__ for r in wrapped] == ["RecursiveCharacterTextSplitter", "SentenceSplitter", "TokenChunker"]
+    assert all(r.params()["offsets"] == "grounded" and r.params()["chunk_size"] == 250 for r in wrapped)
+    assert skipped == {"llm": SKIPPED_STRATEGIES["llm"]} and "offline" in skipped["llm"]
+
+
+def test_grid_with_only_skipped_strategies_is_a_usage_error(capsys):
+    from grounded.cli import main
+
+    assert main(["eval", "chunking", "--suite", "grid", "--strategies", "llm", "--data", str(shared())]) == 1
+    assert "nothing to evaluate: llm skipped" in capsys.readouterr().err
+
+
+def test_embedding_strategies_get_the_runs_embedder(dataset):
+    """``uses_embedder`` (a strategy class attribute) decides which strategies get the run's cached embedder."""
+    from grounded.evaluation.chunking_eval import GroundedCorpusChunker
+
+    calls = []
+
+    def embed(texts):
+        calls.append(len(texts))
+        rng = np.random.default_rng(len(texts))
+        v = rng.normal(size=(len(texts), 8))
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    text = dataset.corpora["chatlogs"][:6000]
+    for strategy, embeds in (("kamradt_mod", True), ("cluster", True), ("recursive", False)):
+        calls.clear()
+        chunker = GroundedCorpusChunker(strategy, 128, 0)
+        chunker.sentence_embedder = embed
+        assert chunker.chunk_corpus("chatlogs", text)
+        assert bool(calls) == embeds, strategy

@@ -72,8 +72,10 @@ def register(subparsers: Any) -> None:
                     "chunks). --suite reproduce: LangChain Recursive/TokenText at 250/125, 250/0, 200/0 "
                     "(cl100k) beside Chroma's published numbers; --suite grid: this library's strategies "
                     "at --sizes x --overlaps (semantic: x --percentiles), sizes in MiniLM tokens.")
-    ch.add_argument("--suite", choices=("reproduce", "grid"), default="reproduce",
-                    help="reproduce Chroma's published rows, or score this library's strategies (default: reproduce)")
+    ch.add_argument("--suite", choices=("reproduce", "grid", "extended"), default="reproduce",
+                    help="reproduce Chroma's published rows, score this library's strategies (grid), or score "
+                         "kamradt_mod / llm at Chroma's Cluster sizes and third-party splitters grounded on the "
+                         "corpora (extended) (default: reproduce)")
     ch.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical", metavar="LIST",
                     help="grid: comma-separated strategies (default: all four)")
     ch.add_argument("--sizes", default="128,256,512", metavar="LIST", help="grid: max tokens N (default: 128,256,512)")
@@ -181,6 +183,7 @@ def _ints(text: str, what: str) -> list[int]:
 
 
 def run_chunking_cmd(args: argparse.Namespace) -> int:
+    from .chunking_eval import SKIPPED_STRATEGIES
     from .report import chunking_markdown, per_corpus_markdown, plot_chunking, reproduction_markdown
     from .runs import grid_chunkers, reproduction_chunkers, run_chunking
 
@@ -194,8 +197,11 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
             n_values.append(int(x))
         elif x:
             raise EvalUsageError(f"--n takes 'min' or positive integers, got {x!r}")
+    skipped: dict[str, str] = {}
     if args.suite == "reproduce":
         chunkers = reproduction_chunkers()
+    elif args.suite == "extended":
+        chunkers, skipped = extended_chunkers()
     else:
         try:
             overlaps = [float(x) for x in args.overlaps.split(",") if x.strip()]
@@ -211,7 +217,11 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         unknown = set(strategies) - set(strategy_names())
         if unknown:
             raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
+        skipped = {s: SKIPPED_STRATEGIES[s] for s in strategies if s in SKIPPED_STRATEGIES}
+        strategies = [s for s in strategies if s not in skipped]
         chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps, percentiles)
+    if not chunkers:
+        raise EvalUsageError("nothing to evaluate: " + "; ".join(f"{k} {v}" for k, v in skipped.items()))
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
     evals = run_chunking(data, chunkers, n_values=n_values, corpora=corpora, limit=args.limit,
                          cache_dir=args.cache_dir, use_cache=not args.no_cache,
@@ -223,12 +233,37 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         table, gaps = reproduction_markdown(evals, main_n)
         parts.append(f"### Chroma reproduction (all-MiniLM-L6-v2, n=5, {evals[0].settings['n_questions']} questions)\n\n"
                      + table + ("\nGaps over 3 points: " + "; ".join(gaps) + "\n" if gaps else "\nNo gap over 3 points.\n"))
+    if args.suite == "extended" and main_n == "5":
+        table, _ = reproduction_markdown(evals, main_n)
+        parts.append(f"### Beyond Chroma's MiniLM table (all-MiniLM-L6-v2, n=5, {evals[0].settings['n_questions']} "
+                     "questions; Chroma's number where it published one)\n\n" + table + _grounding_note(chunkers))
+    if skipped:
+        parts.append("### Skipped\n\n" + "".join(f"* `{name}`: {why}\n" for name, why in skipped.items()))
     for k in keys:
         parts.append(f"### n = {k}\n\n" + chunking_markdown(evals, k))
     parts.append(f"### Recall per corpus (n = {main_n})\n\n" + per_corpus_markdown(evals, main_n, "recall"))
     parts.append(f"### IoU per corpus (n = {main_n})\n\n" + per_corpus_markdown(evals, main_n, "iou"))
     md = "\n".join(parts)
-    payload = {"suite": args.suite, "n_values": keys,
+    payload = {"suite": args.suite, "n_values": keys, "skipped": skipped,
                "results": [e.to_dict(with_questions=args.with_questions) for e in evals]}
     _emit(args, md, payload, lambda p: plot_chunking(evals, p, main_n))
     return 0
+
+
+def extended_chunkers() -> tuple[list[Any], dict[str, str]]:
+    """``--suite extended``: kamradt_mod at Chroma's Cluster sizes (250 / 200 cl100k tokens, 50-token
+    pieces), the LangChain Recursive 250/0 baseline and the third-party splitters at 250/0 grounded on the
+    corpora; ``llm`` is listed as skipped with its reason."""
+    from .chunking_eval import SKIPPED_STRATEGIES, LangChainRecursive, wrapped_splitters
+    from .runs import _chroma_row
+
+    rows: list[Any] = [_chroma_row("kamradt_mod", size, tokenizer="cl100k_base") for size in (250, 200)]
+    baseline = LangChainRecursive(250, 0)
+    rows += [baseline, *wrapped_splitters(250, 0, baseline.encoder)]
+    return rows, {"llm": SKIPPED_STRATEGIES["llm"]}
+
+
+def _grounding_note(chunkers: list[Any]) -> str:
+    counts = [f"{c.name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
+              for c in chunkers if getattr(c, "statuses", None)]
+    return ("\nGrounding outcomes of the wrapped splitters' chunks: " + "; ".join(counts) + ".\n") if counts else ""

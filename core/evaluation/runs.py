@@ -324,6 +324,7 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
     The semantic strategy has no overlap (its chunks are sentence groups), so it runs at the
     breakpoint percentiles Q in ``percentiles`` instead (thesis grid: Q in {0.7, 0.9}). Other
     parameters are the strategies' thesis defaults (semantic M = 0.5N; hierarchical B_h = 0.4N)."""
+    from ..chunking.base import strategy_class
     from .chunking_eval import GroundedCorpusChunker
 
     out: list[GroundedCorpusChunker] = []
@@ -332,7 +333,7 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
             if strategy == "semantic":
                 out.extend(GroundedCorpusChunker(strategy, n, 0, percentile=q) for q in percentiles)
                 continue
-            if strategy in ("cluster", "kamradt_mod"):  # partitions: no overlap
+            if not strategy_class(strategy).supports_overlap:  # partitions (cluster, kamradt_mod): no overlap
                 out.append(_chroma_row(strategy, n))
                 continue
             seen = set()
