@@ -94,7 +94,7 @@ CASES = ["missing", "directory", "text file", "empty file", "truncated", "garbag
 def test_library_raises_typed_error_naming_file_and_cause(case, tmp_path, source_pdf):
     path, error, words = _bad_files(tmp_path, source_pdf)[case]
     with pytest.raises(error) as info:
-        PyMuPDFParser().run(path)
+        PyMuPDFParser(ocr="never").run(path)  # the refusals without OCR
     err = info.value
     assert isinstance(err, InputError) and isinstance(err, GroundedError)
     assert err.path == str(path) and str(path) in str(err)
@@ -107,7 +107,7 @@ def test_library_raises_typed_error_naming_file_and_cause(case, tmp_path, source
 def test_cli_exits_1_with_one_line_and_writes_nothing(case, tmp_path, source_pdf, capsys):
     path, _, words = _bad_files(tmp_path, source_pdf)[case]
     out_dir = tmp_path / "out"
-    code = cli_main(["parse", str(path), "-o", str(out_dir), "--no-progress"])
+    code = cli_main(["parse", str(path), "-o", str(out_dir), "--ocr", "never", "--no-progress"])
     captured = capsys.readouterr()
     assert code == 1
     lines = [ln for ln in captured.err.splitlines() if ln.strip()]
@@ -127,7 +127,7 @@ def test_image_only_pages_are_fine_without_a_text_layer_requirement(tmp_path, so
 def test_some_image_only_pages_warn_and_parse_the_rest(tmp_path, source_pdf):
     mixed = _image_only_pdf(tmp_path / "mixed.pdf", source_pdf, pages=(1,), text_pages=(0,))
     with pytest.warns(NoTextLayerWarning, match=r"1 of 2 page\(s\) have no text layer.*pages 2"):
-        root = PyMuPDFParser().parse(mixed)
+        root = PyMuPDFParser(ocr="never").parse(mixed)
     texts = [n for n in root.walk() if n.content.strip() and n.type != T.ROOT]
     assert texts and all(b.page == 1 for n in texts for b in n.geom)
 

@@ -79,7 +79,7 @@ def test_parse_prints_library_warnings_as_lines(tmp_path, capsys):
     doc.delete_page(1)
     mixed = tmp_path / "mixed.pdf"
     doc.save(mixed)
-    code, err, _ = _cli(capsys, "parse", mixed, "-o", tmp_path / "out", "--no-progress")
+    code, err, _ = _cli(capsys, "parse", mixed, "-o", tmp_path / "out", "--ocr", "never", "--no-progress")
     assert code == 0
     assert err and all(ln.startswith("grounded parse: warning: ") for ln in err), err
     assert any("text layer" in ln and "mixed.pdf" in ln for ln in err)

@@ -52,7 +52,8 @@ def test_label_map_covers_every_class_of_the_bundled_layout_model():
 
 def test_registry_builds_the_default_parser():
     parser = get_parser()
-    assert isinstance(parser, PyMuPDFParser) and parser.name == "pymupdf" and parser.requires_text_layer
+    assert isinstance(parser, PyMuPDFParser) and parser.name == "pymupdf" and parser.ocr == "auto"
+    assert PyMuPDFParser(ocr="never").requires_text_layer
 
 
 # -- the reference document -----------------------------------------------------------------------

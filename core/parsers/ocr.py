@@ -18,7 +18,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -148,9 +148,11 @@ def garbage_reason(text: str) -> str | None:
 
 @dataclass
 class OCRPlan:
-    """Per 0-based page that gets OCR: why (``image_only``, ``garbage_text: ...`` or ``always``)."""
+    """Per 0-based page that gets OCR: why (``image_only``, ``garbage_text: ...`` or ``always``);
+    ``blank``: 0-based pages with neither text nor anything drawn (nothing to OCR)."""
 
     reasons: dict[int, str]
+    blank: list[int] = field(default_factory=list)
 
     @property
     def pages(self) -> list[int]:
@@ -160,6 +162,7 @@ class OCRPlan:
 def pages_needing_ocr(doc: Any, mode: OCRMode) -> OCRPlan:
     """Which pages of the open pymupdf ``doc`` to OCR under ``mode``."""
     reasons: dict[int, str] = {}
+    blank: list[int] = []
     if mode == "never":
         return OCRPlan(reasons)
     for pno in range(doc.page_count):
@@ -170,11 +173,13 @@ def pages_needing_ocr(doc: Any, mode: OCRMode) -> OCRPlan:
         if not text.strip():
             if _has_ink(doc.load_page(pno)):
                 reasons[pno] = "image_only"
+            else:
+                blank.append(pno)
             continue
         bad = garbage_reason(text)
         if bad:
             reasons[pno] = f"garbage_text: {bad}"
-    return OCRPlan(reasons)
+    return OCRPlan(reasons, blank)
 
 
 def _has_ink(page: Any) -> bool:

@@ -46,7 +46,7 @@ from .ocr import (
     require_ocr,
     tessdata_dir,
 )
-from .pdf_input import mupdf_quiet
+from .pdf_input import NoTextLayerWarning, format_pages, mupdf_quiet
 from .postprocess import numbering_level
 from .reading_order import reading_order, upright
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
@@ -573,6 +573,14 @@ class PyMuPDFParser(BaseParser):
 
         with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
             plan = pages_needing_ocr(doc, self.ocr)
+            count = doc.page_count
+        if plan.blank:  # as inspect_pdf warns when OCR is off: these pages yield no text either way
+            warnings.warn(
+                f"{pdf_path}: {len(plan.blank)} of {count} page(s) have no text layer and will yield no text: "
+                f"pages {format_pages([p + 1 for p in plan.blank])} (blank: nothing to OCR)",
+                NoTextLayerWarning,
+                stacklevel=4,
+            )
         if not plan.reasons:
             return {}, None, pdf_path
         scratch = tempfile.TemporaryDirectory(prefix="grounded-ocr-")
