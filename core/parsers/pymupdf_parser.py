@@ -747,7 +747,9 @@ class _TreeBuilder:
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         boxes = _split_panels(_merge_image_strips(page.boxes, layer, pc.page), layer, pc.page)
         small = _small_print(boxes, pc, w, h)
-        boxes, small, table_notes = _split_table_notes(boxes, small, _table_notes(boxes, small, pc), pc)
+        table_notes = _table_notes(boxes, upright(boxes, self._turn, w, h), small, pc)
+        if not self._turn:  # one box per marked note (lines run across only on an upright page)
+            boxes, small, table_notes = _split_table_notes(boxes, small, table_notes, pc)
         for index, box in enumerate(boxes):
             label = box.boxclass
             type_, meta = map_label(label, self.label_map)
@@ -1141,27 +1143,29 @@ _NOTE_MARKER = re.compile(
 )
 
 
-def _table_notes(boxes: Sequence[Any], small: Sequence[bool], pc: PageChars) -> dict[int, int]:
+def _table_notes(boxes: Sequence[Any], seen: Sequence[Any], small: Sequence[bool], pc: PageChars) -> dict[int, int]:
     """Text/footnote boxes that are a table's notes (#13.5), mapped to the table's box index: right
     below the table (:data:`TABLE_NOTE_GAP`) or below another of its notes, within its width, in
-    small print or opening with a note marker (a heading box only with a marker: "Notes.")."""
+    small print or opening with a note marker (a heading box only with a marker: "Notes.").
+    ``seen``: the boxes as the reader sees the page (see :func:`.reading_order.upright`)."""
     out: dict[int, int] = {}
     candidates = sorted(
-        (i for i, b in enumerate(boxes) if b.boxclass in ("text", "footnote", "section-header")),
-        key=lambda i: boxes[i].y0,
+        (i for i, b in enumerate(seen) if b.boxclass in ("text", "footnote", "section-header")),
+        key=lambda i: seen[i].y0,
     )
-    for t, table in enumerate(boxes):
+    for t, table in enumerate(seen):
         if table.boxclass != "table":
             continue
         slack = TABLE_NOTE_SLACK * (table.x1 - table.x0)
         bottom = table.y1
         for i in candidates:
-            b = boxes[i]
+            b = seen[i]
             if i in out or b.y0 < bottom - 2.0 or b.y0 - bottom > TABLE_NOTE_GAP:
                 continue
             if b.x0 < table.x0 - slack or b.x1 > table.x1 + slack:
                 continue
-            sel = pc.select(*_clip(b.x0, b.y0, b.x1, b.y1, pc.width, pc.height))
+            d = boxes[i]
+            sel = pc.select(*_clip(d.x0, d.y0, d.x1, d.y1, pc.width, pc.height))
             text = "".join(pc.chars[k] for k in sel[:40])
             marked = bool(_NOTE_MARKER.match(text))
             if not (marked or (b.boxclass != "section-header" and (small[i] or b.boxclass == "footnote"))):
