@@ -22,7 +22,7 @@ from grounded.chunking import Chunker
 from grounded.chunking.base import strategy_class
 from grounded.chunking.strategies.llm import LLMStrategy, as_completion, parse_split_after
 from grounded.chunking.tokenizer import load_tokenizer
-from grounded.errors import ChunkingError
+from grounded.errors import ChunkingError, RemoteServiceError
 from grounded.evaluation.text_reader import read_text_file
 from grounded.model import ParsingResult
 from grounded.parsers import get_parser
@@ -166,6 +166,14 @@ def test_parse_split_after() -> None:
 def test_a_reply_that_is_not_text_is_a_typed_error(document: ParsingResult) -> None:
     with pytest.raises(ChunkingError, match="not text"):
         Chunker("llm", 256, tokenizer=TOKENIZER, llm=lambda prompt: 42).chunk(document)
+
+
+def test_a_failing_model_call_is_a_typed_error(document: ParsingResult) -> None:
+    def offline(prompt: str) -> str:
+        raise ConnectionError("api.openai.com unreachable")
+
+    with pytest.raises(RemoteServiceError, match="pieces 1-12 failed.*unreachable"):
+        Chunker("llm", 256, tokenizer=TOKENIZER, llm=offline).chunk(document)
 
 
 def test_configuration_errors() -> None:

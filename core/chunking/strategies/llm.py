@@ -13,7 +13,9 @@ The model is injected (``llm=``): a LlamaIndex ``LLM``, a LangChain chat model, 
 without a ``split_after:`` line, with numbers outside the window or not ascending is asked again
 (``retries`` times, naming the rejected answer, as Chroma does); after that the valid numbers are
 kept and, if none is left, the window ends one chunk. Every such repair is logged as a warning, so
-the output is deterministic for given answers and the loop always advances.
+the output is deterministic for given answers and the loop always advances. A reply that is not
+text is a :class:`~grounded.errors.ChunkingError`; a failing model call (network, quota) a
+:class:`~grounded.errors.RemoteServiceError`.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ...errors import ChunkingError
+from ...errors import ChunkingError, GroundedError, RemoteServiceError
 from ..base import _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
@@ -211,7 +213,12 @@ class LLMStrategy(PieceStrategy):
         numbers: list[int] | None = None
         for _ in range(self.retries + 1):
             self.stats["calls"] += 1
-            answer = self._complete(SYSTEM_PROMPT, user_prompt(window, current, rejected))
+            try:
+                answer = self._complete(SYSTEM_PROMPT, user_prompt(window, current, rejected))
+            except GroundedError:
+                raise
+            except Exception as exc:  # the model's client failed (network, quota, ...): a typed error
+                raise RemoteServiceError(f"llm chunker: the model call for pieces {current + 1}-{last} failed: {exc!r}") from exc
             numbers = parse_split_after(answer)
             if numbers and numbers == sorted(set(numbers)) and current < numbers[0] and numbers[-1] <= last:
                 return numbers
