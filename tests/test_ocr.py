@@ -181,9 +181,8 @@ def test_scanned_page_text_matches_born_digital(
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (docs/results/ocr.md): on a scanned two-column page with a full-width table the "
-    "layout model sees the page image as one picture and the text comes in Tesseract's blocks, "
-    "CER 0.62 in reading order",
+    reason="known gap (docs/results/ocr.md): Tesseract reads lines across the gutter and the layout "
+    "model returns one text box over both columns and the table, read line by line: CER 0.62",
 )
 def test_two_column_page_keeps_reading_order(two_column: tuple[ParsingResult, ParsingResult]) -> None:
     ocr, digital = two_column
