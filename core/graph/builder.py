@@ -19,7 +19,7 @@ from ..chunking.ids import source_key as tree_source_key
 from ..chunking.stream import document_text
 from ..errors import ChunkingError
 from ..grounding.normalize import alnum_text, strip_markup
-from ..model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult
+from ..model import CONTAINER_TYPES, HEADING_TYPES, ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .assembler import Assembly, RegionReading
 from .nodes import CONTENT_KINDS, GraphNode, NodeGraph, NodeKind, TextPiece, node_id
@@ -27,7 +27,6 @@ from .tables import append_rows, continued_tables
 
 __all__ = ["build_graph"]
 
-HEADING_TYPES = frozenset({T.SECTION_HEADER, T.TITLE})
 _NON_TEXT = frozenset({T.TABLE, T.FIGURE})
 
 
