@@ -32,10 +32,11 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any
 
 from .errors import GroundedError, SchemaError
 from .model import ParsingResult
+from .parsers.ocr import check_mode
 from .serialization import atomic_write_text, dumps_parsing_result, loads_parsing_result
 
 if TYPE_CHECKING:
@@ -53,7 +54,6 @@ __all__ = [
     "resolve_tree",
     "file_sha256",
     "cached_parse",
-    "OCRMode",
     "with_ocr",
     "default_cache_dir",
     "clear_memory",
@@ -235,18 +235,13 @@ class ParseCache:
         self.path(ref).unlink(missing_ok=True)
 
 
-#: the ``ocr=`` setting of the PyMuPDF parser, as the adapters take it
-OCRMode = Literal["auto", "always", "never"]
-
-
 def with_ocr(options: Mapping[str, Any] | None, ocr: str | None) -> dict[str, Any]:
     """A parser's constructor options with an adapter's ``ocr=`` added (unchanged when ``ocr`` is
     None); ``ValueError`` for an unknown mode or one that contradicts ``options["ocr"]``."""
     merged = dict(options or {})
     if ocr is None:
         return merged
-    if ocr not in get_args(OCRMode):
-        raise ValueError(f"ocr must be one of {', '.join(map(repr, get_args(OCRMode)))} or None, got {ocr!r}")
+    check_mode(ocr)
     if merged.get("ocr", ocr) != ocr:
         raise ValueError(f"ocr={ocr!r} contradicts parser_options['ocr']={merged['ocr']!r}")
     merged["ocr"] = ocr

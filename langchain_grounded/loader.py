@@ -16,8 +16,9 @@ from grounded.chunking.tokenizer import load_tokenizer
 from grounded.errors import ChunkingError, InputError
 from grounded.metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import OCRMode, ParseCache, cached_parse, with_ocr
+from grounded.parse_cache import ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
+from grounded.parsers.ocr import OCRMode
 
 from .documents import (
     SpanBoxer,

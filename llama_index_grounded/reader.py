@@ -22,8 +22,9 @@ from llama_index.core.schema import Document
 from grounded.errors import EmptyDocumentError, InputError
 from grounded.metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, OCRMode, ParseCache, cached_parse, with_ocr
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
+from grounded.parsers.ocr import OCRMode
 
 from .grounding import PAGE_KEY, document_text_of, page_tree
 

@@ -33,7 +33,7 @@ from grounded.metadata import (
     text_hash,
     unflatten_metadata,
 )
-from grounded.parse_cache import TREE_REF_KEY, ParseCache, clear_memory
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, clear_memory
 from grounded.parsers import get_parser
 from grounded.samples import write_sample_pdf
 from langchain_grounded import GroundedPDFLoader, GroundedPDFParser, GroundedTextSplitter, MiniLMEmbeddings
@@ -515,6 +515,17 @@ def test_loader_ocr_setting_goes_to_the_parser_options():
         GroundedPDFLoader([], ocr="sometimes")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="built parser"):
         GroundedPDFParser(parser=CountingParser(), ocr="auto")
+
+
+def test_loader_ocr_reaches_the_parser(sample_pdf, tmp_path):
+    cache = ParseCache(tmp_path / "cache")
+    never = GroundedPDFLoader(sample_pdf, mode="single", ocr="never", cache=cache)
+    assert never.parser.ocr == "never"
+    doc = never.load()[0]
+    assert json.loads(doc.metadata[PARSER_OPTIONS_KEY]) == {"ocr": "never"}
+    blob = Blob.from_path(sample_pdf)
+    auto = list(GroundedPDFParser(mode="single", ocr="auto", cache=cache).lazy_parse(blob))[0]
+    assert auto.page_content == doc.page_content and auto.metadata[TREE_REF_KEY] != doc.metadata[TREE_REF_KEY]
 
 
 # -- the clinical-science article (issue #9's numbers) ---------------------------------------------

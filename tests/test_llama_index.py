@@ -27,7 +27,7 @@ from grounded.metadata import (
     text_hash,
     unflatten_metadata,
 )
-from grounded.parse_cache import TREE_REF_KEY, ParseCache, clear_memory
+from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, clear_memory
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
 from llama_index_grounded.grounding import tree_for
 from llama_index_grounded.reader import document_from_tree
@@ -620,3 +620,15 @@ def test_reader_ocr_setting_goes_to_the_parser_options(made_pdf):
         GroundedPDFReader(ocr="sometimes")
     with pytest.raises(ValueError, match="built parser"):
         GroundedPDFReader(CountingParser(), ocr="auto")
+
+
+def test_reader_ocr_reaches_the_parser_and_the_cache_reference(made_pdf, tmp_path):
+    never = GroundedPDFReader(ocr="never", cache_dir=str(tmp_path / "cache"))
+    assert never.get_parser().ocr == "never"
+    doc = never.load_data(made_pdf)[0]
+    assert json.loads(doc.metadata[PARSER_OPTIONS_KEY]) == {"ocr": "never"}
+    auto = GroundedPDFReader(ocr="auto", cache_dir=str(tmp_path / "cache")).load_data(made_pdf)[0]
+    assert auto.text == doc.text  # a born-digital PDF: its text layer either way
+    assert auto.metadata[TREE_REF_KEY] != doc.metadata[TREE_REF_KEY]  # another parser configuration
+    # the node parser re-parses a cache miss with the recorded options
+    assert tree_for(doc.metadata).metadata["parser_version"].endswith("ocr never")
