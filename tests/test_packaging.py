@@ -14,7 +14,11 @@ def _declared() -> set[str]:
 
 
 def test_every_package_folder_is_declared() -> None:
-    roots = {"grounded": REPO / "core", "llama_index_grounded": REPO / "llama_index_grounded", "langchain_grounded": REPO / "langchain_grounded"}
+    roots = {
+        "grounded": REPO / "core",
+        "llama_index_grounded": REPO / "llama_index_grounded",
+        "langchain_grounded": REPO / "langchain_grounded",
+    }
     found: set[str] = set()
     for name, root in roots.items():
         for init in root.rglob("__init__.py"):
