@@ -2,8 +2,8 @@
 
 A :class:`PieceStrategy` never touches :class:`~grounded.chunking.stream.TokenStream` internals. It
 declares which pieces it wants (``piece_kind``: document elements, sentences, words, or small runs of
-at most ``piece_tokens`` tokens) and gets them as a list of :class:`Piece` (text, token count, token
-range, element index and type, heading flag, whether the piece starts an element). It returns chunks
+at most N tokens, N from :meth:`PieceStrategy.piece_options`) and gets them as a list of
+:class:`Piece` (text, token count, token range, element index and type, heading flag, whether the piece starts an element). It returns chunks
 as token ranges: ``(start, end)`` tuples, :class:`Span` s (a range plus prepended headings), or
 :func:`join` of a run of pieces. The base class validates every range (ints, inside the stream, in
 reading order, heading indices that name text elements) and converts it to a
