@@ -143,22 +143,28 @@ def _grid(n_rows: int, n_cols: int) -> list[list[tuple[float, float, float, floa
 
 
 def test_continuation_needs_empty_key_cell_and_line_pitch():
-    # row 1 continues row 0's multi-line cell (col 1) at the pitch: joined
-    tops = [[[0.0], [0.0, 10.0]], [[], [20.0]]]
-    grid, joined = _join_continuation_rows(_grid(2, 2), tops)
+    # row 1 continues row 0's multi-line cell (col 1) at the pitch, col 2 ended above: joined
+    tops = [[[0.0], [0.0, 10.0], [0.0]], [[], [20.0], []]]
+    grid, joined = _join_continuation_rows(_grid(2, 3), tops)
     assert joined == 1 and len(grid) == 1
     # the same row after a wider gap (a new row whose key cell is empty): kept
-    tops = [[[0.0], [0.0, 10.0]], [[], [40.0]]]
+    tops = [[[0.0], [0.0, 10.0], [0.0]], [[], [40.0], []]]
+    assert _join_continuation_rows(_grid(2, 3), tops)[1] == 0
+    # two columns: a continuation looks like a spanned key's sub-row; kept (no evidence either way)
+    tops = [[[0.0], [0.0, 10.0]], [[], [20.0]]]
     assert _join_continuation_rows(_grid(2, 2), tops)[1] == 0
     # a row with every other cell filled (a spanned key cell), even at the pitch: kept
     tops = [[[0.0], [0.0, 10.0], [0.0]], [[], [20.0], [20.0]]]
     assert _join_continuation_rows(_grid(2, 3), tops)[1] == 0
+    # ... also in a tight table whose sub-rows are set at the line pitch (ICDAR us-031a)
+    tops = [[[0.0], [0.0], [0.0]], [[], [10.0], [10.0]], [[], [20.0, 30.0], [20.0]]]
+    assert _join_continuation_rows(_grid(3, 3), tops)[1] == 0
     # the key cell filled: a new row
-    tops = [[[0.0], [0.0, 10.0]], [[20.0], [20.0]]]
-    assert _join_continuation_rows(_grid(2, 2), tops)[1] == 0
+    tops = [[[0.0], [0.0, 10.0], [0.0]], [[20.0], [20.0], []]]
+    assert _join_continuation_rows(_grid(2, 3), tops)[1] == 0
     # no multi-line cell anywhere: no pitch to go by, nothing joined
-    tops = [[[0.0], [0.0]], [[], [10.0]]]
-    assert _join_continuation_rows(_grid(2, 2), tops)[1] == 0
+    tops = [[[0.0], [0.0], [0.0]], [[], [10.0], []]]
+    assert _join_continuation_rows(_grid(2, 3), tops)[1] == 0
 
 
 # -- the shared PDF: PeerJ table 2 on /Rotate 90 pages -------------------------------------------

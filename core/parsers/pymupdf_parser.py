@@ -34,6 +34,7 @@ from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingRes
 from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
+from .column_split import split_columns
 from .hyphenation import HYPHENS_KEY, resolve_document
 from .ocr import (
     DEFAULT_OCR,
@@ -746,6 +747,8 @@ class _TreeBuilder:
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         boxes = _split_panels(_merge_image_strips(page.boxes, layer, pc.page), layer, pc.page)
+        if not self._turn:  # a text box over a column gutter: one part per column (scans)
+            boxes = split_columns(boxes, pc)
         small = _small_print(boxes, pc, w, h)
         table_notes = _table_notes(boxes, upright(boxes, self._turn, w, h), small, pc)
         if not self._turn:  # one box per marked note (lines run across only on an upright page)
@@ -1421,7 +1424,8 @@ class _LineBox:
 def _join_continuation_rows(grid: Grid, tops: list[list[list[float]]]) -> tuple[Grid, int]:
     """Join grid rows that continue the row above: a layout grid may cut a row of multi-line
     cells into several (#13.4). A row continues the one above when its first (key) column is
-    empty there but filled above, its filled cells are a proper subset of the row above's, and
+    empty there but filled above, its filled cells are filled above too while another cell
+    filled above is empty here (a spanned key cell with full sub-rows is not a continuation), and
     each of them goes on at the table's line pitch (multi-line cells show it) right below the
     text above it. Returns the new grid and the number of rows joined."""
     diffs = [b - a for row in tops for cell in row for a, b in zip(cell, cell[1:], strict=False) if b - a > 0]
@@ -1443,7 +1447,7 @@ def _join_continuation_rows(grid: Grid, tops: list[list[list[float]]]) -> tuple[
             key in filled_above
             and key not in filled
             and filled
-            and filled < filled_above
+            and filled < filled_above - {key}  # a cell filled above is empty here (not a spanned key)
             and all(row_tops[c][0] - above[c][-1] <= CONTINUATION_PITCH * pitch for c in filled)
         )
         if not continues:
