@@ -746,7 +746,9 @@ class _TreeBuilder:
         # the turn that shows the page as the layout model saw it (text reading left to right)
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
-        boxes = _split_panels(_merge_image_strips(page.boxes, layer, pc.page), layer, pc.page)
+        boxes = _merge_image_strips(page.boxes, layer, pc.page)
+        if not self._turn:  # panels stacked top to bottom as the page is shown
+            boxes = _split_panels(boxes, layer, pc.page)
         if not self._turn:  # a text box over a column gutter: one part per column (scans)
             boxes = split_columns(boxes, pc)
         small = _small_print(boxes, pc, w, h)
