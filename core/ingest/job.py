@@ -326,8 +326,9 @@ def _split_documents(
             yield from _whole_documents([(path, sha)], pool)
             continue
         try:
-            if not checked:
-                status = pool.get().submit(setup_status).result()
+            if not checked:  # one task per worker: all of them start (and load the model) at once
+                checks = [pool.get().submit(setup_status) for _ in range(pool.workers)]
+                status = next((s for s in (c.result() for c in checks) if s is not None), None)
                 if status is not None:
                     yield DocResult("setup-error", path, sha, error_type=status[0], message=status[1])
                     return
