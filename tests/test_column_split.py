@@ -131,6 +131,10 @@ def test_stray_mark_in_the_gutter_does_not_cut_the_columns() -> None:
     box = Box(50, 100, 550, bottom)
     parts = split_box(box, g)
     assert len(parts) == 2 and parts[0].x1 < parts[1].x0
+    assert parts[1].x0 - parts[0].x1 >= 15  # the gutter stays visible to the reading order
+    speck = len(g.chars) - 1
+    assert speck in g.inside(box) and not any(speck in g.inside(p) for p in parts)  # left out (logged)
+    g.chars[speck] = " "
     _covers_once(parts, g, box)
 
 
@@ -153,4 +157,16 @@ def test_two_narrow_blocks_of_a_few_lines_stay_whole() -> None:
         g.line(*LEFT, 100 + r * LEADING, seed=r)
         g.line(*RIGHT, 100 + r * LEADING, seed=r + 5)
     box = Box(50, 100, 550, 100 + 2 * LEADING)
+    assert split_box(box, g) == [box]
+
+
+def test_table_labelled_text_with_a_multi_line_cell_is_not_split() -> None:
+    """A table the layout model called text (PeerJ p10): a header row, then one cell of seven
+    lines beside empty cells -- the empty bands are no gutters of columns."""
+    g = Glyphs()
+    cells = [(70.0, 140.0), (150.0, 220.0), (490.0, 540.0), (560.0, 660.0)]
+    y = g.table(100, 2, cells)
+    for r in range(7):
+        g.word(490, y + r * LEADING, "p" * 10)
+    box = Box(70, 100, 660, y + 7 * LEADING)
     assert split_box(box, g) == [box]

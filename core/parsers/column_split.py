@@ -8,10 +8,16 @@ such a box from the glyphs it holds and cuts it into parts read column by column
 * glyphs are grouped into rows (by vertical centre); a gutter is a vertical band at least
   ``GUTTER_MIN_EM`` glyph heights wide, away from the box's sides, that (almost) no row has ink
   in -- checked over the rows, so it runs across most of the box's height;
-* rows with a run of text crossing a gutter (a table row, a title over both columns) are
-  full-width; the box is cut into horizontal segments, full-width segments stay whole (a table
-  between column blocks is not split), column segments become one part per column;
-* the parts tile the box (nothing inside it is lost) and are listed in reading order.
+* rows with a letter inside a gutter's core in a run of text (a title over both columns, a
+  table cell) or with ``TABLE_GAPS`` more gutter-wide gaps (a table row) are full-width; the box
+  is cut into horizontal segments, full-width segments stay whole (a table between column
+  blocks is not split), column segments become one part per column; a lone row between
+  full-width rows joins them, and a full-width run of fewer than ``FULL_MIN_ROWS`` rows inside
+  the box joins the columns around it (one row OCR glued across a gutter does not cut them);
+* the parts cover the box and are listed in reading order; a column part ends at its letters
+  and digits, so the gutter stays visible to the reading order and a column rule or speck that
+  OCR read as ``_`` or ``|`` neither crosses the gutter nor widens a column -- such a mark
+  alone inside a gutter is in no part (logged).
 
 Only boxes of ``SPLIT_CLASSES`` are split (never tables or pictures). A box without such a
 gutter is returned unchanged (the same object), so single-column boxes do not change. Works on
@@ -22,6 +28,7 @@ anything with ``x0, y0, x1, y1, boxclass`` (boxes) and ``chars, x0, y0, x1, y1``
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -40,7 +47,8 @@ GUTTER_COVER = 0.3
 GUTTER_MARGIN = 0.15
 #: every column is at least this share of the box's width wide
 COLUMN_MIN_SHARE = 0.2
-#: a column holds at least this many rows of the box
+#: each column of a column segment has letters in at least this many of its rows (a table's
+#: multi-line cell beside empty cells is no column)
 COLUMN_MIN_ROWS = 3
 #: a text run crossing a gutter is at least this many glyph heights long (a stray mark is not)
 CROSS_MIN_EM = 1.0
@@ -52,8 +60,8 @@ GUTTER_EDGE = 1.5
 TABLE_GAPS = 2
 #: glyphs closer than this (glyph heights) form one run (a word space does not break a run)
 RUN_GAP_EM = 0.6
-#: a full-width segment inside the box has at least this many rows (one stray row does not cut
-#: the columns); at the box's top or bottom one row is enough
+#: a full-width segment inside the box has at least this many rows (a row or two that OCR glued
+#: across a gutter do not cut the columns); at the box's top or bottom one row is enough
 FULL_MIN_ROWS = 3
 
 
@@ -82,17 +90,23 @@ class Glyphs(Protocol):
 
 B = TypeVar("B", bound=Box)
 
+log = logging.getLogger(__name__)
+
 
 @dataclass
 class _Row:
     y0: float
     y1: float
     runs: list[tuple[float, float]]  # (x0, x1) of glyph runs, left to right
+    letters: list[tuple[float, float]]  # (x0, x1) of its letters and digits
     em: float
 
 
-def _rows(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray, em: float) -> list[_Row]:
-    """Glyphs -> rows (a glyph joins the row whose vertical span holds its centre), top down."""
+def _rows(
+    x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray, letter: np.ndarray, em: float
+) -> list[_Row]:
+    """Glyphs -> rows (a glyph joins the row whose vertical span holds its centre), top down;
+    ``letter`` marks the letters and digits."""
     order = np.argsort((y0 + y1) / 2, kind="stable")
     rows: list[list[int]] = []
     bottom = -np.inf
@@ -115,7 +129,12 @@ def _rows(x0: np.ndarray, y0: np.ndarray, x1: np.ndarray, y1: np.ndarray, em: fl
                 runs[-1] = (runs[-1][0], max(runs[-1][1], b))
             else:
                 runs.append((a, b))
-        out.append(_Row(float(y0[idx].min()), float(y1[idx].max()), runs, h))
+        ink = [
+            (a, b)
+            for a, b, ok in zip(x0[idx].tolist(), x1[idx].tolist(), letter[idx].tolist(), strict=True)
+            if ok
+        ]
+        out.append(_Row(float(y0[idx].min()), float(y1[idx].max()), runs, ink, h))
     return out
 
 
@@ -126,8 +145,9 @@ def _full_width(row: _Row, gutters: Sequence[tuple[float, float]]) -> bool:
     gutter's own)."""
     text = [(a, b) for a, b in row.runs if b - a >= CROSS_MIN_EM * row.em]
     for g0, g1 in gutters:
-        edge = min(GUTTER_EDGE, (g1 - g0) / 4)
-        if any(a < g1 - edge and b > g0 + edge for a, b in text):
+        lo, hi = g0 + min(GUTTER_EDGE, (g1 - g0) / 4), g1 - min(GUTTER_EDGE, (g1 - g0) / 4)
+        # a letter inside the core, in a run of text ('_' or '|' read from a column rule is no text)
+        if any(a < hi and b > lo and any(ra <= a and b <= rb for ra, rb in text) for a, b in row.letters):
             return True
     width = GUTTER_MIN_EM * row.em
     gaps = [
@@ -195,8 +215,7 @@ def _core(
 
 
 def _segments(rows: Sequence[_Row], gutters: Sequence[tuple[float, float]]) -> list[tuple[bool, list[_Row]]]:
-    """Rows -> (full_width, rows) segments top down; a lone full-width row inside the box joins
-    the columns around it."""
+    """Rows -> (full_width, rows) segments top down (short inner segments smoothed away)."""
     flags = [_full_width(r, gutters) for r in rows]
     segments: list[tuple[bool, list[_Row]]] = []
     for row, full in zip(rows, flags, strict=True):
@@ -237,14 +256,19 @@ def split_box(box: B, glyphs: Glyphs) -> list[B]:
     em = float(np.median(y1 - y0))
     if em <= 0:
         return [box]
-    rows = _rows(x0, y0, x1, y1, em)
+    letter = np.fromiter((c.isalnum() for c in glyphs.chars), dtype=bool, count=len(glyphs.chars))[inside]
+    rows = _rows(x0, y0, x1, y1, letter, em)
     gutters = find_gutters(rows, box.x0, box.x1, em)
     if not gutters:
         return [box]
-    segments = _segments(rows, gutters)
     edges = [box.x0, *((a + b) / 2 for a, b in gutters), box.x1]
-    columns = [n for full, members in segments if not full for n in [len(members)]]
-    if not columns or max(columns) < COLUMN_MIN_ROWS:
+    # columns of text, not a table's multi-line cell: every column has rows of its own
+    across = {id(r) for r in rows if _full_width(r, gutters)}
+    segments = [
+        (full or not _filled(members, edges, across), members) for full, members in _segments(rows, gutters)
+    ]
+    segments = _flip_short(segments, True, 0)  # merge neighbours of one kind
+    if all(full for full, _ in segments):
         return [box]
     parts: list[B] = []
     for k, (full, members) in enumerate(segments):
@@ -255,16 +279,48 @@ def split_box(box: B, glyphs: Glyphs) -> list[B]:
             part = copy.copy(box)
             part.x0, part.y0, part.x1, part.y1 = left, top, right, bottom
             parts.append(part)
+    _log_left_out(box, parts, glyphs, cx, cy)
     return parts
 
 
+def _log_left_out(box: Box, parts: Sequence[Box], glyphs: Glyphs, cx: np.ndarray, cy: np.ndarray) -> None:
+    """Log the marks of ``box`` that no part holds (alone in a gutter)."""
+    marks = [
+        i
+        for i, c in enumerate(glyphs.chars)
+        if not c.isspace()
+        and box.x0 <= cx[i] <= box.x1
+        and box.y0 <= cy[i] <= box.y1
+        and not any(p.x0 <= cx[i] <= p.x1 and p.y0 <= cy[i] <= p.y1 for p in parts)
+    ]
+    if marks:
+        log.debug(
+            "column split of box %s leaves %d mark(s) in gutters out: %r",
+            (round(box.x0), round(box.y0), round(box.x1), round(box.y1)),
+            len(marks),
+            "".join(glyphs.chars[i] for i in marks[:20]),
+        )
+
+
+def _filled(rows: Sequence[_Row], edges: Sequence[float], across: set[int]) -> bool:
+    """Whether every column (between ``edges``) has letters in ``COLUMN_MIN_ROWS`` of ``rows``
+    that are not full-width (ids in ``across``)."""
+    for left, right in zip(edges, edges[1:], strict=False):
+        held = sum(
+            1 for r in rows if id(r) not in across and any(left <= (a + b) / 2 < right for a, b in r.letters)
+        )
+        if held < COLUMN_MIN_ROWS:
+            return False
+    return True
+
+
 def _column_spans(rows: Sequence[_Row], edges: Sequence[float]) -> list[tuple[float, float]]:
-    """Each column's x extent in a segment: from the box's side (outer columns) or the ink of the
-    runs whose centre is in it (inner sides), so the gutter stays visible to the reading order."""
+    """Each column's x extent in a segment: from the box's side (outer columns) or the letters and
+    digits whose centre is in it (inner sides), so the gutter stays visible to the reading order."""
     spans: list[tuple[float, float]] = []
     last = len(edges) - 2
     for k, (left, right) in enumerate(zip(edges, edges[1:], strict=False)):
-        runs = [(a, b) for r in rows for a, b in r.runs if left <= (a + b) / 2 < right]
+        runs = [(a, b) for r in rows for a, b in r.letters if left <= (a + b) / 2 < right]
         lo = left if k == 0 or not runs else max(left, min(a for a, _ in runs))
         hi = right if k == last or not runs else min(right, max(b for _, b in runs))
         spans.append((lo, hi))
