@@ -178,15 +178,41 @@ def test_scanned_page_text_matches_born_digital(
     assert _text(root, 1) == _text(born, 1)
 
 
+#: CER of the scanned two-column page in reading order (measured 0.127: the table read line by
+#: line instead of cell by cell, the figure's atom labels read as text, a two-line paragraph
+#: ordered as small print; docs/results/ocr.md) -- a guard, not the 3% target
+TWO_COLUMN_MAX_CER = 0.15
+
+
+@pytest.mark.slow
+def test_two_column_page_is_read_column_by_column(two_column: tuple[ParsingResult, ParsingResult]) -> None:
+    """The layout model returns one text box over the table and both columns of the OCR'd page;
+    it is split at the gutter (core/parsers/column_split.py), so every long paragraph of the
+    born-digital page is found whole in the OCR text, in the born-digital order."""
+    ocr, digital = two_column
+    assert _page_meta(ocr)[1]["text_source"] == "ocr"
+    text = _text(ocr)
+    paragraphs = [
+        _solid(n.content) for n in digital.walk() if n.content and not n.children and len(n.content) > 200
+    ]
+    assert len(paragraphs) >= 6
+    at = -1
+    for paragraph in paragraphs:
+        hit = fuzz.partial_ratio_alignment(paragraph, text)
+        assert hit is not None and hit.score >= 85, (paragraph[:40], hit)  # lines across columns: 55-67
+        assert hit.dest_start > at, (paragraph[:40], hit.dest_start, at)
+        at = hit.dest_start
+    assert _cer(ocr, digital) <= TWO_COLUMN_MAX_CER
+
+
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="known gap (docs/results/ocr.md): Tesseract reads lines across the gutter and the layout "
-    "model returns one text box over both columns and the table, read line by line: CER 0.62",
+    reason="known gap (docs/results/ocr.md): CER 0.127 > 0.03 -- the table is read line by line, "
+    "the figure's atom labels are read as text, a two-line OCR paragraph is ordered as small print",
 )
-def test_two_column_page_keeps_reading_order(two_column: tuple[ParsingResult, ParsingResult]) -> None:
+def test_two_column_page_meets_the_ocr_target(two_column: tuple[ParsingResult, ParsingResult]) -> None:
     ocr, digital = two_column
-    assert _page_meta(ocr)[1]["text_source"] == "ocr"
     assert _cer(ocr, digital) <= MAX_CER
     # every paragraph of the born-digital page is found in the OCR text, in the same order
     text = _text(ocr)
