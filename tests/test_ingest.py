@@ -369,6 +369,7 @@ def test_split_long_pdf_matches_one_worker(long_run, tmp_path: Path) -> None:
     assert parts(tmp_path)[name] == parts(reference)[name]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker processes through /proc")
 def test_a_killed_worker_during_a_split_loses_nothing(
     corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -442,6 +443,7 @@ def _stderr_on_a_terminal(args: list[str]) -> tuple[int, str]:
     return proc.wait(timeout=300), b"".join(chunks).decode("utf-8", "replace")
 
 
+@pytest.mark.slow  # three CLI processes
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a pseudo-terminal for stderr")
 def test_progress_bar_on_a_terminal_only(corpus: Path, tmp_path: Path) -> None:
     code, err = _stderr_on_a_terminal([str(corpus / "b.PDF"), "-o", str(tmp_path / "a"), "--workers", "1"])
