@@ -48,6 +48,7 @@ __all__ = [
     "ParseCache",
     "TreeRef",
     "parser_fingerprint",
+    "chunking_code_version",
     "tree_ref",
     "ref_for",
     "parse_ref",
@@ -92,16 +93,32 @@ def default_cache_dir() -> Path:
     return (Path(base).expanduser() if base else Path.home() / ".cache" / "grounded") / "parses"
 
 
+def _code_hash(files: list[Path]) -> str:
+    core = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.relative_to(core).as_posix().encode())
+        digest.update(f.read_bytes())
+    return digest.hexdigest()[:12]
+
+
 @functools.cache
 def parser_code_version() -> str:
     """Hash of grounded's parsing code (model + parsers package): a tree cached by another version
     of that code is not reused (its boxes or text may differ)."""
     core = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for f in [core / "model.py", *sorted((core / "parsers").glob("*.py"))]:
-        digest.update(f.name.encode())
-        digest.update(f.read_bytes())
-    return digest.hexdigest()[:12]
+    return _code_hash([core / "model.py", *sorted((core / "parsers").glob("*.py"))])
+
+
+@functools.cache
+def chunking_code_version() -> str:
+    """Hash of grounded's chunking code (chunking, grounding and vision packages + chunk metadata):
+    rows written by another version of that code are not resumed (their text, ids or boxes may differ)."""
+    core = Path(__file__).resolve().parent
+    files = [core / "metadata.py"]
+    for package in ("chunking", "grounding", "vision"):
+        files += sorted((core / package).rglob("*.py"))
+    return _code_hash(files)
 
 
 def parser_fingerprint(parser: str, version: str = "", options: Mapping[str, Any] | None = None) -> str:

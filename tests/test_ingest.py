@@ -482,3 +482,37 @@ def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
     # a re-run adds no duplicate rows (the table is rebuilt from the done parts)
     assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
     assert lancedb.connect(str(out / "lancedb")).open_table("chunks").count_rows() == len(expected)
+
+
+def test_changed_chunking_code_is_not_resumed(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rows made by other chunking code are never mixed into a resumed run (their ids/boxes may differ)."""
+    import grounded.ingest.job as job
+
+    pdf = corpus / "b.PDF"
+    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    first_fp = pq.read_table(tmp_path / "documents.parquet").column("config_fingerprint").to_pylist()[0]
+    monkeypatch.setattr(job, "chunking_code_version", lambda: "another-version")
+    again = ingest(pdf, tmp_path, workers=1, progress=False)
+    assert (first.done, again.done, again.skipped, again.retired) == (1, 1, 0, 1)
+    documents = pq.read_table(tmp_path / "documents.parquet").to_pylist()
+    assert len(documents) == 1 and documents[0]["config_fingerprint"] != first_fp
+    assert [p.name for p in (tmp_path / "chunks").iterdir()] == [documents[0]["part"]]
+
+
+def test_a_new_version_of_a_file_replaces_its_rows(tmp_path: Path) -> None:
+    """Re-indexing: the rows of the old bytes of an input are removed, other documents are kept."""
+    folder = tmp_path / "in"
+    make_pdf(folder / "guideline.pdf", 2, 1)
+    make_pdf(folder / "other.pdf", 2, 2)
+    out = tmp_path / "out"
+    first = ingest(folder, out, workers=1, progress=False)
+    make_pdf(folder / "guideline.pdf", 3, 4)  # version 2 of the guideline
+    again = ingest(folder / "guideline.pdf", out, workers=1, progress=False)
+    assert (first.done, again.done, again.retired) == (2, 1, 1)
+    documents = {Path(d["path"]).name: d for d in pq.read_table(out / "documents.parquet").to_pylist()}
+    assert sorted(documents) == ["guideline.pdf", "other.pdf"]
+    assert documents["guideline.pdf"]["sha256"] == hashlib.sha256((folder / "guideline.pdf").read_bytes()).hexdigest()
+    parts = sorted(p.name for p in (out / "chunks").iterdir())
+    assert parts == sorted(d["part"] for d in documents.values())
+    rows = pq.read_table(out / "chunks").to_pylist()
+    assert {r["source_sha256"] for r in rows} == {d["sha256"] for d in documents.values()}

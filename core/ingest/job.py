@@ -18,6 +18,12 @@ Inputs that fail (corrupt, encrypted, image-only, not a PDF, unreadable) get an 
 with their typed error and never stop the run; a re-run does not retry them (pass
 ``retry_errors=True``), except a worker crash (``WorkerCrashError``), which is always retried.
 
+Re-indexing (a guideline replaced by a new version, or a changed configuration or grounded
+version): at the end of a run, the part files and records of an input of this run that are not
+its current bytes under the current configuration are removed (part first, then record), so
+``OUT`` never serves rows of a superseded version next to the new ones. Records of files that are
+not inputs of this run are kept (a folder can be ingested in several runs).
+
 Fewer documents than workers (one long guideline, ``--workers 2``): the local engine takes the
 documents one after the other and spreads each over all workers by pages
 (:mod:`grounded.ingest.split`), with the same rows as one worker per document.
@@ -49,7 +55,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..chunking.ids import stable_hash
 from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
-from ..parse_cache import file_sha256, parser_code_version
+from ..parse_cache import chunking_code_version, file_sha256, parser_code_version
 from ..parsers._process import ParentInfo
 from ..serialization import atomic_write_bytes
 from .progress import Progress, page_count
@@ -94,6 +100,8 @@ class IngestReport:
     #: seconds per stage over all documents: parse (of it: layout), chunk, embed, rows, write
     stage_seconds: dict[str, float] = field(default_factory=dict)
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # (path, error type, message)
+    #: documents whose rows were removed because an input of this run superseded them
+    retired: int = 0
 
     @property
     def ok(self) -> bool:
@@ -102,7 +110,9 @@ class IngestReport:
     def summary(self) -> str:
         return (
             f"{self.done} done, {self.skipped} skipped, {self.failed} failed "
-            f"({self.pages} pages, {self.chunks} chunks in {self.seconds:.1f} s) -> {self.out}"
+            f"({self.pages} pages, {self.chunks} chunks in {self.seconds:.1f} s)"
+            + (f", {self.retired} superseded removed" if self.retired else "")
+            + f" -> {self.out}"
         )
 
 
@@ -158,8 +168,8 @@ def _dist_version(name: str) -> str | None:
 
 
 def config_fingerprint(config: JobConfig, chunker_fingerprint: str) -> str:
-    """Hash of everything that decides a document's rows: grounded's version and parsing code (so
-    an output folder is never resumed under changed parser code), the parser and the versions of the
+    """Hash of everything that decides a document's rows: grounded's version, parsing and chunking
+    code (so an output folder is never resumed under changed code), the parser and the versions of the
     libraries it runs, the chunker's fingerprint and the embedding model."""
 
     parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
@@ -167,6 +177,7 @@ def config_fingerprint(config: JobConfig, chunker_fingerprint: str) -> str:
         {
             "grounded": __version__,
             "parser_code": parser_code_version(),
+            "chunking_code": chunking_code_version(),
             "parser": config.parser,
             "parser_libs": {name: _dist_version(name) for name in parser_libs},
             "chunker": chunker_fingerprint,
@@ -225,6 +236,31 @@ class _Out:
                 continue
             if isinstance(record, dict):
                 yield record
+
+    def retire_superseded(self, current: dict[str, str]) -> int:
+        """Remove the part file and record of every document that belongs to an input of this run
+        (``current``: path -> sha256) but is not the current bytes of an input under this
+        configuration. Returns how many were removed."""
+        shas = set(current.values())
+        retired = 0
+        for path in sorted(self.manifest.glob("*.json")):
+            try:
+                record = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                continue
+            if not isinstance(record, dict):
+                continue
+            sha = record.get("sha256")
+            related = record.get("path") in current or sha in shas
+            if not related or (sha in shas and record.get("config_fingerprint") == self.fp):
+                continue
+            if record.get("part"):
+                (self.chunks / str(record["part"])).unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+            retired += 1
+            log.info("ingest: rows of %s (sha256 %s, config %s) superseded and removed",
+                     record.get("path"), str(sha)[:12], str(record.get("config_fingerprint"))[:8])
+        return retired
 
     def done_parts(self) -> Iterator[Path]:
         """The part files of the done documents, in manifest order."""
@@ -462,6 +498,7 @@ def ingest(
     bar = Progress(len(files), progress)
     count_pages = bar.shown or split
     seen: set[str] = set()
+    current: dict[str, str] = {}  # input path -> sha256 of this run
 
     def todo() -> Iterator[tuple[str, str]]:
         """(path, sha256) of the inputs still to do, hashed lazily (work starts at once)."""
@@ -475,6 +512,7 @@ def ingest(
                 _record_error(store, report, str(path), None, type(error).__name__, str(error))
                 bar.file_done(str(path), failed=True)
                 continue
+            current[str(path)] = sha
             repeat = sha in seen
             seen.add(sha)
             record = None if repeat else store.read_record(sha)
@@ -504,6 +542,7 @@ def ingest(
             else:
                 _record_done(store, report, result, config)
             bar.file_done(result.path, pages=result.pages, failed=result.status == "error")
+        report.retired = store.retire_superseded(current)
     finally:
         bar.close()
         store.write_tables()
