@@ -19,11 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from _measure import peak_rss_mb  # benchmarks/ is sys.path[0] when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = REPO.parent / "shared" / "data" / "long"
@@ -167,19 +168,10 @@ def worker(method: str, copies: int) -> dict:
         "chunks": n_chunks,
         "seconds": elapsed,
         "tokens_per_s": total_tokens / elapsed,
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
     }
 
 
-def _peak_rss_mb() -> float:
-    """VmHWM of this process (ru_maxrss survives exec on Linux and would report the parent's peak)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def to_docling_document(root):

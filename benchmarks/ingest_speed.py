@@ -46,6 +46,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _measure import peak_rss_mb  # benchmarks/ is sys.path[0] when run as a script
+
 REPO = Path(__file__).resolve().parent.parent
 LONG = REPO.parent / "shared" / "data" / "long"
 CACHE = Path(os.environ.get("GROUNDED_BENCH_CACHE", Path.home() / ".cache" / "grounded" / "bench"))
@@ -84,12 +86,6 @@ def copies(n: int, quick: bool = False) -> Path:
     return folder
 
 
-def _peak_rss_mb() -> float:
-    """VmHWM of this process (ru_maxrss would report the parent's peak across exec)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 # -- one measurement (own process) ------------------------------------------------------------------
@@ -113,7 +109,7 @@ def measure_ours(corpus: Path, workers: int, embed: bool, engine: str = "local")
         "stages": stages,
         "cpu_parent": me.ru_utime + me.ru_stime,
         "cpu_workers": children.ru_utime + children.ru_stime if engine == "local" else None,
-        "rss_parent_mb": _peak_rss_mb(),
+        "rss_parent_mb": peak_rss_mb(),
         # the largest of the pool's processes; Ray's workers are children of its raylet: not measured
         "rss_worker_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 if engine == "local" else None,
     }
@@ -158,7 +154,7 @@ def measure_baseline(corpus: Path, embed: bool) -> dict:
         "chunks": chunks,
         "seconds": time.perf_counter() - started,
         "stages": stages,
-        "rss_parent_mb": _peak_rss_mb(),
+        "rss_parent_mb": peak_rss_mb(),
         "rss_worker_mb": None,
     }
 
@@ -186,7 +182,7 @@ def measure_docling_chunk(times: int, quick: bool) -> dict:
     chunker = HybridChunker(tokenizer=tok, merge_peers=True)
     started = time.perf_counter()
     n = len(list(chunker.chunk(ddoc)))
-    return {"pages": pages, "chunks": n, "seconds": time.perf_counter() - started, "rss_parent_mb": _peak_rss_mb()}
+    return {"pages": pages, "chunks": n, "seconds": time.perf_counter() - started, "rss_parent_mb": peak_rss_mb()}
 
 
 def measure_stage_costs(corpus: Path) -> dict:

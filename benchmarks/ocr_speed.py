@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _measure import peak_rss_mb  # benchmarks/ is sys.path[0] when run as a script
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = REPO.parent / "shared" / "data" / "long"
@@ -48,15 +49,6 @@ ENGINE_RUNS = [
 ]
 
 
-def _peak_rss_mb() -> float:
-    """VmHWM of this process (ru_maxrss survives exec on Linux and would report the parent's peak)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _scans(tmp: Path) -> list[tuple[Path, Path, int]]:
@@ -179,7 +171,7 @@ def measure_engine(engine: str, dpi: int, variant: str, tmp: Path) -> dict:
         "pages": len(scans),
         "cer": dist / chars,
         "pages_per_s": len(scans) / seconds,
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
         "per_page": per_page,
     }
 
@@ -220,7 +212,7 @@ def measure_pipeline(tmp: Path, dpi: int | None) -> dict:
         "pages": len(scans),
         "cer": dist / chars,
         "pages_per_s": len(scans) / seconds,
-        "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_mb": peak_rss_mb(),
         "per_page": per_page,
     }
 

@@ -35,6 +35,8 @@ from typing import Protocol, TypeVar
 
 import numpy as np
 
+from .reading_order import Box
+
 __all__ = ["Glyphs", "SPLIT_CLASSES", "find_gutters", "split_box", "split_columns"]
 
 #: layout classes whose boxes may be split into columns
@@ -63,14 +65,6 @@ RUN_GAP_EM = 0.6
 #: a full-width segment inside the box has at least this many rows (a row or two that OCR glued
 #: across a gutter do not cut the columns); at the box's top or bottom one row is enough
 FULL_MIN_ROWS = 3
-
-
-class Box(Protocol):
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    boxclass: str
 
 
 class Glyphs(Protocol):
