@@ -613,7 +613,9 @@ def split_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[str
         import pymupdf4llm
         from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-        md = pymupdf4llm.to_markdown(str(pdf), show_progress=False)
+        # use_ocr=False: with Tesseract data installed (the [ocr] extra) pymupdf4llm would also OCR text
+        # inside pictures, which is in no parse tree; the measure is about the text layer
+        md = pymupdf4llm.to_markdown(str(pdf), show_progress=False, use_ocr=False)
         lc = RecursiveCharacterTextSplitter(chunk_size=256, chunk_overlap=0, length_function=TOKENIZER.count)
         return lc.split_text(md)
     if splitter == "llamaindex_sentence":

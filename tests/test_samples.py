@@ -110,7 +110,7 @@ def test_lists_figure_and_boxes(doc):
 def test_layout_model_sees_the_structure(doc):
     from pymupdf4llm.helpers.document_layout import parse_document
 
-    parsed = parse_document(doc)
+    parsed = parse_document(doc, use_ocr=False)
     classes: dict[int, set[str]] = {}
     for page in parsed.pages:
         classes[page.page_number] = {b.boxclass for b in page.boxes}
