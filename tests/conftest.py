@@ -29,3 +29,13 @@ def shared_data() -> Path:
 def clinsci_pdf() -> Path:
     """13 pages, two columns, 5 tables (the issue's reference document)."""
     return shared("long", "cermine_web_example3_clinsci.pdf")
+
+
+def parse_default(pdfs: list[Path], what: str) -> dict:
+    """grounded's default parse of ``pdfs`` by file name (module fixtures of the shared-PDF measurements)."""
+    if not pdfs:
+        pytest.skip(f"{what} not available")
+    from grounded import get_parser
+
+    parser = get_parser("pymupdf")
+    return {p.name: parser.parse(p) for p in pdfs}

@@ -14,10 +14,9 @@ from grounded.chunking import Chunker
 from grounded.chunking.strategies.semantic import minilm_embedder
 from grounded.chunking.tokenizer import load_tokenizer
 from grounded.model import ParsingResult
-from grounded.parsers import get_parser
 
 from .chunk_checks import check_invariants
-from .conftest import LONG_PDFS
+from .conftest import LONG_PDFS, parse_default
 from .ground_truth import PDFChars, best_iou
 
 TOKENIZER = load_tokenizer()
@@ -26,10 +25,7 @@ SIZES = (128, 256, 512, 1024)
 
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, ParsingResult]:
-    if not LONG_PDFS:
-        pytest.skip("../shared/data/long not available")
-    parser = get_parser("pymupdf")
-    return {p.name: parser.parse(p) for p in LONG_PDFS}
+    return parse_default(LONG_PDFS, "../shared/data/long")
 
 
 class CachedEmbedder:

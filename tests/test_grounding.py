@@ -28,7 +28,7 @@ from grounded.grounding import Grounder, Grounding, alnum_text, ground, ground_q
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 
-from .conftest import DOCLING_GT_PDFS, LONG_PDFS
+from .conftest import DOCLING_GT_PDFS, LONG_PDFS, parse_default
 from .ground_truth import PDFChars, best_iou, line_rects, rects_iou
 
 TOKENIZER = load_tokenizer()
@@ -491,10 +491,7 @@ def test_any_substring_of_the_document_grounds_to_itself(grounder: Grounder, dat
 
 @pytest.fixture(scope="module")
 def parsed() -> dict[str, ParsingResult]:
-    if not LONG_PDFS:
-        pytest.skip("../shared/data/long not available")
-    parser = get_parser("pymupdf")
-    return {p.name: parser.parse(p) for p in LONG_PDFS}
+    return parse_default(LONG_PDFS, "../shared/data/long")
 
 
 def robustness(parsed: dict[str, ParsingResult], seed: int = 0) -> dict[str, float]:
@@ -629,10 +626,7 @@ def split_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[str
 @pytest.fixture(scope="module")
 def parsed_docling() -> dict[str, ParsingResult]:
     """grounded's default parse of the PDFs that come with a recorded DoclingDocument."""
-    if not DOCLING_GT_PDFS:
-        pytest.skip("../shared/data/pdfs/docling_groundtruth not available")
-    parser = get_parser("pymupdf")
-    return {p.name: parser.parse(p) for p in DOCLING_GT_PDFS}
+    return parse_default(DOCLING_GT_PDFS, "../shared/data/pdfs/docling_groundtruth")
 
 
 @pytest.mark.slow
