@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -516,3 +517,58 @@ def test_a_new_version_of_a_file_replaces_its_rows(tmp_path: Path) -> None:
     assert parts == sorted(d["part"] for d in documents.values())
     rows = pq.read_table(out / "chunks").to_pylist()
     assert {r["source_sha256"] for r in rows} == {d["sha256"] for d in documents.values()}
+
+
+# -- the manifest: one read at the end of a run, torn records named --------------------------------
+#: files opened (Python ``open`` audit events) while a test collects them, else None
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args: tuple) -> None:
+    if event == "open" and _OPENED is not None and isinstance(args[0], (str, os.PathLike)):
+        _OPENED.append(os.fspath(args[0]))
+
+
+sys.addaudithook(_audit)
+
+
+def test_the_manifest_is_read_once_at_the_end(corpus: Path, run2) -> None:
+    """A run that skips everything opens each record twice: its lookup, and the one end pass
+    (removing superseded rows and rewriting documents/errors.parquet)."""
+    global _OPENED
+    _, out = run2
+    records = sorted(str(p) for p in (out / "_manifest").glob("*.json"))
+    _OPENED = []
+    try:
+        again = ingest(corpus, out, workers=1, progress=False)
+        opened = [p for p in _OPENED if str(Path(p).parent) == str(out / "_manifest")]
+    finally:
+        _OPENED = None
+    assert (again.skipped, again.done) == (5, 0) and len(records) == 5
+    assert sorted(opened) == sorted(records * 2)
+    assert len(pq.read_table(out / "documents.parquet")) == 3 and len(pq.read_table(out / "errors.parquet")) == 2
+
+
+def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    folder = tmp_path / "in"
+    make_pdf(folder / "a.pdf", 1, 1)
+    make_pdf(folder / "b.pdf", 1, 2)
+    out = tmp_path / "out"
+    assert ingest(folder, out, workers=1, progress=False).done == 2
+    record = out / "_manifest" / next(
+        p.name for p in (out / "_manifest").iterdir() if p.name.startswith(sha256(folder / "b.pdf"))
+    )
+    intact = record.read_bytes()
+    record.write_bytes(intact[: len(intact) // 2])  # torn (written by something that is not ingest)
+    with caplog.at_level("WARNING", logger="grounded.ingest.job"):
+        ingest(folder / "a.pdf", out, workers=1, progress=False)  # b is not an input: its record is only read
+    named = [r.getMessage() for r in caplog.records if str(record) in r.getMessage()]
+    assert len(named) == 1 and "damaged manifest record" in named[0], caplog.text
+    assert [Path(d["path"]).name for d in pq.read_table(out / "documents.parquet").to_pylist()] == ["a.pdf"]
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="grounded.ingest.job"):
+        again = ingest(folder, out, workers=1, progress=False)  # b is an input again: done again
+    assert (again.done, again.skipped) == (1, 1)
+    assert [r.getMessage() for r in caplog.records if str(record) in r.getMessage()] == named
+    assert json.loads(record.read_text())["status"] == "done"
+    assert len(pq.read_table(out / "documents.parquet")) == 2

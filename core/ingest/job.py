@@ -12,7 +12,9 @@ exists -> parse, chunk, embed in a worker process -> the parent writes the part 
 (temp file + rename), then the manifest record. A run killed at any moment therefore leaves
 only whole part files, and a re-run redoes exactly the documents without a record (a part
 without a record is rewritten with the same bytes). ``documents.parquet`` and ``errors.parquet``
-are rewritten atomically from the records at the end of every run.
+are rewritten atomically from the records at the end of every run, in one pass over the
+manifest (:meth:`_Out.finish`); a torn or damaged record is ignored with a warning naming its
+file (an input whose record is damaged is done again, which rewrites the record).
 
 Inputs that fail (corrupt, encrypted, image-only, not a PDF, unreadable) get an error record
 with their typed error and never stop the run; a re-run does not retry them (pass
@@ -35,6 +37,7 @@ the worker count or the order in which documents finish.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import io
@@ -206,13 +209,24 @@ class _Out:
     def part_name(self, sha: str) -> str:
         return f"part-{sha[:12]}-{self.fp[:8]}.parquet"
 
-    def read_record(self, sha: str) -> dict[str, Any] | None:
-        path = self.record_path(sha, "")
+    def _load(self, path: Path) -> dict[str, Any] | None:
+        """The record in ``path``; None when it is absent, or torn / damaged (a warning names the
+        file and the cause: the record is then ignored)."""
         try:
             record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):  # absent, or damaged: the document is done again
+        except FileNotFoundError:
             return None
-        return record if isinstance(record, dict) else None
+        except (OSError, ValueError) as exc:
+            log.warning("ingest: damaged manifest record %s ignored: %s", path, exc)
+            return None
+        if not isinstance(record, dict):
+            log.warning("ingest: damaged manifest record %s ignored: not a JSON object", path)
+            return None
+        return record
+
+    def read_record(self, sha: str) -> dict[str, Any] | None:
+        """This configuration's record of ``sha``, or None (absent or damaged: done again)."""
+        return self._load(self.record_path(sha, ""))
 
     def write_record(self, record: dict[str, Any]) -> None:
         data = json.dumps(record, sort_keys=True, ensure_ascii=False).encode("utf-8")
@@ -227,67 +241,64 @@ class _Out:
         atomic_write_bytes(self.chunks / name, buffer.getvalue())
         return name
 
-    def records(self) -> Iterator[dict[str, Any]]:
-        for path in sorted(self.manifest.glob("*.json")):
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                log.warning("ingest: unreadable manifest record %s ignored", path)
-                continue
-            if isinstance(record, dict):
-                yield record
+    def _superseded(self, record: dict[str, Any], current: dict[str, str], shas: set[str]) -> bool:
+        """Whether ``record`` belongs to an input of this run (``current``: path -> sha256) but is
+        not the current bytes of an input under this configuration."""
+        sha = record.get("sha256")
+        related = record.get("path") in current or sha in shas
+        return related and not (sha in shas and record.get("config_fingerprint") == self.fp)
 
-    def retire_superseded(self, current: dict[str, str]) -> int:
-        """Remove the part file and record of every document that belongs to an input of this run
-        (``current``: path -> sha256) but is not the current bytes of an input under this
-        configuration. Returns how many were removed."""
-        shas = set(current.values())
-        retired = 0
-        for path in sorted(self.manifest.glob("*.json")):
-            try:
-                record = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
-            if not isinstance(record, dict):
-                continue
-            sha = record.get("sha256")
-            related = record.get("path") in current or sha in shas
-            if not related or (sha in shas and record.get("config_fingerprint") == self.fp):
-                continue
-            if record.get("part"):
-                (self.chunks / str(record["part"])).unlink(missing_ok=True)
-            path.unlink(missing_ok=True)
-            retired += 1
-            log.info("ingest: rows of %s (sha256 %s, config %s) superseded and removed",
-                     record.get("path"), str(sha)[:12], str(record.get("config_fingerprint"))[:8])
-        return retired
+    def _retire(self, path: Path, record: dict[str, Any]) -> None:
+        """Remove a superseded document: its part file first, then its record."""
+        if record.get("part"):
+            (self.chunks / str(record["part"])).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+        log.info("ingest: rows of %s (sha256 %s, config %s) superseded and removed",
+                 record.get("path"), str(record.get("sha256"))[:12], str(record.get("config_fingerprint"))[:8])
 
-    def done_parts(self) -> Iterator[Path]:
-        """The part files of the done documents, in manifest order."""
-        for record in self.records():
-            part = self.chunks / str(record.get("part") or "")
-            if record.get("status") == "done" and record.get("part") and part.is_file():
-                yield part
-
-    def write_tables(self) -> None:
-        """Rewrite documents.parquet and errors.parquet from the manifest records, in batches."""
+    def finish(self, current: dict[str, str] | None) -> tuple[int, list[Path]]:
+        """The end of a run, in one read of the manifest: remove the superseded documents of
+        ``current`` (path -> sha256 of this run's inputs; None: remove nothing), rewrite
+        documents.parquet and errors.parquet from the remaining records (in batches), and return
+        (how many were removed, the part files of the done documents in manifest order)."""
         pa = _pa()
         import pyarrow.parquet as pq
 
+        shas = set(current.values()) if current is not None else set()
         targets = {"done": ("documents.parquet", documents_schema()), "error": ("errors.parquet", errors_schema())}
-        for status, (name, schema) in targets.items():
-            buffer = io.BytesIO()
-            with pq.ParquetWriter(buffer, schema) as writer:
-                batch: list[dict[str, Any]] = []
-                for record in self.records():
-                    if record.get("status") != status:
-                        continue
-                    batch.append({k: record.get(k) for k in schema.names})
-                    if len(batch) >= 1000:
-                        writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                        batch = []
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-            atomic_write_bytes(self.root / name, buffer.getvalue())
+        buffers = {status: io.BytesIO() for status in targets}
+        batches: dict[str, list[dict[str, Any]]] = {status: [] for status in targets}
+        retired = 0
+        done_parts: list[Path] = []
+        with contextlib.ExitStack() as stack:
+            writers = {
+                status: stack.enter_context(pq.ParquetWriter(buffers[status], schema))
+                for status, (_, schema) in targets.items()
+            }
+            for path in sorted(self.manifest.glob("*.json")):
+                record = self._load(path)
+                if record is None:
+                    continue
+                if current is not None and self._superseded(record, current, shas):
+                    self._retire(path, record)
+                    retired += 1
+                    continue
+                status = record.get("status")
+                if status not in targets:
+                    continue
+                schema = targets[status][1]
+                batches[status].append({k: record.get(k) for k in schema.names})
+                if len(batches[status]) >= 1000:
+                    writers[status].write_table(pa.Table.from_pylist(batches[status], schema=schema))
+                    batches[status] = []
+                part = self.chunks / str(record.get("part") or "")
+                if status == "done" and record.get("part") and part.is_file():
+                    done_parts.append(part)
+            for status, (_, schema) in targets.items():
+                writers[status].write_table(pa.Table.from_pylist(batches[status], schema=schema))
+        for status, (name, _) in targets.items():
+            atomic_write_bytes(self.root / name, buffers[status].getvalue())
+        return retired, done_parts
 
 
 # -- the job ----------------------------------------------------------------------------------------
@@ -527,6 +538,7 @@ def ingest(
                 bar.expect(str(path), page_count(str(path)))
             yield str(path), sha
 
+    finished = False
     try:
         if engine == "ray":
             from .ray_engine import run_ray
@@ -542,14 +554,15 @@ def ingest(
             else:
                 _record_done(store, report, result, config)
             bar.file_done(result.path, pages=result.pages, failed=result.status == "error")
-        report.retired = store.retire_superseded(current)
+        finished = True
     finally:
         bar.close()
-        store.write_tables()
+        # one read of the manifest; superseded rows are removed only after a whole run
+        report.retired, done_parts = store.finish(current if finished else None)
     if sink == "lancedb":
         from .lance_sink import write_lancedb
 
-        write_lancedb(store.root, store.done_parts(), EMBED_DIMS.get(embed))
+        write_lancedb(store.root, done_parts, EMBED_DIMS.get(embed))
     report.seconds = time.perf_counter() - started
     return report
 
