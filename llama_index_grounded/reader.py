@@ -157,7 +157,10 @@ class GroundedPDFReader(BasePydanticReader):
     cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
     read_pdf_metadata: bool = Field(default=True, description="Add the PDF's title, author, dates, ... to the metadata.")
 
-    _parser: BaseParser | None = PrivateAttr(default=None)
+    #: the parser given built (used while ``parser`` names it and no options are set)
+    _given: BaseParser | None = PrivateAttr(default=None)
+    #: the last parser built from the registry, keyed by its name and options
+    _built: tuple[str, BaseParser] | None = PrivateAttr(default=None)
 
     def __init__(self, parser: str | BaseParser = "pymupdf", **data: Any) -> None:
         built: BaseParser | None = None
@@ -168,16 +171,25 @@ class GroundedPDFReader(BasePydanticReader):
         data["parser"] = parser
         super().__init__(**data)
         self.parser_config()  # a contradicting ocr fails here, not at the first load
-        self._parser = built
+        self._given = built
 
     @classmethod
     def class_name(cls) -> str:
         return "GroundedPDFReader"
 
     def get_parser(self) -> BaseParser:
-        if self._parser is None:
-            self._parser = get_parser(self.parser, **self.parser_config())
-        return self._parser
+        """The parser of the current ``parser``, ``parser_options`` and ``ocr``: built again when
+        they change (assigned, or ``model_copy(update=...)``), never a parser of older settings."""
+        config = self.parser_config()
+        given = self._given
+        if given is not None and self.parser == given.name:
+            if config:
+                raise ValueError("parser_options and ocr cannot be combined with a built parser (configure the parser)")
+            return given
+        key = json.dumps([self.parser, config], sort_keys=True, default=repr)
+        if self._built is None or self._built[0] != key:
+            self._built = (key, get_parser(self.parser, **config))
+        return self._built[1]
 
     def parser_config(self) -> dict[str, Any]:
         """The parser's constructor options: ``parser_options`` plus ``ocr`` when set."""

@@ -272,3 +272,19 @@ def test_default_metadata_round_trips_through_chroma(tree, embeddings, chunk_doc
 
 def test_importing_grounded_stays_light_and_a_missing_framework_names_the_extra():
     assert_light_import_and_named_extra("langchain_grounded", "langchain_core", "langchain")
+
+
+def test_parser_settings_are_fixed_per_loader_and_blob_parser():
+    """The LangChain loader and blob parser take their parser settings at construction (read-only
+    afterwards), so a parser built for other settings is never reused."""
+    from langchain_grounded import GroundedPDFParser
+
+    never = GroundedPDFLoader([], ocr="never")
+    auto = GroundedPDFParser(ocr="auto", parser_options={"line_spans": False})
+    assert (never.parser.ocr, auto.parser.ocr, auto.parser.line_spans) == ("never", "auto", False)
+    assert never.parser is never.parser and never.parser is not auto.parser
+    for target in (never, auto):
+        for setting in ("parser_options", "parser", "mode", "chunker"):
+            with pytest.raises(AttributeError):
+                setattr(target, setting, None)
+    assert never.parser_options == {"ocr": "never"}

@@ -632,3 +632,28 @@ def test_reader_ocr_reaches_the_parser_and_the_cache_reference(made_pdf, tmp_pat
     assert auto.metadata[TREE_REF_KEY] != doc.metadata[TREE_REF_KEY]  # another parser configuration
     # the node parser re-parses a cache miss with the recorded options
     assert tree_for(doc.metadata).metadata["parser_version"].endswith("ocr never")
+
+
+def test_changed_parser_settings_build_a_new_parser(made_pdf, tmp_path):
+    """A reader whose ``ocr``/``parser_options`` change (assigned or ``model_copy``) parses with the new
+    settings: never the parser built for the old ones under the new settings' cache reference."""
+    reader = GroundedPDFReader(ocr="never", cache_dir=str(tmp_path / "cache"))
+    first = reader.load_data(made_pdf)[0]
+    assert tree_for(first.metadata).metadata["parser_version"].endswith("ocr never")
+    reader.ocr = "auto"
+    assert reader.get_parser().ocr == "auto"
+    second = reader.load_data(made_pdf)[0]
+    assert json.loads(second.metadata[PARSER_OPTIONS_KEY]) == {"ocr": "auto"}
+    assert "ocr auto" in tree_for(second.metadata).metadata["parser_version"]
+    copied = reader.model_copy(update={"ocr": None, "parser_options": {"ocr": "never", "line_spans": False}})
+    assert (copied.get_parser().ocr, copied.get_parser().line_spans) == ("never", False)
+    assert reader.get_parser().ocr == "auto" and reader.get_parser() is reader.get_parser()  # built once per settings
+    # a built parser is used as given, and options beside it are refused (as by the constructor)
+    given = CountingParser()
+    custom = GroundedPDFReader(given)
+    assert custom.get_parser() is given
+    custom.parser_options = {"ocr": "never"}
+    with pytest.raises(ValueError, match="built parser"):
+        custom.get_parser()
+    custom.parser_options = {}
+    assert custom.get_parser() is given
