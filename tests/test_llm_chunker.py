@@ -20,11 +20,12 @@ from llama_index.core.llms.callbacks import llm_completion_callback
 
 from grounded.chunking import Chunker
 from grounded.chunking.base import strategy_class
-from grounded.chunking.strategies.llm import LLMStrategy, as_completion, parse_split_after
+from grounded.chunking.strategies.llm import LLMStrategy, parse_split_after
 from grounded.chunking.tokenizer import load_tokenizer
-from grounded.errors import ChunkingError, RemoteServiceError
+from grounded.errors import ChunkingError, ModelCallError, ModelOutputError, RemoteServiceError
 from grounded.evaluation.text_reader import read_text_file
 from grounded.model import ParsingResult
+from grounded.models import RetryPolicy, UnsupportedModelError, as_model
 from grounded.parsers import get_parser
 
 from .chunk_checks import check_invariants
@@ -164,7 +165,7 @@ def test_parse_split_after() -> None:
 
 
 def test_a_reply_that_is_not_text_is_a_typed_error(document: ParsingResult) -> None:
-    with pytest.raises(ChunkingError, match="not text"):
+    with pytest.raises(ModelOutputError, match="pieces 1-12: the model answered with a int, not text"):
         Chunker("llm", 256, tokenizer=TOKENIZER, llm=lambda prompt: 42).chunk(document)
 
 
@@ -172,8 +173,11 @@ def test_a_failing_model_call_is_a_typed_error(document: ParsingResult) -> None:
     def offline(prompt: str) -> str:
         raise ConnectionError("api.openai.com unreachable")
 
-    with pytest.raises(RemoteServiceError, match="pieces 1-12 failed.*unreachable"):
-        Chunker("llm", 256, tokenizer=TOKENIZER, llm=offline).chunk(document)
+    waits: list[float] = []
+    retry = RetryPolicy(max_attempts=2, initial_delay=1.0, jitter=0.0)
+    with pytest.raises(RemoteServiceError, match="pieces 1-12: .*unreachable") as err:
+        Chunker("llm", 256, tokenizer=TOKENIZER, llm=offline, retry=retry, sleep=waits.append).chunk(document)
+    assert isinstance(err.value, ModelCallError) and err.value.attempts == 2 and waits == [1.0]  # a dropped connection is retried
 
 
 def test_configuration_errors() -> None:
@@ -185,8 +189,10 @@ def test_configuration_errors() -> None:
             Chunker("llm", 256, llm=lambda p: "split_after: 1", **options)
     with pytest.raises(ChunkingError, match="overlap must be 0"):
         Chunker("llm", 256, 10, llm=lambda p: "split_after: 1")
-    with pytest.raises(ChunkingError, match="callable"):
-        as_completion(object())
+    with pytest.raises(UnsupportedModelError, match="callable"):
+        as_model(object())
+    with pytest.raises(UnsupportedModelError, match="callable"):
+        Chunker("llm", 256, llm=object())
 
 
 # -- invariants on a shared PDF -------------------------------------------------------------------------

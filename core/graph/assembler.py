@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ..errors import InputError, ModelError, ModelOutputError
 from ..model import ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
-from .llm import ModelClient, as_client
+from ..models import Model, as_model
 from .nodes import TextPiece
 
 __all__ = ["Assembly", "RegionReading", "assemble", "TABLE_PROMPT", "FIGURE_PROMPT"]
@@ -92,7 +92,7 @@ def assemble(
 
     ``pdf`` renders the regions for the LLM (default: the source path in the tree's metadata).
     ``on_error="raise"`` raises :class:`~grounded.errors.ModelError` instead of flagging a region.
-    ``client_options`` go to :class:`~grounded.graph.llm.ModelClient` (retries, backoff, sleep)."""
+    ``client_options`` go to :class:`~grounded.models.Model` (retries, backoff, sleep)."""
     if fast.type != T.ROOT:
         raise InputError("<tree>", f"the assembler needs a ROOT node, got {fast.type}")
     pages = sorted(int(p["page"]) for p in fast.metadata.get("pages", ()))
@@ -113,7 +113,7 @@ def assemble(
             log.warning("%s: page %d has no text in any reading", _name(fast), p)
     assembly = Assembly(root=root, page_strategies=strategies)
     if llm is not None:
-        _Reader(assembly, as_client(llm, **client_options), pdf, dpi, on_error).read_all()
+        _Reader(assembly, as_model(llm, **client_options), pdf, dpi, on_error).read_all()
     return assembly
 
 
@@ -156,7 +156,7 @@ def _merge(fast: ParsingResult, ocr: ParsingResult, ocr_pages: set[int]) -> Pars
 
 # -- LLM readings --------------------------------------------------------------------------------------
 class _Reader:
-    def __init__(self, assembly: Assembly, client: ModelClient, pdf: str | Path | None, dpi: int, on_error: OnError):
+    def __init__(self, assembly: Assembly, client: Model, pdf: str | Path | None, dpi: int, on_error: OnError):
         self.assembly = assembly
         self.client = client
         self.pdf = Path(pdf) if pdf is not None else _source_path(assembly.root)
@@ -189,7 +189,7 @@ class _Reader:
         reading = RegionReading(f"page-{page}")
         box = ParsingBoundingBox(page, 0.0, 0.0, 1.0, 1.0)
         try:
-            answer = self.client.complete(PAGE_PROMPT.format(page=page), [_render(doc, box, self.dpi)], what=what)
+            answer = self.client.complete(PAGE_PROMPT.format(page=page), images=[_render(doc, box, self.dpi)], what=what)
         except ModelError as exc:
             if self.on_error == "raise":
                 raise
@@ -210,7 +210,7 @@ class _Reader:
         try:
             images = [_render(doc, box, self.dpi) for box in element.geom]
             prompt = (TABLE_PROMPT if kind == "table" else FIGURE_PROMPT).format(page=page)
-            answer = self.client.complete(prompt, images, what=what)
+            answer = self.client.complete(prompt, images=images, what=what)
             self._parse(answer, element, reading, what)
         except ModelError as exc:
             if self.on_error == "raise":

@@ -7,7 +7,7 @@ named ``n1``, ``n2``, ... in the prompt and the model answers with JSON
 
 Bad output never loses a node: malformed JSON is asked for once more, then every node of the
 batch is flagged; an item left out, an empty summary or questions that are not a list of strings
-flag that node; a call that fails after :class:`~grounded.graph.llm.ModelClient`'s retries (429,
+flag that node; a call that fails after :class:`~grounded.models.Model`'s retries (429,
 timeout) flags the batch - or, with ``on_error="raise"``, raises the typed error.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ModelError, ModelOutputError
-from .llm import ModelClient, as_client
+from ..models import Model, as_model
 from .nodes import GraphNode, NodeGraph, NodeKind, TextPiece, node_id
 
 __all__ = ["enrich", "Enrichment", "ENRICH_PROMPT", "parse_items"]
@@ -62,7 +62,7 @@ def enrich(
     nodes under every Header and Table node. ``max_chars`` caps each item's text in the prompt."""
     if batch_size < 1 or questions < 0 or max_chars < 1:
         raise ValueError("batch_size and max_chars must be >= 1, questions >= 0")
-    run = _Run(graph, as_client(llm, **client_options), max_chars, on_error)
+    run = _Run(graph, as_model(llm, **client_options), max_chars, on_error)
     run.stage([n for n in graph if n.kind in (NodeKind.HEADER, NodeKind.TABLE)], questions, batch_size)
     run.stage(graph.of_kind(NodeKind.PAGE), 0, batch_size)
     run.stage([graph.document], 0, 1)
@@ -99,7 +99,7 @@ def parse_items(answer: str, what: str) -> dict[str, dict[str, Any]]:
 
 
 class _Run:
-    def __init__(self, graph: NodeGraph, client: ModelClient, max_chars: int, on_error: str) -> None:
+    def __init__(self, graph: NodeGraph, client: Model, max_chars: int, on_error: str) -> None:
         self.graph = graph
         self.client = client
         self.max_chars = max_chars

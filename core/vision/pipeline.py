@@ -14,10 +14,10 @@ from ..chunking.assembly import ChunkAssembler
 from ..errors import ChunkingError
 from ..grounding.grounder import Grounder
 from ..model import Chunk, ParsingResult
-from ..parsers._cloud import RetryPolicy, call_with_retries
+from ..models import Model, RetryPolicy
 from .assemble import ChunkBuilder
 from .merge import merge_batches
-from .models import VisionModel, as_vision_model
+from .models import as_vision_model
 from .prompt import CHUNKING_PROMPT, BatchContext, build_prompt
 from .render import PDFInput, render_batches, source_pdf
 from .response import ModelChunk, complete_headings, parse_response
@@ -40,7 +40,7 @@ class VisionChunker:
     ``batch_size`` pages (default 4) rendered at ``dpi`` go to the model per request; ``pdf`` (a
     path or bytes) when the tree does not record a readable source path; ``password`` for an
     encrypted PDF; ``retry``/``sleep``: backoff for rate limits (HTTP 429), timeouts and server errors
-    (:func:`grounded.parsers._cloud.call_with_retries`; tests pass a recording ``sleep``)."""
+    (:class:`grounded.models.Model`; tests pass a recording ``sleep``)."""
 
     llm: Any
     model: str | None = None
@@ -50,19 +50,19 @@ class VisionChunker:
     password: str | None = None
     retry: RetryPolicy | None = None
     sleep: Callable[[float], None] = time.sleep
-    vision_model: VisionModel = field(init=False)
+    vision_model: Model = field(init=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int) or self.batch_size < 1:
             raise ChunkingError(f"batch_size must be a positive int, got {self.batch_size!r}")
         if isinstance(self.dpi, bool) or not isinstance(self.dpi, int) or not 36 <= self.dpi <= 600:
             raise ChunkingError(f"dpi must be an int in [36, 600], got {self.dpi!r}")
-        self.vision_model = as_vision_model(self.llm, self.model)
+        self.vision_model = as_vision_model(self.llm, self.model, retry=self.retry, sleep=self.sleep)
 
     def params(self) -> dict[str, Any]:
         """What decides the chunks besides the document (part of the chunker fingerprint)."""
         return {
-            "model": self.vision_model.name,
+            "model": self.vision_model.identity,
             "batch_size": self.batch_size,
             "dpi": self.dpi,
             "prompt_sha256": hashlib.sha256(CHUNKING_PROMPT.encode()).hexdigest()[:16],
@@ -91,12 +91,7 @@ class VisionChunker:
         for batch in render_batches(name, data, self.batch_size, self.dpi, password=self.password):
             what = f"{name} pages {batch.pages[0]}-{batch.pages[-1]}"
             prompt = build_prompt(batch.pages, page_count or batch.pages[-1], context)
-            images = list(batch.images)
-
-            def ask(images: list[bytes] = images, prompt: str = prompt, what: str = what) -> str:
-                return self.vision_model(images, prompt, what=what)
-
-            answer = call_with_retries(ask, backend="vision", source=what, policy=self.retry, sleep=self.sleep, what="model call")
+            answer = self.vision_model.complete(prompt, images=batch.images, what=what)
             chunks = []
             for mc in parse_response(answer, what):
                 full, issue = complete_headings(mc.headings, headings)

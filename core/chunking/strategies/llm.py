@@ -8,33 +8,34 @@ window holds more than ``window_tokens`` tokens, default 800). The model answers
 split. When at most four pieces are left they join the last chunk without a call (as Chroma does).
 A run of pieces above ``max_tokens`` is re-split by the recursive splitter.
 
-The model is injected (``llm=``): a LlamaIndex ``LLM``, a LangChain chat model, or any callable
-``prompt -> str`` (system and user text joined); none of those libraries is imported here. An answer
-without a ``split_after:`` line, with numbers outside the window or not ascending is asked again
-(``retries`` times, naming the rejected answer, as Chroma does); after that the valid numbers are
-kept and, if none is left, the window ends one chunk. Every such repair is logged as a warning, so
-the output is deterministic for given answers and the loop always advances. A reply that is not
-text is a :class:`~grounded.errors.ChunkingError`; a failing model call (network, quota) a
-:class:`~grounded.errors.RemoteServiceError`.
+The model is injected (``llm=``): anything :func:`grounded.models.as_model` accepts (a LlamaIndex
+``LLM``, a LangChain chat model, a google-genai client with ``model=``, or a callable ``prompt -> str``
+that gets the system and user text joined); none of those libraries is imported here. An answer
+without a ``split_after:`` line (an empty one included), with numbers outside the window or not
+ascending is asked again (``retries`` times, naming the rejected answer, as Chroma does); after that
+the valid numbers are kept and, if none is left, the window ends one chunk. Every such repair is
+logged as a warning, so the output is deterministic for given answers and the loop always advances.
+Rate limits, server errors and timeouts are retried with backoff (``retry``, ``sleep``); a call that
+still fails is a :class:`~grounded.errors.ModelCallError`, a reply that is not text or was cut off a
+:class:`~grounded.errors.ModelOutputError`.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from ...errors import ChunkingError, GroundedError, RemoteServiceError
+from ...errors import ChunkingError
+from ...models import Model, RetryPolicy, as_model
 from ..base import _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
-__all__ = ["LLMStrategy", "as_completion", "parse_split_after", "SYSTEM_PROMPT", "Completion"]
+__all__ = ["LLMStrategy", "parse_split_after", "SYSTEM_PROMPT"]
 
 log = logging.getLogger(__name__)
-
-#: (system prompt, user prompt) -> the model's answer text
-Completion = Callable[[str, str], str]
 
 SYSTEM_PROMPT = (
     "You split a text into sections that each keep to one theme. The text is cut into numbered "
@@ -68,73 +69,12 @@ def parse_split_after(answer: str) -> list[int] | None:
     return None if found is None else [int(x) for x in re.findall(r"\d+", found)]
 
 
-def _text_of(reply: Any) -> str:
-    """The text of a model reply: a str, a LangChain message (``content`` str or content blocks), a
-    LlamaIndex ``ChatResponse`` (``message.content``) or ``CompletionResponse`` (``text``)."""
-    if isinstance(reply, str):
-        return reply
-    message = getattr(reply, "message", None)
-    if message is not None:
-        return _text_of(message)
-    content = getattr(reply, "content", None)
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # LangChain content blocks
-        parts = [b if isinstance(b, str) else b.get("text", "") for b in content if isinstance(b, (str, dict))]
-        return "".join(parts)
-    text = getattr(reply, "text", None)
-    if isinstance(text, str):
-        return text
-    raise ChunkingError(f"the llm returned {type(reply).__name__}, not text")
-
-
-def as_completion(llm: Any) -> Completion:
-    """Wrap a LlamaIndex ``LLM`` (``chat``), a LangChain chat model (``invoke``) or a callable
-    ``prompt -> str`` as a :data:`Completion`."""
-    if hasattr(llm, "chat") and hasattr(llm, "complete") and hasattr(llm, "metadata"):  # LlamaIndex LLM
-
-        def llama_index(system: str, user: str) -> str:
-            from llama_index.core.llms import ChatMessage
-
-            reply = llm.chat([ChatMessage(role="system", content=system), ChatMessage(role="user", content=user)])
-            return _text_of(reply)
-
-        return llama_index
-    if hasattr(llm, "invoke"):  # LangChain chat model (or any Runnable taking messages)
-
-        def langchain(system: str, user: str) -> str:
-            return _text_of(llm.invoke([("system", system), ("human", user)]))
-
-        return langchain
-    if callable(llm):
-
-        def plain(system: str, user: str) -> str:
-            return _text_of(llm(f"{system}\n\n{user}"))
-
-        return plain
-    raise ChunkingError(
-        f"llm must be a LlamaIndex LLM, a LangChain chat model or a callable prompt -> str, got {type(llm).__name__}"
-    )
-
-
-def llm_identity(llm: Any) -> str | None:
-    """``module.Class[model]`` of the model (part of the chunker's fingerprint)."""
-    if llm is None:
-        return None
-    target = llm if callable(llm) and hasattr(llm, "__qualname__") else type(llm)
-    name = f"{getattr(target, '__module__', '')}.{getattr(target, '__qualname__', type(llm).__name__)}"
-    for attr in ("model_name", "model"):
-        value = getattr(llm, attr, None)
-        if isinstance(value, str):
-            return f"{name}[{value}]"
-    return name
-
-
 @register_strategy
 class LLMStrategy(PieceStrategy):
-    """Parameters: ``llm`` (required to chunk; see the module doc), ``piece_tokens`` (default 50,
-    at most N), ``window_tokens`` (default 800), ``retries`` (re-asks after an invalid answer,
-    default 1)."""
+    """Parameters: ``llm`` (required to chunk; see the module doc), ``model`` (the Gemini model of a
+    google-genai client), ``piece_tokens`` (default 50, at most N), ``window_tokens`` (default 800),
+    ``retries`` (re-asks after an invalid answer, default 1), ``retry`` / ``sleep`` (backoff of
+    failed calls, :class:`~grounded.models.RetryPolicy`)."""
 
     name = "llm"
     piece_kind = "split"
@@ -148,6 +88,9 @@ class LLMStrategy(PieceStrategy):
         piece_tokens: int | None = None,
         window_tokens: int = 800,
         retries: int = 1,
+        model: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(max_tokens, overlap)
         piece_tokens = min(50, self.max_tokens) if piece_tokens is None else piece_tokens
@@ -161,7 +104,7 @@ class LLMStrategy(PieceStrategy):
         self.window_tokens = int(window_tokens)
         self.retries = int(retries)
         self.llm = llm
-        self._complete = as_completion(llm) if llm is not None else None
+        self._model: Model | None = as_model(llm, model=model, retry=retry, sleep=sleep) if llm is not None else None
         #: counts of the last document: model calls, rejected answers, repaired windows
         self.stats: dict[str, int] = {}
 
@@ -174,7 +117,7 @@ class LLMStrategy(PieceStrategy):
             "piece_tokens": self.piece_tokens,
             "window_tokens": self.window_tokens,
             "retries": self.retries,
-            "llm": llm_identity(self.llm),
+            "llm": self._model.identity if self._model is not None else None,
         }
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
@@ -188,7 +131,7 @@ class LLMStrategy(PieceStrategy):
         """Piece counts after which a chunk ends (1-based piece numbers, ascending, the last = P)."""
         total = len(pieces)
         self.stats = {"calls": 0, "rejected": 0, "repaired": 0}
-        if total and self._complete is None:
+        if total and self._model is None:
             raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) (LlamaIndex LLM, LangChain chat model or callable)")
         splits: list[int] = []
         current = 0  # pieces 1..current are chunked
@@ -208,17 +151,13 @@ class LLMStrategy(PieceStrategy):
 
     def _ask(self, window: str, current: int, last: int) -> list[int]:
         """Valid split numbers in ``(current, last]`` for one window (see the module doc)."""
-        assert self._complete is not None
+        assert self._model is not None
         rejected: str | None = None
         numbers: list[int] | None = None
         for _ in range(self.retries + 1):
             self.stats["calls"] += 1
-            try:
-                answer = self._complete(SYSTEM_PROMPT, user_prompt(window, current, rejected))
-            except GroundedError:
-                raise
-            except Exception as exc:  # the model's client failed (network, quota, ...): a typed error
-                raise RemoteServiceError(f"llm chunker: the model call for pieces {current + 1}-{last} failed: {exc!r}") from exc
+            answer = self._model.complete(user_prompt(window, current, rejected), system=SYSTEM_PROMPT,
+                                          what=f"llm chunker: pieces {current + 1}-{last}", allow_empty=True)
             numbers = parse_split_after(answer)
             if numbers and numbers == sorted(set(numbers)) and current < numbers[0] and numbers[-1] <= last:
                 return numbers
