@@ -44,6 +44,9 @@ __all__ = [
     "GroundingWarning",
     "text_hash",
     "pdf_metadata",
+    "document_info",
+    "recorded_info",
+    "SOURCE_INFO_KEY",
     "PDF_METADATA_KEYS",
     "LIST_KEYS",
     "PAYLOAD_KEYS",
@@ -386,10 +389,44 @@ def _pdf_date(value: str) -> str:
     return moment.isoformat("T")
 
 
-def pdf_metadata(pdf: str | Path | bytes, password: str | None = None) -> dict[str, str]:
-    """The PDF's document information (:data:`PDF_METADATA_KEYS`; empty strings when absent), read
-    with PyMuPDF from a path or the PDF bytes. Dates are ISO 8601 like LangChain's
-    ``PyMuPDFLoader``. A PDF that cannot be opened gives empty values (parsing reports the cause)."""
+#: key of a parse tree's ``metadata["source"]`` under which the parse records the PDF's document
+#: information as read while it had the PDF open (PyMuPDF's ``Document.metadata``, raw)
+SOURCE_INFO_KEY = "info"
+_PYMUPDF_NAMES = {"creationdate": "creationDate", "moddate": "modDate"}
+
+
+def document_info(raw: Mapping[str, Any]) -> dict[str, str]:
+    """:data:`PDF_METADATA_KEYS` of PyMuPDF's ``Document.metadata`` (empty strings when absent);
+    dates ISO 8601 like LangChain's ``PyMuPDFLoader``."""
+    out: dict[str, str] = {}
+    for key in PDF_METADATA_KEYS:
+        value = raw.get(_PYMUPDF_NAMES.get(key, key)) or ""
+        out[key] = _pdf_date(str(value)) if key in _PYMUPDF_NAMES else str(value).strip()
+    return out
+
+
+def recorded_info(root: ParsingResult) -> dict[str, str] | None:
+    """The document information the parse of ``root`` recorded (:data:`SOURCE_INFO_KEY`), or None
+    when it recorded none (another parser, or a tree made before it was recorded)."""
+    source = root.metadata.get("source")
+    raw = source.get(SOURCE_INFO_KEY) if isinstance(source, Mapping) else None
+    return document_info(raw) if isinstance(raw, Mapping) else None
+
+
+def pdf_metadata(
+    pdf: str | Path | bytes | None, password: str | None = None, *, root: ParsingResult | None = None
+) -> dict[str, str]:
+    """The PDF's document information (:data:`PDF_METADATA_KEYS`; empty strings when absent).
+
+    ``root``: the PDF's parse tree; when its parse recorded the information (:func:`recorded_info`)
+    that is returned and the PDF is not opened again. Otherwise it is read with PyMuPDF from ``pdf``
+    (a path or the PDF bytes; None: empty values). A PDF that cannot be opened gives empty values
+    (parsing reports the cause)."""
+    recorded = recorded_info(root) if root is not None else None
+    if recorded is not None:
+        return recorded
+    if pdf is None:
+        return dict.fromkeys(PDF_METADATA_KEYS, "")
     import pymupdf
 
     try:
@@ -402,9 +439,4 @@ def pdf_metadata(pdf: str | Path | bytes, password: str | None = None) -> dict[s
         info = doc.metadata or {}
     finally:
         doc.close()
-    names = {"creationdate": "creationDate", "moddate": "modDate"}
-    out: dict[str, str] = {}
-    for key in PDF_METADATA_KEYS:
-        value = info.get(names.get(key, key)) or ""
-        out[key] = _pdf_date(str(value)) if key in names else str(value).strip()
-    return out
+    return document_info(info)

@@ -101,12 +101,13 @@ class _Pipeline:
         if isinstance(pdf, ParsingResult):  # parsed before: its PDF's information when the file is here
             root = pdf
             path = source_info(root)["path"]
-            info = pdf_metadata(path, password=self.password) if path and Path(path).is_file() else None
+            readable = path if path and Path(path).is_file() else None
+            info = pdf_metadata(readable, password=self.password, root=root)
         else:
             cache = self.cache if self.use_cache else None
             options = self.parser_options or None
             root = cached_parse(self.parser, pdf, cache=cache, options=options, password=self.password, name=name)
-            info = pdf_metadata(pdf, password=self.password)
+            info = pdf_metadata(pdf, password=self.password, root=root)
         ref = None
         if self.cache is not None and _has_sha(root):
             ref = self.cache.put(root, self.parser_options or None)

@@ -239,7 +239,7 @@ class GroundedPDFReader(BasePydanticReader):
             root, path, file_name, data = self._parse(source, password=password, name=name)
             pdf_info: dict[str, str] = {}
             if self.read_pdf_metadata:
-                pdf_info = pdf_metadata(data if data is not None else path, password=password)
+                pdf_info = pdf_metadata(data if data is not None else path, password=password, root=root)
             yield from document_from_tree(
                 root,
                 extra_info,

@@ -16,6 +16,7 @@ from grounded.metadata import (
     BOXES_KEY,
     LIST_KEYS,
     PDF_METADATA_KEYS,
+    SOURCE_INFO_KEY,
     TEXT_HASH_KEY,
     GroundingWarning,
     boxes_from_metadata,
@@ -26,6 +27,7 @@ from grounded.metadata import (
     encode_tree,
     flatten_metadata,
     pdf_metadata,
+    recorded_info,
     text_hash,
     text_tree,
     unflatten_metadata,
@@ -264,3 +266,40 @@ def test_pdf_metadata_reads_the_document_information_like_pymupdfloader(tmp_path
     assert meta["subject"] == ""
     assert pdf_metadata(path.read_bytes()) == meta
     assert pdf_metadata(tmp_path / "missing.pdf") == dict.fromkeys(PDF_METADATA_KEYS, "")
+
+
+def _info_pdf(path):
+    doc = pymupdf.open()
+    text = "Dosing for renal impairment is adjusted by creatinine clearance and reviewed weekly. " * 6
+    doc.new_page().insert_textbox(pymupdf.Rect(72, 200, 523, 400), text, fontsize=11)
+    doc.set_metadata({"title": "Renal guide", "author": "Nephrology", "creationDate": "D:20240115093000Z"})
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def test_pdf_metadata_reuses_the_information_the_parse_recorded(tmp_path):
+    """With the parse tree at hand the PDF is not opened again (here: it is gone) when the parse
+    recorded the document information; a tree without it falls back to reading the PDF."""
+    path = _info_pdf(tmp_path / "renal.pdf")
+    expected = pdf_metadata(path)
+    root = get_parser("pymupdf").parse(path)
+    with pymupdf.open(path) as doc:  # what the parse reads while it has the PDF open
+        raw = dict(doc.metadata or {})
+    root.metadata["source"] = {k: v for k, v in root.metadata["source"].items() if k != SOURCE_INFO_KEY}
+    assert recorded_info(root) is None and pdf_metadata(path, root=root) == expected  # read from the PDF
+    root.metadata["source"][SOURCE_INFO_KEY] = raw
+    path.unlink()
+    assert recorded_info(root) == pdf_metadata(path, root=root) == pdf_metadata(None, root=root) == expected
+    assert expected["title"] == "Renal guide" and expected["creationdate"] == "2024-01-15T09:30:00+00:00"
+    assert pdf_metadata(None) == dict.fromkeys(PDF_METADATA_KEYS, "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the parse does not record the PDF's information yet: inspect_pdf (core/parsers/pdf_input.py) must keep "
+    "doc.metadata and PreparedSource.stamp (core/parsers/_source.py) put it under source['info']",
+)
+def test_the_parse_records_the_document_information(tmp_path):
+    path = _info_pdf(tmp_path / "renal.pdf")
+    assert recorded_info(get_parser("pymupdf").parse(path)) == pdf_metadata(path)
