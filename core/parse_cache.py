@@ -14,8 +14,10 @@ splitter calls :func:`resolve_tree` on the metadata to get the tree back:
    file's sha256 still matches the reference; a changed or missing file gives ``None`` (the caller
    decides: warn and chunk as plain text, or refuse).
 
-The reference is a content address (PDF bytes + parser name, version and options), so equal
-references mean equal trees whichever directory holds them. Directory: ``ParseCache(directory)``,
+The tree of an encrypted PDF (``source["encrypted"]``) is never written to the directory - it holds
+the decrypted text - only kept in process memory; an entry of one found on disk (written by an
+older version) is removed. The reference is a content address (PDF bytes + parser name, version
+and options), so equal references mean equal trees whichever directory holds them. Directory: ``ParseCache(directory)``,
 else ``$GROUNDED_CACHE_DIR/parses``, else ``~/.cache/grounded/parses``. Trees returned by the
 cache are shared between callers: treat them as read-only.
 """
@@ -146,6 +148,12 @@ def _root_sha(root: ParsingResult) -> str:
     return sha
 
 
+def _encrypted(root: ParsingResult) -> bool:
+    """Whether ``root`` is the parse of an encrypted PDF (its text must not reach the disk)."""
+    source = root.metadata.get("source")
+    return isinstance(source, Mapping) and bool(source.get("encrypted"))
+
+
 def tree_ref(root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
     """The reference string of a parsed tree (its PDF's sha256 + parser fingerprint)."""
     meta = root.metadata
@@ -209,10 +217,13 @@ class ParseCache:
 
     def put(self, root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
         """Store ``root`` (atomically; an existing entry is kept) and return its reference.
-        ``options``: the parser's constructor options (part of the reference)."""
+        ``options``: the parser's constructor options (part of the reference). The tree of an
+        encrypted PDF is kept in process memory only, never written."""
         ref = tree_ref(root, options)
         path = self.path(ref)
-        if not path.is_file():
+        if _encrypted(root):
+            path.unlink(missing_ok=True)  # written by an older version
+        elif not path.is_file():
             atomic_write_text(path, dumps_parsing_result(root))
         _remember(ref, root)
         return ref
@@ -237,6 +248,10 @@ class ParseCache:
             root = loads_parsing_result(text, source=str(path))
         except SchemaError as exc:
             log.warning("parse cache entry is damaged, removing it: %s", exc)
+            path.unlink(missing_ok=True)
+            return None
+        if _encrypted(root):
+            log.warning("parse cache entry %s holds the text of an encrypted PDF; removing it", path)
             path.unlink(missing_ok=True)
             return None
         _remember(ref, root)
@@ -285,8 +300,7 @@ def cached_parse(
         except OSError:
             sha = ""
         root = cache.get(ref_for(sha, parser.name, parser.version(), options)) if sha else None
-        source = root.metadata.get("source") if root is not None else None
-        if root is not None and not (isinstance(source, Mapping) and source.get("encrypted")):
+        if root is not None and not _encrypted(root):
             return root
     return parser.parse(pdf, password=password, name=name)
 

@@ -167,3 +167,48 @@ def test_default_directory_follows_the_environment(monkeypatch, tmp_path):
     assert ParseCache().directory == tmp_path / "parses"
     monkeypatch.delenv("GROUNDED_CACHE_DIR")
     assert ParseCache().directory == Path.home() / ".cache" / "grounded" / "parses"
+
+
+# -- encrypted PDFs: the decrypted text never reaches the cache directory ------------------------
+SECRET = "Nephrotoxic regimen Zeta-417 for stage four clearance"
+
+
+def _files_with(folder: Path, text: str) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and text.encode() in p.read_bytes()]
+
+
+def test_an_encrypted_pdf_tree_is_never_written_to_the_cache(tmp_path, caplog):
+    from langchain_grounded import GroundedPDFLoader
+    from llama_index_grounded import GroundedNodeParser, GroundedPDFReader
+
+    from .pdf_builders import save_pdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    for i in range(6):
+        page.insert_text((72, 110 + 24 * i), f"{SECRET}, line {i}, is adjusted weekly.", fontsize=10)
+    locked = save_pdf(doc, tmp_path / "locked.pdf", user_pw="s3cret", owner_pw="owner")
+    plain = make_pdf(tmp_path / "plain.pdf", words=SECRET)
+    cache_dir = tmp_path / "cache"
+
+    root = get_parser("pymupdf").parse(locked, password="s3cret")
+    assert root.metadata["source"]["encrypted"] is True and SECRET in json.dumps(root.to_dict())
+    ref = ParseCache(cache_dir).put(root)
+    docs = GroundedPDFReader(cache_dir=str(cache_dir)).load_data(locked, password="s3cret")
+    loaded = GroundedPDFLoader(locked, password="s3cret", cache=cache_dir).load()
+    assert SECRET in docs[0].text and loaded and SECRET in loaded[0].page_content
+    assert _files_with(cache_dir, SECRET) == [] and not [p for p in cache_dir.rglob("*") if p.is_file()]
+    # in this process the tree is still at hand: the node parser gets exact boxes
+    assert ParseCache(cache_dir).get(ref) is not None
+    nodes = GroundedNodeParser(max_tokens=32, cache_dir=str(cache_dir)).get_nodes_from_documents(docs)
+    assert nodes and all(n.metadata["boxes"] not in ("", "[]") for n in nodes)
+    # a leaked entry (written by an older version) is removed, never served
+    ParseCache(cache_dir).put(get_parser("pymupdf").parse(plain))
+    assert len(_files_with(cache_dir, SECRET)) == 1  # the scan sees an unencrypted tree's text
+    leaked = ParseCache(cache_dir).path(ref)
+    leaked.parent.mkdir(parents=True, exist_ok=True)
+    leaked.write_text(dumps_parsing_result(root), encoding="utf-8")
+    clear_memory()
+    with caplog.at_level(logging.WARNING, logger="grounded.parse_cache"):
+        assert ParseCache(cache_dir).get(ref) is None
+    assert not leaked.exists() and "encrypted PDF" in caplog.text
