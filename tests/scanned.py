@@ -58,3 +58,53 @@ def has_text_layer(data: bytes, page: int) -> bool:
     """Whether the 1-based ``page`` of the PDF ``data`` has any extractable text."""
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         return bool(doc[page - 1].get_text().strip())
+
+
+#: the words of the constructed column text (common English, so OCR reads them as a scan of prose)
+_PROSE = (
+    "the patient should receive treatment within hours of admission and the dose is adjusted to "
+    "renal function when clinical signs persist a second review follows after three days results "
+    "of the trial showed fewer events in the group given early therapy than in the control group "
+    "blood pressure was measured twice daily and recorded by the nursing staff on each ward"
+)
+
+
+def column_text(seed: int, words: int) -> str:
+    """Deterministic prose of ``words`` words (sentences of 9-16 words) for constructed pages."""
+    import random
+
+    rng = random.Random(seed)
+    words_of = _PROSE.split()
+    out: list[str] = []
+    while len(out) < words:
+        sentence = [rng.choice(words_of) for _ in range(rng.randint(9, 16))]
+        sentence[0] = sentence[0].capitalize()
+        sentence[-1] += "."
+        out.extend(sentence)
+    return " ".join(out[:words]).rstrip(".") + "."
+
+
+def two_column_pdf(
+    *, gutter: float = 12.0, fontsize: float = 9.0, rule: bool = False
+) -> tuple[bytes, str, list[str]]:
+    """A born-digital letter page: a full-width title, then two justified columns of prose
+    ``gutter`` points apart (a vertical rule in the gutter with ``rule``). Returns (PDF bytes,
+    title, the text of each column paragraph in reading order: left column top down, then right)."""
+    title = "Early treatment of hypertension in two columns"
+    paragraphs = [column_text(seed, 110) for seed in range(4)]
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=612, height=792)
+        page.insert_textbox(pymupdf.Rect(54, 50, 558, 80), title, fontsize=16, fontname="hebo")
+        width = (558 - 54 - gutter) / 2
+        for col in range(2):
+            x0 = 54 + col * (width + gutter)
+            y = 100.0
+            for text in paragraphs[2 * col : 2 * col + 2]:
+                rect = pymupdf.Rect(x0, y, x0 + width, 740)
+                left = page.insert_textbox(rect, text, fontsize=fontsize, fontname="tiro", align=3)
+                assert left >= 0, "constructed column text does not fit"
+                y = rect.y1 - left + fontsize  # a blank line between paragraphs
+        if rule:
+            mid = 54 + width + gutter / 2
+            page.draw_line((mid, 100), (mid, 700), width=0.5)
+        return bytes(doc.tobytes()), title, paragraphs

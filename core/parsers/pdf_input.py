@@ -25,7 +25,7 @@ from ..errors import (
     NoTextLayerError,
     PageTooLargeError,
 )
-from .ocr import ENABLE_HINT
+from .ocr import ENABLE_HINT, text_layer_verdict
 
 __all__ = [
     "PDFInfo",
@@ -98,7 +98,10 @@ def _mupdf_messages() -> list[str]:
 class PDFInfo:
     """Facts about a readable PDF. ``page_sizes`` are (width, height) in points of the page as
     displayed (rotation and crop box applied); ``text_pages`` are the 1-based pages with text;
-    ``page_chars`` the non-space characters of each page's text layer.
+    ``page_chars`` the non-space characters of each page's text layer; ``text_verdicts`` per page
+    (0-based list) why its text layer needs OCR (:func:`~grounded.parsers.ocr.text_layer_verdict`:
+    ``"image_only"``, ``"garbage_text: ..."``, ``"blank"``) or None -- judged on the text read
+    here, so the OCR decision (:func:`~grounded.parsers.ocr.plan_ocr`) reads no page again.
 
     ``warnings`` are MuPDF's messages while opening the file (e.g. a repaired xref);
     ``page_warnings`` its messages while reading each 1-based page, and ``damaged_pages`` the
@@ -113,6 +116,7 @@ class PDFInfo:
     #: the file needed a password (it was opened with the one given)
     encrypted: bool = False
     page_chars: list[int] = field(default_factory=list)
+    text_verdicts: list[str | None] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     page_warnings: dict[int, list[str]] = field(default_factory=dict)
     damaged_pages: list[int] = field(default_factory=list)
@@ -195,16 +199,19 @@ def _page_count(path: Path, doc: Any) -> int:
         raise CorruptPDFError(path, f"damaged PDF: the page tree cannot be read ({exc})") from exc
 
 
-def _read_page(doc: Any, index: int) -> tuple[Any, str, list[str], bool]:
-    """Load page ``index``: (page, its text, MuPDF's messages, whether its content is damaged)."""
+def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], bool]:
+    """Load page ``index``: (page, its text, whether it needs OCR (see
+    :func:`~grounded.parsers.ocr.text_layer_verdict`), MuPDF's messages, whether its content is
+    damaged)."""
     page = doc.load_page(index)
     load_messages = _mupdf_messages()
     page.read_contents()  # decode the page's own content streams (zlib/flate errors show here)
     decode_messages = _mupdf_messages()
     text = page.get_textpage(flags=0).extractText()
+    verdict = text_layer_verdict(page, text)  # a page without text is checked for ink here
     messages = load_messages + [m for m in decode_messages + _mupdf_messages() if m not in load_messages]
     damaged = bool(decode_messages) or any(_CONTENT_DAMAGE.search(m) for m in messages)
-    return page, text, messages[:_MAX_MESSAGES], damaged
+    return page, text, verdict, messages[:_MAX_MESSAGES], damaged
 
 
 def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
@@ -212,7 +219,7 @@ def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
     for index in range(info.page_count):
         number = index + 1
         try:
-            page, text, messages, damaged = _read_page(doc, index)
+            page, text, verdict, messages, damaged = _read_page(doc, index)
             rect = page.rect  # displayed page: crop box with /Rotate applied
         except Exception as exc:
             raise CorruptPDFError(path, f"page {number} cannot be read ({exc})") from exc
@@ -228,6 +235,7 @@ def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
         info.page_sizes.append((width, height))
         chars = sum(1 for c in text if not c.isspace())
         info.page_chars.append(chars)
+        info.text_verdicts.append(verdict)
         if chars:
             info.text_pages.append(number)
         if messages:

@@ -1,0 +1,196 @@
+"""Column regions of a rendered page, found before OCR so Tesseract reads one column at a time.
+
+Tesseract's automatic page segmentation sometimes reads a line of a dense multi-column page
+across the gutter, or makes a line box two lines tall, so words land in the neighbour column.
+:func:`page_regions` finds the page's columns in its image and returns the parts to OCR one by
+one, in reading order; a page without a gutter is one region (the whole page, read as before).
+
+The ink of the page image (binarized, reduced to about :data:`DETECT_DPI`) is cut into connected
+blobs (letters or words) by :func:`ink_blobs`; the blobs are the "glyphs" of
+:func:`.column_split.split_box` -- the same gutter rule that splits the layout model's text
+boxes on the OCR'd page -- applied to the box around all the ink. Thin rules (column rules,
+lines under headers) and specks (an i's dot, a comma, dust) are left out of the blobs, and the
+blobs grow to about a character's height, so the column split's thresholds in glyph heights keep
+their meaning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .column_split import split_box
+
+__all__ = ["DETECT_DPI", "INK_LEVEL", "Blobs", "Region", "ink_blobs", "page_regions"]
+
+#: the page image is reduced to about this resolution to find its columns
+DETECT_DPI = 75
+#: a reduced pixel darker than this (0-255 gray, darkest pixel of its cell) is ink
+INK_LEVEL = 160
+#: blobs lower and narrower than this share of a character's height are specks (left out)
+SPECK_SHARE = 0.4
+#: a blob this many median heights tall and at most RULE_THIN of them wide is a vertical rule;
+#: one this many wide and at most RULE_THIN tall a horizontal rule (both left out)
+RULE_LONG = 4.0
+RULE_THIN = 0.6
+#: a word blob without ascenders or descenders is only an x-height tall: as a glyph every letter
+#: blob is at least as tall as this percentile of their heights (about the font size, as a
+#: character's box), so the column split's thresholds in glyph heights mean what they do for text
+LETTER_PERCENTILE = 90.0
+#: white margin (points) kept around a region when it is cut out of the page image
+REGION_PAD = 4.0
+
+
+@dataclass
+class Blobs:
+    """Connected ink blobs (letters or words) as glyphs in points, each ``chars`` entry "x", so
+    :func:`.column_split.split_box` can use them as it uses characters."""
+
+    chars: list[str]
+    x0: np.ndarray
+    y0: np.ndarray
+    x1: np.ndarray
+    y1: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.chars)
+
+
+@dataclass
+class Region:
+    """A part of the page to OCR on its own (displayed-page points), e.g. one column."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    boxclass: str = "text"
+    columns: int = field(default=1, compare=False)
+
+
+def _runs(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Horizontal runs of ``ink`` (2-D bool): (row, first column, last column + 1) per run."""
+    padded = np.zeros((ink.shape[0], ink.shape[1] + 2), dtype=np.int8)
+    padded[:, 1:-1] = ink
+    step = np.diff(padded, axis=1)
+    rows, starts = np.nonzero(step == 1)
+    _, ends = np.nonzero(step == -1)  # same row-major order as the starts
+    return rows, starts, ends
+
+
+def _find(parent: list[int], i: int) -> int:
+    while parent[i] != i:
+        parent[i] = parent[parent[i]]
+        i = parent[i]
+    return i
+
+
+def _components(ink: np.ndarray) -> np.ndarray:
+    """Bounding boxes (x0, y0, x1, y1 in pixels, end-exclusive) of the 8-connected parts of ``ink``."""
+    rows, starts, ends = _runs(ink)
+    n = len(rows)
+    if not n:
+        return np.empty((0, 4), dtype=np.int64)
+    parent = list(range(n))
+    first = np.searchsorted(rows, np.arange(ink.shape[0] + 1))  # runs of row r: first[r]:first[r+1]
+    for r in range(1, ink.shape[0]):
+        a0, a1 = int(first[r - 1]), int(first[r])  # runs of the row above
+        b0, b1 = int(first[r]), int(first[r + 1])
+        if a0 == a1 or b0 == b1:
+            continue
+        k = a0
+        for j in range(b0, b1):  # runs are sorted by start within a row: one sweep
+            while k < a1 and ends[k] < starts[j]:  # ends before (diagonal contact allowed)
+                k += 1
+            m = k
+            while m < a1 and starts[m] <= ends[j]:
+                ra, rb = _find(parent, m), _find(parent, j)
+                if ra != rb:
+                    parent[rb] = ra
+                m += 1
+    roots = np.fromiter((_find(parent, i) for i in range(n)), dtype=np.int64, count=n)
+    _, label = np.unique(roots, return_inverse=True)
+    count = int(label.max()) + 1
+    boxes = np.empty((count, 4), dtype=np.int64)
+    boxes[:, 0] = np.full(count, np.iinfo(np.int64).max)
+    boxes[:, 1] = np.full(count, np.iinfo(np.int64).max)
+    boxes[:, 2] = -1
+    boxes[:, 3] = -1
+    np.minimum.at(boxes[:, 0], label, starts)
+    np.minimum.at(boxes[:, 1], label, rows)
+    np.maximum.at(boxes[:, 2], label, ends)
+    np.maximum.at(boxes[:, 3], label, rows + 1)
+    return boxes
+
+
+def _reduce(gray: np.ndarray, factor: int) -> np.ndarray:
+    """The darkest pixel of each ``factor`` x ``factor`` cell of ``gray`` (thin strokes survive)."""
+    if factor <= 1:
+        return gray
+    h, w = (gray.shape[0] // factor) * factor, (gray.shape[1] // factor) * factor
+    cells = gray[:h, :w].reshape(h // factor, factor, w // factor, factor)
+    return cells.min(axis=(1, 3))
+
+
+def ink_blobs(gray: np.ndarray, dpi: float) -> Blobs:
+    """The ink blobs of a page image ``gray`` (2-D uint8, rendered at ``dpi``) in points, rules
+    left out (see the module docstring)."""
+    factor = max(1, int(round(dpi / DETECT_DPI)))
+    ink = _reduce(gray, factor) < INK_LEVEL
+    boxes = _components(ink).astype(np.float64) * (72.0 * factor / dpi)
+    if not len(boxes):
+        empty = np.empty(0)
+        return Blobs([], empty, empty, empty, empty)
+    w, h = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    med = float(np.median(h))
+    rule = ((h >= RULE_LONG * med) & (w <= RULE_THIN * med)) | (
+        (w >= RULE_LONG * med) & (h <= RULE_THIN * med)
+    )
+    tall = float(np.percentile(h[~rule], LETTER_PERCENTILE)) if (~rule).any() else med
+    # specks (an i's dot, a comma, dust) would make rows of their own above or below their line
+    keep = ~rule & ((h >= SPECK_SHARE * tall) | (w >= SPECK_SHARE * tall))
+    if not keep.any():
+        empty = np.empty(0)
+        return Blobs([], empty, empty, empty, empty)
+    b, h = boxes[keep], h[keep]
+    # letters grow about their centre to about a character's height (one row per line)
+    grow = np.maximum(0.0, tall - h) / 2
+    return Blobs(["x"] * len(b), b[:, 0].copy(), b[:, 1] - grow, b[:, 2].copy(), b[:, 3] + grow)
+
+
+def page_regions(gray: np.ndarray, dpi: float) -> list[Region]:
+    """The regions to OCR one by one (in reading order, displayed-page points) of a page image
+    ``gray`` rendered at ``dpi``: one per column of each column segment, one per full-width
+    segment; ``[]`` when the page has no gutter (OCR the whole page)."""
+    blobs = ink_blobs(gray, dpi)
+    if not len(blobs):
+        return []
+    width, height = gray.shape[1] * 72.0 / dpi, gray.shape[0] * 72.0 / dpi
+    ink = Region(float(blobs.x0.min()), float(blobs.y0.min()), float(blobs.x1.max()), float(blobs.y1.max()))
+    parts = split_box(ink, blobs)
+    if len(parts) == 1:
+        return []
+    return _padded(parts, width, height)
+
+
+def _padded(parts: Sequence[Region], width: float, height: float) -> list[Region]:
+    """``parts`` with a white margin of :data:`REGION_PAD` at the sides, never past the middle of
+    the gap to a neighbour part in the same segment (the gutter), and above / below the ink."""
+    top, bottom = min(p.y0 for p in parts), max(p.y1 for p in parts)
+    out: list[Region] = []
+    for p in parts:
+        left, right = max(0.0, p.x0 - REGION_PAD), min(width, p.x1 + REGION_PAD)
+        for q in parts:
+            if q is p or q.y0 >= p.y1 or q.y1 <= p.y0:
+                continue
+            if q.x1 <= p.x0:
+                left = max(left, (q.x1 + p.x0) / 2)
+            elif q.x0 >= p.x1:
+                right = min(right, (p.x1 + q.x0) / 2)
+        # segments meet half-way between their rows: only the outer top and bottom get a margin
+        y0 = max(0.0, p.y0 - REGION_PAD) if p.y0 <= top else p.y0
+        y1 = min(height, p.y1 + REGION_PAD) if p.y1 >= bottom else p.y1
+        out.append(Region(left, y0, right, y1, p.boxclass))
+    return out
