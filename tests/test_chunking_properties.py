@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grounded.chunking import Chunker
+from grounded.chunking.base import strategy_class
 from grounded.chunking.tokenizer import load_tokenizer
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
@@ -121,7 +122,7 @@ STRATEGY_OPTIONS = {
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(root=trees(), max_tokens=st.sampled_from([16, 24, 48, 128]), with_overlap=st.booleans(), box_mode=st.sampled_from(["auto", "line", "element"]))
 def test_invariants_hold_on_generated_trees(strategy: str, root: ParsingResult, max_tokens: int, with_overlap: bool, box_mode: str) -> None:
-    overlap = max_tokens // 5 if with_overlap and strategy != "semantic" else 0
+    overlap = max_tokens // 5 if with_overlap and strategy_class(strategy).supports_overlap else 0
     chunker = Chunker(strategy, max_tokens, overlap, tokenizer=TOKENIZER, box_mode=box_mode, **STRATEGY_OPTIONS[strategy])
     result = chunker.chunk(root)
     stream = chunker.stream(root)

@@ -67,11 +67,14 @@ def minilm_embedder(batch_size: int = 64) -> Embedder:
 @register_strategy
 class SemanticStrategy(PieceStrategy):
     """Parameters: ``percentile`` Q in (0, 1) (thesis grid 0.7 / 0.9), ``min_tokens`` M (default
-    N/2), ``embedder`` (texts -> normalized vectors; default MiniLM), ``language`` for Punkt."""
+    N/2), ``embedder`` (texts -> normalized vectors; default MiniLM), ``language`` for Punkt.
+    The sentence groups partition the document: ``overlap`` must be 0 (as for ``cluster`` and
+    ``kamradt_mod``; the base class raises :class:`~grounded.errors.ChunkingError` otherwise)."""
 
     name = "semantic"
     piece_kind = "sentence"
     uses_embedder = True
+    supports_overlap = False
 
     def __init__(
         self,
