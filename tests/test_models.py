@@ -4,11 +4,16 @@ response types (google-genai ``GenerateContentResponse``, LlamaIndex ``ChatRespo
 
 from __future__ import annotations
 
+import json
+import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
+import pymupdf
 import pytest
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
@@ -27,7 +32,15 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.llms.custom import CustomLLM
 from pydantic import Field
 
-from grounded.errors import GroundedError, ModelCallError, ModelOutputError, RemoteServiceError
+from grounded.cli import main
+from grounded.errors import (
+    GroundedError,
+    MissingCredentialsError,
+    ModelCallError,
+    ModelOutputError,
+    RemoteServiceError,
+)
+from grounded.evaluation.text_reader import read_text_file
 from grounded.models import (
     DEFAULT_GEMINI_MODEL,
     Model,
@@ -36,6 +49,10 @@ from grounded.models import (
     as_model,
     reply_text,
 )
+from grounded.models.cli import ModelSpec, strategy_options, takes_model
+from grounded.serialization import save_parsing_result
+
+from .conftest import REPO
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 NO_JITTER = RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0.0)
@@ -271,3 +288,75 @@ def test_importing_grounded_models_loads_no_framework() -> None:
             "if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# -- the commands' model options (grounded.models.cli) ---------------------------------------------------
+def every_fourth() -> Any:
+    """``--llm tests.test_models:every_fourth()``: a local model splitting after every fourth piece of its window."""
+
+    def answer(prompt: str) -> str:
+        ids = [int(x) for x in re.findall(r"<\|start_chunk_(\d+)\|>", prompt)]
+        return "split_after: " + ", ".join(map(str, ids[3::4] or ids[-1:]))
+
+    return answer
+
+
+def broken_factory() -> Any:
+    raise KeyError("OPENAI_API_KEY")
+
+
+@pytest.fixture
+def text_tree(tmp_path: Path) -> Path:
+    path = tmp_path / "three_topics.json"
+    save_parsing_result(read_text_file(REPO / "tests" / "data" / "llm_chunker" / "document.txt"), path)
+    return path
+
+
+def test_chunk_cli_gives_the_llm_strategy_a_model(text_tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(REPO))
+    assert main(["chunk", str(text_tree), "-s", "llm"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--strategy llm needs a language model" in err and "--llm-model/--vision-model NAME" in err
+    out = tmp_path / "chunks.jsonl"
+    assert main(["chunk", str(text_tree), "-s", "llm", "--llm", "tests.test_models:every_fourth()", "-o", str(out)]) == 0
+    assert "chunks (llm, N=256)" in capsys.readouterr().out
+    header, *rows = (json.loads(line) for line in out.read_text().splitlines())
+    assert "schema" in header and [r["content"].split()[:2] for r in rows] == [["Honey", "bees"], ["The", "Roman"], ["Sourdough", "bread"]]
+    for argv, why in (
+        (["-s", "recursive", "--llm", "tests.test_models:every_fourth()"], "apply to the model-driven strategies"),
+        (["-s", "llm", "--llm", "tests.test_models"], "expected MODULE:OBJECT"),
+        (["-s", "llm", "--llm", "tests.test_models:nothing_here"], "cannot import it"),
+        (["-s", "llm", "--llm", "tests.test_models:broken_factory()"], "the factory failed: KeyError: 'OPENAI_API_KEY'"),
+    ):
+        assert main(["chunk", str(text_tree), *argv]) == 1
+        err = capsys.readouterr().err
+        assert why in err and err.count("\n") == 1, err
+
+
+def test_ingest_cli_refuses_a_model_driven_strategy_without_a_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pdf = tmp_path / "one.pdf"
+    with pymupdf.open() as doc:
+        doc.new_page().insert_text((72, 72), "A page of text.")
+        doc.save(pdf)
+    out = tmp_path / "out"
+    for strategy, kind in (("llm", "a language model"), ("vision", "a multimodal model")):
+        assert main(["ingest", str(pdf), "-o", str(out), "-s", strategy, "-q"]) == 1
+        err = capsys.readouterr().err
+        assert f"--strategy {strategy} needs {kind}: --llm-model NAME" in err and "--llm MODULE:OBJECT" in err
+    assert main(["ingest", str(pdf), "-o", str(out), "--llm-model", "gemini-2.5-flash", "-q"]) == 1
+    assert "not to 'recursive'" in capsys.readouterr().err
+    assert not out.exists()  # refused before any work
+
+
+def test_model_spec_is_picklable_and_builds_a_gemini_client_only_with_a_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = ModelSpec(name="gemini-2.5-flash")
+    assert pickle.loads(pickle.dumps(spec)) == spec and bool(spec) and not ModelSpec()
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    with pytest.raises(MissingCredentialsError, match="GEMINI_API_KEY or GOOGLE_API_KEY"):
+        strategy_options("llm", spec)
+    monkeypatch.setenv("GEMINI_API_KEY", "test-key")  # the client is built offline; nothing is sent
+    options = strategy_options("vision", spec)
+    assert options["model"] == "gemini-2.5-flash" and as_model(options["llm"], model=options["model"]).kind == "genai"
+    assert takes_model("llm") and takes_model("vision") and not takes_model("recursive")

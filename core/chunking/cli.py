@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..cli import UsageError, add_password_option
 from ..errors import InputNotFoundError
+from ..models.cli import add_model_options, model_spec, strategy_options
 from ..parsers import PARSERS
 from ..parsers.cli import password_kwargs
 from ..serialization import refuse_overwriting_inputs
@@ -63,15 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help=f"parser for PDF input (default: pymupdf); one of: {', '.join(PARSERS)}. PDF input only: with a "
         ".json tree (already parsed) this option and --password are refused",
     )
-    p.add_argument(
-        "--vision-model", default=None, metavar="NAME",
-        help="vision: Gemini model through google-genai (e.g. gemini-2.5-pro; key in GEMINI_API_KEY or GOOGLE_API_KEY)",
-    )
-    p.add_argument(
-        "--vision-llm", default=None, metavar="MODULE:OBJECT",
-        help="vision: import this model object (google-genai Client, LlamaIndex LLM, LangChain chat model or "
-        "callable(images, prompt) -> str); MODULE:FACTORY() calls a factory",
-    )
+    add_model_options(p, vision_aliases=True)
     p.add_argument("--batch-size", type=int, default=4, help="vision: pages per model request (default: 4)")
     add_password_option(p)
     p.add_argument(
@@ -100,11 +93,7 @@ def run(args: argparse.Namespace) -> int:
         raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
     if args.out is not None:
         refuse_overwriting_inputs([args.out], [path])
-    vision: tuple = (None, None)
-    if args.strategy == "vision":  # before parsing: no model configured fails at once
-        from ..vision.cli_model import model_from_options
-
-        vision = model_from_options(args.vision_model, args.vision_llm)
+    model = strategy_options(args.strategy, model_spec(args))  # before parsing: a missing model fails at once
     if _is_pdf(path):
         parser = get_parser(args.parser or "pymupdf")
         root = parser.parse(path, **password_kwargs(parser, args))
@@ -116,13 +105,13 @@ def run(args: argparse.Namespace) -> int:
                 f"{path} is a parse tree (parsed already): drop {'them' if len(given) > 1 else 'it'}"
             )
         root = load_parsing_result(path)
-    options: dict = {}
+    options: dict = dict(model)
     if args.strategy == "semantic":
         options = {"percentile": args.percentile, "min_tokens": args.min_tokens}
     elif args.strategy == "hierarchical":
         options = {"heading_budget": args.heading_budget}
     elif args.strategy == "vision":
-        options = {"llm": vision[0], "model": vision[1], "batch_size": args.batch_size, "password": args.password}
+        options.update(batch_size=args.batch_size, password=args.password)
     overlap = int(args.overlap) if args.overlap >= 1 else float(args.overlap)
     chunker = Chunker(args.strategy, args.max_tokens, overlap, tokenizer=args.tokenizer, box_mode=args.box_mode, **options)
     result = chunker.chunk(root)

@@ -46,9 +46,10 @@ log = logging.getLogger(__name__)
 
 #: strategies an evaluation cannot run here, with the reason printed in the results
 SKIPPED_STRATEGIES = {
-    "llm": "skipped: it needs a language model (LLMSemanticChunker); none is reachable offline and no answers "
-    "recorded from a real model exist for Chroma's corpora (the strategy is tested with hand-written answers, "
-    "tests/data/llm_chunker)",
+    "llm": "skipped: it needs a language model (LLMSemanticChunker) and none was given (`--llm MODULE:OBJECT` or "
+    "`--llm-model NAME` scores it); none is reachable offline and no answers recorded from a real model exist for "
+    "Chroma's corpora (the strategy is tested with hand-written answers, tests/data/llm_chunker)",
+    "vision": "skipped: it chunks rendered PDF pages with a multimodal model; Chroma's corpora are plain text",
 }
 #: Chroma caps "Min" retrieval at this many chunks
 MIN_N_CAP = 20
@@ -148,8 +149,13 @@ class GroundedCorpusChunker:
         self.sentence_embedder: Any = None
 
     def params(self) -> dict[str, Any]:
+        options = {k: v for k, v in self.options.items() if k not in ("llm", "model")}
+        if self.options.get("llm") is not None:  # an injected model: its stable identity, not the object
+            from ..models import as_model
+
+            options["llm"] = as_model(self.options["llm"], model=self.options.get("model")).identity
         return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap": self.overlap,
-                "length": "all-MiniLM-L6-v2 tokens", **self.options}
+                "length": "all-MiniLM-L6-v2 tokens", **options}
 
     def chunk_corpus(self, corpus_id: str, text: str) -> list[Piece]:
         from ..chunking import chunk

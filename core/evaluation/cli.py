@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
+from ..models.cli import ModelSpec, add_model_options, model_spec, strategy_options
 from .runs import EvaluationError as EvalUsageError
 
 __all__ = ["register"]
@@ -92,6 +93,7 @@ def register(subparsers: Any) -> None:
                     help="count only chunks sharing a character with a reference as touching it (Chroma also counts "
                          "chunks that merely abut one; affects precision_Ω and n=min)")
     ch.add_argument("--with-questions", action="store_true", help="include per-question scores in results.json")
+    add_model_options(ch)
     _common(ch, parser_opt=False)
     ch.set_defaults(func=run_chunking_cmd)
 
@@ -198,10 +200,13 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         elif x:
             raise EvalUsageError(f"--n takes 'min' or positive integers, got {x!r}")
     skipped: dict[str, str] = {}
+    spec = model_spec(args)
     if args.suite == "reproduce":
+        if spec:
+            raise EvalUsageError("--llm/--llm-model score the llm strategy: use them with --suite grid or extended")
         chunkers = reproduction_chunkers()
     elif args.suite == "extended":
-        chunkers, skipped = extended_chunkers()
+        chunkers, skipped = extended_chunkers(spec)
     else:
         try:
             overlaps = [float(x) for x in args.overlaps.split(",") if x.strip()]
@@ -217,9 +222,13 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         unknown = set(strategies) - set(strategy_names())
         if unknown:
             raise EvalUsageError(f"unknown strategies {sorted(unknown)}")
-        skipped = {s: SKIPPED_STRATEGIES[s] for s in strategies if s in SKIPPED_STRATEGIES}
-        strategies = [s for s in strategies if s not in skipped]
-        chunkers = grid_chunkers(strategies, _ints(args.sizes, "sizes"), overlaps, percentiles)
+        sizes = _ints(args.sizes, "sizes")
+        llm_rows = _llm_rows(spec, sizes) if "llm" in strategies else []
+        if spec and not llm_rows:
+            raise EvalUsageError("--llm/--llm-model score the llm strategy: add it to --strategies")
+        skipped = {s: SKIPPED_STRATEGIES[s] for s in strategies if s in SKIPPED_STRATEGIES and not (s == "llm" and llm_rows)}
+        strategies = [s for s in strategies if s not in skipped and s != "llm"]
+        chunkers = grid_chunkers(strategies, sizes, overlaps, percentiles) + llm_rows
     if not chunkers:
         raise EvalUsageError("nothing to evaluate: " + "; ".join(f"{k} {v}" for k, v in skipped.items()))
     corpora = [c.strip() for c in args.corpora.split(",")] if args.corpora else None
@@ -249,17 +258,30 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def extended_chunkers() -> tuple[list[Any], dict[str, str]]:
+def _llm_rows(spec: ModelSpec, sizes: list[int], **options: Any) -> list[Any]:
+    """The ``llm`` strategy at ``sizes`` with the model of ``spec`` (one model for all rows); none
+    without a model."""
+    if not spec:
+        return []
+    from .runs import _chroma_row
+
+    model = strategy_options("llm", spec)
+    return [_chroma_row("llm", size, **options, **model) for size in sizes]
+
+
+def extended_chunkers(spec: ModelSpec | None = None) -> tuple[list[Any], dict[str, str]]:
     """``--suite extended``: kamradt_mod at Chroma's Cluster sizes (250 / 200 cl100k tokens, 50-token
     pieces), the LangChain Recursive 250/0 baseline and the third-party splitters at 250/0 grounded on the
-    corpora; ``llm`` is listed as skipped with its reason."""
+    corpora; ``llm`` at the same sizes and pieces when ``spec`` names a model, else listed as skipped
+    with its reason."""
     from .chunking_eval import SKIPPED_STRATEGIES, LangChainRecursive, wrapped_splitters
     from .runs import _chroma_row
 
     rows: list[Any] = [_chroma_row("kamradt_mod", size, tokenizer="cl100k_base") for size in (250, 200)]
+    llm = _llm_rows(spec or ModelSpec(), [250, 200], tokenizer="cl100k_base")
     baseline = LangChainRecursive(250, 0)
-    rows += [baseline, *wrapped_splitters(250, 0, baseline.encoder)]
-    return rows, {"llm": SKIPPED_STRATEGIES["llm"]}
+    rows += [*llm, baseline, *wrapped_splitters(250, 0, baseline.encoder)]
+    return rows, {} if llm else {"llm": SKIPPED_STRATEGIES["llm"]}
 
 
 def _grounding_note(chunkers: list[Any]) -> str:

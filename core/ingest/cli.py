@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from ..chunking.cli import strategy_names
+from ..models.cli import add_model_options, check_model, model_spec
 from ..parsers import PARSERS
 
 
@@ -32,6 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk (default: 256)")
     p.add_argument("--overlap", type=float, default=0,
                    help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2)")
+    add_model_options(p)
     p.add_argument("--embed", choices=("minilm", "none"), default="none",
                    help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
     p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
@@ -55,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if args.workers is not None and args.workers < 1:
         raise UsageError(f"--workers must be >= 1, got {args.workers}")
     overlap: int | float = int(args.overlap) if float(args.overlap).is_integer() else float(args.overlap)
+    spec = model_spec(args)
+    check_model(args.strategy, spec)  # a model-driven strategy without a model (or a model it cannot use) fails at once
     report = ingest(
         args.inputs,
         args.out,
@@ -69,6 +73,7 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         ray_address=args.ray_address,
         sink=args.sink,
+        **({"model": spec} if spec else {}),
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)
