@@ -149,7 +149,7 @@ def assert_same_as_reference(root: ParsingResult, refs: list[RefElement], tolera
         elif ref.type != T.FIGURE:
             assert norm(node.content) == norm(ref.text)
         if ref.level is not None:
-            assert node.metadata.get("level") == ref.level
+            assert node.metadata.get("native_level", node.metadata.get("level")) == ref.level
         assert len(node.geom) == 1
         box = node.geom[0]
         assert box.page == ref.page

@@ -147,6 +147,57 @@ def test_label_map_values_must_be_element_types():
     assert PyMuPDFParser.LABEL_MAP["text"] == T.PARAGRAPH  # the class is not changed
 
 
+# -- one heading-level and one list-grouping algorithm (post-processing) ------------------------------
+LEVEL_SOURCES = {"backend", "title", "numbering", "numbering_style", "font_size", "style", "default"}
+ITEM_CONTAINERS = {T.LIST_ITEM: T.LIST, T.REFERENCE_ITEM: T.REFERENCE_LIST}
+
+
+@pytest.mark.parametrize("name", list(PARSERS))
+def test_every_backend_tree_gets_levels_and_lists_from_post_processing(name: str, backend_cases):
+    case = backend_cases[name]
+    keep_all = {"drop_types": ()}  # reference items kept, so REFERENCE_LISTs are checked too
+    out = case.output(**keep_all).root
+    headings = [n for n in out.walk() if n.type in HEADING_TYPES]
+    for h in headings:
+        level, source = h.metadata["level"], h.metadata["level_source"]
+        assert isinstance(level, int) and level >= 1 and source in LEVEL_SOURCES, (h.content, level, source)
+        if source == "backend":
+            assert level == h.metadata.get("native_level", level)
+    items = [n for n in out.walk() if n.type in ITEM_CONTAINERS]
+    assert all(n.parent is not None and n.parent.type == ITEM_CONTAINERS[n.type] for n in items)
+    for container in (n for n in out.walk() if n.metadata.get("synthetic")):
+        assert container.type in (T.LIST, T.REFERENCE_LIST) and container.children
+        assert {c.type for c in container.children} == {next(k for k, v in ITEM_CONTAINERS.items() if v == container.type)}
+    # without hierarchy inference the backend's own labels stand: no level is decided anywhere else
+    raw = case.output(infer_hierarchy=False, **keep_all).root
+    assert not [n for n in raw.walk() if "level" in n.metadata or "level_source" in n.metadata]
+    if name == "pymupdf":  # the real tool on a real page: headings and their style evidence
+        assert headings and all(isinstance(h.metadata.get("font_size"), float) for h in headings)
+
+
+#: ``metadata["level"] =``, ``{"level": ...}``, ``setdefault("level"`` or a ``level=`` keyword argument;
+#: and the synthetic-container marker
+_LEVEL_WRITE = re.compile(r"""\[\s*["']level["']\s*\]\s*=(?!=)|["']level["']\s*:|setdefault\(\s*["']level["']|(?:^|[(,])\s*level=(?!=)""")
+_SYNTHETIC = re.compile(r"""["']synthetic["']|SYNTHETIC|list-item group""")
+
+
+def test_only_post_processing_assigns_levels_and_makes_synthetic_lists():
+    """Grep-style companion of the behaviour test above: no backend module (nor the PyMuPDF tree
+    builder) writes a heading level or makes a synthetic list container; hierarchy.py does."""
+    parsers = REPO / "core" / "parsers"
+    offenders = []
+    for path in sorted(parsers.glob("*.py")):
+        if path.name == "hierarchy.py":
+            continue
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            code = line.split("#", 1)[0]
+            if _LEVEL_WRITE.search(code) or _SYNTHETIC.search(code):
+                offenders.append(f"{path.name}:{number}: {line.strip()}")
+    assert offenders == []
+    own = (parsers / "hierarchy.py").read_text(encoding="utf-8")
+    assert _SYNTHETIC.search(own) and re.search(r"""metadata\["level"\]""", own)
+
+
 # -- Markdown --------------------------------------------------------------------------------------
 #: backends whose tool writes Markdown itself (kept as the tool wrote it)
 NATIVE_MARKDOWN = {"pymupdf", "docling", "granite_docling", "mineru_pipeline", "mineru_vlm", "llamaparse"}
@@ -256,7 +307,11 @@ def test_the_documented_example_backend_runs_on_a_recorded_output():
     assert len(distances) >= 5 and max(d for _, d in distances) < 0.2
     lined = [n for n in root.walk() if n.type == T.PARAGRAPH and n.geom]
     assert lined and all(b.spans for n in lined for b in n.geom)  # PDF line spans from BaseParser
-    assert out.markdown == to_markdown(root) and "# Corrosion rate (mm/year)" in out.markdown
+    assert out.markdown == to_markdown(root) and "\nCorrosion rate (mm/year)\n" in out.markdown
+    # its one "Title" is a 6.5 pt table column head on an 8 pt page: the shared heading algorithm
+    # (font size from the text layer) makes it a paragraph
+    (corrosion,) = [n for n in root.walk() if n.content == "Corrosion rate (mm/year)"]
+    assert corrosion.type == T.PARAGRAPH and corrosion.metadata["demoted_from"] == "section-header"
     # its labels go through label_map like the shipped backends'
     relabelled = cls(label_map={"Image": "UNKNOWN"}).parse_native(parser.load_native(pdf.with_suffix(".pdf.json")), pdf)
     assert Counter(n.type for n in relabelled.root.walk())[T.FIGURE] == 0

@@ -103,7 +103,7 @@ def test_multi_page_fixture_keeps_every_element_and_the_list_hierarchy():
     assert counts[T.LIST_ITEM] == 26
     assert counts[T.LIST] == 8
     assert all(item.parent.type == T.LIST for item in root.walk() if item.type == T.LIST_ITEM)
-    assert all(h.metadata["level"] == 1 for h in root.walk() if h.type == T.SECTION_HEADER)
+    assert all(h.metadata["native_level"] == 1 for h in root.walk() if h.type == T.SECTION_HEADER)
     # reading order = docling's own order of the body items
     expected = [item.self_ref for item, _ in doc.iterate_items() if item.label != "list"]
     ids = [n.metadata["native_id"] for n in root.walk() if n.type not in (T.ROOT, T.LIST)]

@@ -133,10 +133,10 @@ def test_real_layout_parser_output_keeps_every_block_and_its_nesting():
     nodes = [n for n in root.walk() if n.type != T.ROOT]
     assert len(nodes) == count_blocks(data["documentLayout"]["blocks"]) == 175
     chapter, pooh = root.children
-    assert (chapter.type, chapter.content, chapter.metadata["level"]) == (T.SECTION_HEADER, "CHAPTER I", 1)
+    assert (chapter.type, chapter.content, chapter.metadata["native_level"]) == (T.SECTION_HEADER, "CHAPTER I", 1)
     assert chapter.metadata["page_span"] == [1, 8] and len(chapter.children) == 46
     sub = next(c for c in chapter.children if c.type == T.SECTION_HEADER)
-    assert (sub.content, sub.metadata["level"], len(sub.children)) == ("WE ARE INTRODUCED", 2, 46)
+    assert (sub.content, sub.metadata["native_level"], len(sub.children)) == ("WE ARE INTRODUCED", 2, 46)
     assert pooh.content == "WINNIE-THE-POOH" and pooh.metadata["page_span"] == [8, 15]
     headers = [n for n in nodes if n.type == T.PAGE_HEADER]
     assert [h.content for h in headers] == ["3", "8", "II", "WINNIE-THE-POOH", "13"]

@@ -29,6 +29,7 @@ from grounded.parsers.gemini_parser import (
     pages_to_tree,
     parse_model_json,
 )
+from grounded.parsers.hierarchy import assign_heading_levels, group_lists
 
 from .cloud_fixtures import (
     RAW,
@@ -187,8 +188,11 @@ def test_categories_levels_lists_and_tables():
         {"category": "chart", "content": "", "bbox": {"page_number": 1, "box_2d": [400, 100, 600, 500]}},
     ]})
     root = pages_to_tree([{"page": 1, "response_text": reply}])
+    assert group_lists(root) == 1  # the transform hands items over; post-processing groups them
+    assign_heading_levels(root)
     header, lst, table, footer, chart = root.children
-    assert header.type == T.SECTION_HEADER and header.metadata["level"] == 2
+    assert header.type == T.SECTION_HEADER and header.metadata["native_level"] == 2
+    assert (header.metadata["level"], header.metadata["level_source"]) == (2, "backend")
     assert lst.type == T.LIST and [c.content for c in lst.children] == ["first", "second"]
     assert lst.geom[0].top == pytest.approx(0.13) and lst.geom[0].bottom == pytest.approx(0.15)
     assert [[c.content for c in r.children] for r in table.children] == [["a", "b"], ["1", "2"]]

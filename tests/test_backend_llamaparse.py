@@ -106,7 +106,7 @@ def test_recorded_items_keep_types_levels_and_tables():
     assert [c.type for c in root.children] == [
         T.PARAGRAPH, T.SECTION_HEADER, T.PARAGRAPH, T.SECTION_HEADER, T.PARAGRAPH, T.SECTION_HEADER, T.TABLE, T.TABLE,
     ]
-    assert [c.metadata.get("level") for c in root.children if c.type == T.SECTION_HEADER] == [1, 2, 3]
+    assert [c.metadata.get("native_level") for c in root.children if c.type == T.SECTION_HEADER] == [1, 2, 3]
     assert root.children[1].content == "PROPOSED BUDGET"
     staff = root.children[6]
     assert [[c.content for c in r.children] for r in staff.children[:2]] == [

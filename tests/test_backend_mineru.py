@@ -511,7 +511,7 @@ def test_vlm_fixture_round_trip(clinsci_vlm, clinsci_pdf: Path, tmp_path: Path):
     kinds = Counter(n.type for n in nodes)
     assert kinds[T.SECTION_HEADER] >= 5 and kinds[T.FIGURE] >= 3 and kinds[T.REFERENCE_ITEM] >= 5
     title = next(n for n in nodes if n.type == T.SECTION_HEADER)
-    assert title.metadata["level"] == 1 and title.content.startswith("Fragment-based design")
+    assert title.metadata["native_level"] == 1 and title.content.startswith("Fragment-based design")
     refs = next(n for n in nodes if n.type == T.REFERENCE_LIST)
     assert refs.metadata["sub_type"] == "ref_text" and all(c.type == T.REFERENCE_ITEM for c in refs.children)
 

@@ -7,6 +7,7 @@ import pytest
 
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
+from grounded.parsers import hierarchy
 from grounded.parsers import postprocess as pp
 from grounded.parsers.base import DEFAULT_DROP_TYPES
 from grounded.parsers.textlayer import JOIN_DROP, JOIN_KEEP, JOIN_SPACE, TextLayer, build_lines, hyphen_join
@@ -123,7 +124,7 @@ def test_hierarchy_nests_by_level_and_keeps_title_a_leaf():
             assert c.parent is n
 
 
-def test_hierarchy_infers_missing_levels_from_numbering_then_font_size():
+def test_hierarchy_infers_missing_levels_from_numbering_then_style():
     root = tree(
         node(T.SECTION_HEADER, "1 Introduction"),
         node(T.PARAGRAPH, "a"),
@@ -139,8 +140,9 @@ def test_hierarchy_infers_missing_levels_from_numbering_then_font_size():
     assert levels == {
         "1 Introduction": (1, "numbering"),
         "1.1 Background": (2, "numbering"),
-        "Big header": (1, "font_size"),
-        "Small header": (2, "font_size"),
+        # no numbered heading has a style here: styled ones are ranked by style (larger first)
+        "Big header": (1, "style"),
+        "Small header": (2, "style"),
         "No clue": (1, "default"),
     }
     intro = root.children[0]
@@ -404,3 +406,191 @@ def test_compound_hyphen_at_line_end_aligns_with_or_without_it(tmp_path, content
     first, second = el.geom[0].spans
     assert el.content[first.char_start : first.char_end].rstrip() in ("the N-domain-", "the N-domain")
     assert el.content[second.char_start : second.char_end] == "selective"
+
+
+# -- one heading-level algorithm (grounded.parsers.hierarchy, #13.6) ------------------------------
+
+
+def styled(type_: T, content: str, size: float, page: int = 1, **meta) -> ParsingResult:
+    n = node(type_, content, font_size=size, **meta)
+    n.geom = [ParsingBoundingBox(page, 0.1, 0.1, 0.9, 0.12)]
+    return n
+
+
+def decided(root: ParsingResult) -> dict[str, tuple]:
+    return {
+        n.content: (n.type.value, n.metadata.get("level"), n.metadata.get("level_source"))
+        for n in root.walk()
+        if n.type != T.ROOT
+    }
+
+
+def test_levels_from_numbering_and_from_the_style_numbered_headings_have():
+    root = tree(
+        styled(T.SECTION_HEADER, "1 Introduction", 14),
+        styled(T.SECTION_HEADER, "1.1 Background", 12),
+        styled(T.SECTION_HEADER, "Aims", 12),  # unnumbered, set like the depth-2 headings
+        styled(T.SECTION_HEADER, "Acknowledgements", 14),  # set like the depth-1 headings
+        styled(T.SECTION_HEADER, "Minor point", 11),  # a size no numbered heading has: below the deepest
+        styled(T.SECTION_HEADER, "2 Methods", 14),
+        styled(T.SECTION_HEADER, "2.1.1. Dosing", 12),  # numbering wins over the style's depth
+    )
+    hierarchy.assign_heading_levels(root)
+    assert decided(root) == {
+        "1 Introduction": ("SECTION_HEADER", 1, "numbering"),
+        "1.1 Background": ("SECTION_HEADER", 2, "numbering"),
+        "Aims": ("SECTION_HEADER", 2, "numbering_style"),
+        "Acknowledgements": ("SECTION_HEADER", 1, "numbering_style"),
+        "Minor point": ("SECTION_HEADER", 3, "font_size"),
+        "2 Methods": ("SECTION_HEADER", 1, "numbering"),
+        "2.1.1. Dosing": ("SECTION_HEADER", 3, "numbering"),
+    }
+
+
+def test_levels_without_numbering_rank_the_styles_size_then_caps():
+    root = tree(
+        styled(T.SECTION_HEADER, "RESULTS", 12),
+        styled(T.SECTION_HEADER, "Patients", 12),
+        styled(T.SECTION_HEADER, "Overview", 16),
+        styled(T.SECTION_HEADER, "Doses", 10),
+    )
+    hierarchy.assign_heading_levels(root)
+    levels = {k: v[1:] for k, v in decided(root).items()}
+    assert levels == {"Overview": (1, "style"), "RESULTS": (2, "style"), "Patients": (3, "style"), "Doses": (4, "style")}
+
+
+def test_backend_levels_are_kept_when_valid_and_the_rest_is_mixed_evidence():
+    root = tree(
+        node(T.TITLE, "A trial"),
+        node(T.SECTION_HEADER, "Given", native_level=3),
+        node(T.SECTION_HEADER, "Written by an old backend", level=2),
+        node(T.SECTION_HEADER, "3.2 Bad native level", native_level=0),  # invalid: numbering decides
+        node(T.SECTION_HEADER, "Not a number", native_level="x"),  # invalid, no other evidence
+        styled(T.SECTION_HEADER, "Big", 18),
+        styled(T.SECTION_HEADER, "Small", 12),
+    )
+    hierarchy.assign_heading_levels(root)
+    assert decided(root) == {
+        "A trial": ("TITLE", 1, "title"),
+        "Given": ("SECTION_HEADER", 3, "backend"),
+        "Written by an old backend": ("SECTION_HEADER", 2, "backend"),
+        "3.2 Bad native level": ("SECTION_HEADER", 2, "numbering"),
+        "Not a number": ("SECTION_HEADER", 1, "default"),
+        "Big": ("SECTION_HEADER", 1, "style"),
+        "Small": ("SECTION_HEADER", 2, "style"),
+    }
+    before = decided(root)
+    hierarchy.assign_heading_levels(root)  # decided once: a second run changes nothing
+    assert decided(root) == before
+
+
+def test_small_unnumbered_headers_become_paragraphs_and_a_large_first_one_the_title():
+    root = tree(
+        styled(T.SECTION_HEADER, "Heparin after surgery", 20),
+        styled(T.SECTION_HEADER, "1 Introduction", 12),
+        styled(T.SECTION_HEADER, "Abbreviations: LMWH", 7),  # a table note the layout model took for a heading
+        styled(T.SECTION_HEADER, "2.1 Small but numbered", 7),
+        styled(T.SECTION_HEADER, "Results", 12, page=2),
+    )
+    root.metadata["body_font_size"] = 10.0
+    hierarchy.assign_heading_levels(root)
+    got = decided(root)
+    assert got["Heparin after surgery"] == ("TITLE", 1, "title")
+    assert got["Abbreviations: LMWH"] == ("PARAGRAPH", None, None)
+    assert got["2.1 Small but numbered"] == ("SECTION_HEADER", 2, "numbering")
+    note = next(n for n in root.walk() if n.content.startswith("Abbreviations"))
+    assert note.metadata["demoted_from"] == "section-header" and "font_size" not in note.metadata
+    title = root.children[0]
+    assert title.metadata["promoted_from"] == "section-header"
+
+
+def test_no_title_promotion_when_a_heading_is_larger_or_a_title_exists():
+    larger_later = tree(styled(T.SECTION_HEADER, "First", 14), styled(T.SECTION_HEADER, "Huge", 24))
+    hierarchy.assign_heading_levels(larger_later)
+    assert [n.type for n in larger_later.children] == [T.SECTION_HEADER, T.SECTION_HEADER]
+    has_title = tree(styled(T.TITLE, "The title", 14), styled(T.SECTION_HEADER, "Big", 30), styled(T.SECTION_HEADER, "s", 9))
+    hierarchy.assign_heading_levels(has_title)
+    assert [n.type for n in has_title.children] == [T.TITLE, T.SECTION_HEADER, T.SECTION_HEADER]
+
+
+def test_measure_styles_reads_font_sizes_and_body_size_from_the_text_layer(tmp_path):
+    pdf = tmp_path / "styled.pdf"
+    doc = pymupdf.open()
+    page = doc.new_page(width=400, height=400)
+    page.insert_text((40, 50), "Big heading", fontsize=18, fontname="hebo")
+    page.insert_text((40, 100), "Body text of the page, set at ten points.", fontsize=10)
+    page.insert_text((40, 150), "Tiny note", fontsize=6)
+    doc.save(pdf)
+
+    def box(y0: float, y1: float) -> list[ParsingBoundingBox]:
+        return [ParsingBoundingBox(1, 0.05, y0 / 400, 0.95, y1 / 400)]
+
+    big, body, tiny = (node(T.SECTION_HEADER, "Big heading"), node(T.PARAGRAPH, "Body text"), node(T.SECTION_HEADER, "Tiny note"))
+    big.geom, body.geom, tiny.geom = box(30, 56), box(88, 104), box(142, 153)
+    root = tree(big, body, tiny)
+    assert hierarchy.measure_styles(root, pdf) == 2
+    assert (big.metadata["font_size"], big.metadata["font_bold"]) == (18.0, True)
+    assert (tiny.metadata["font_size"], tiny.metadata["font_bold"]) == (6.0, False)
+    assert root.metadata["body_font_size"] == 10.0
+    hierarchy.assign_heading_levels(root)
+    assert big.type == T.SECTION_HEADER and tiny.type == T.PARAGRAPH  # 6 pt < 0.85 x 10 pt
+
+
+# -- one list-grouping algorithm ------------------------------------------------------------------
+
+
+def item(content: str, page: int = 1, top: float = 0.1, type_: T = T.LIST_ITEM) -> ParsingResult:
+    n = node(type_, content)
+    n.geom = [ParsingBoundingBox(page, 0.1, top, 0.8, top + 0.02)]
+    return n
+
+
+def test_list_runs_split_by_a_paragraph_and_by_type():
+    root = tree(
+        item("a", top=0.1), item("b", page=2, top=0.5), item("c", page=2, top=0.6),
+        node(T.PARAGRAPH, "p"),
+        item("d"),
+        item("[1] Ref", type_=T.REFERENCE_ITEM), item("[2] Ref", type_=T.REFERENCE_ITEM),
+    )
+    assert hierarchy.group_lists(root) == 3
+    assert shape(root) == [
+        ("LIST", "", [("LIST_ITEM", "a", []), ("LIST_ITEM", "b", []), ("LIST_ITEM", "c", [])]),
+        ("PARAGRAPH", "p", []),
+        ("LIST", "", [("LIST_ITEM", "d", [])]),
+        ("REFERENCE_LIST", "", [("REFERENCE_ITEM", "[1] Ref", []), ("REFERENCE_ITEM", "[2] Ref", [])]),
+    ]
+    first = root.children[0]
+    assert all(c.metadata.get("synthetic") is True for c in root.children if c.type != T.PARAGRAPH)
+    assert [b.page for b in first.geom] == [1, 2]  # one box per page, around the items
+    assert first.geom[1].top == pytest.approx(0.5) and first.geom[1].bottom == pytest.approx(0.62)
+    assert all(c.parent is first for c in first.children)
+    assert hierarchy.group_lists(root) == 0  # nothing left to group
+
+
+def test_nested_items_get_a_nested_list_and_backend_lists_are_kept():
+    outer = item("outer")
+    outer.add_child(item("inner 1"))
+    outer.add_child(item("inner 2"))
+    native = node(T.LIST, "")
+    native.add_child(item("x"))
+    native.add_child(item("y"))
+    root = tree(outer, native)
+    assert hierarchy.group_lists(root) == 2
+    assert shape(root) == [
+        ("LIST", "", [("LIST_ITEM", "outer", [("LIST", "", [("LIST_ITEM", "inner 1", []), ("LIST_ITEM", "inner 2", [])])])]),
+        ("LIST", "", [("LIST_ITEM", "x", []), ("LIST_ITEM", "y", [])]),
+    ]
+    assert "synthetic" not in root.children[1].metadata
+
+
+def test_dropped_page_furniture_does_not_split_a_list():
+    def build() -> ParsingResult:
+        return tree(item("a"), node(T.PAGE_FOOTER, "12"), node(T.PAGE_HEADER, "Journal"), item("b", page=2), node(T.PARAGRAPH, "p"))
+
+    root = build()
+    assert hierarchy.group_lists(root, DEFAULT_DROP_TYPES) == 1
+    assert [c.type for c in root.children] == [T.LIST, T.PAGE_FOOTER, T.PAGE_HEADER, T.PARAGRAPH]
+    assert [c.content for c in root.children[0].children] == ["a", "b"]
+    kept = build()  # furniture that stays in the output ends the list where it stands
+    assert hierarchy.group_lists(kept, ()) == 2
+    assert [c.type for c in kept.children] == [T.LIST, T.PAGE_FOOTER, T.PAGE_HEADER, T.LIST, T.PARAGRAPH]

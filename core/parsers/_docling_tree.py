@@ -219,7 +219,7 @@ class _TreeBuilder:
     def _text(self, item: Any, label: str, parent: ParsingResult) -> None:
         extra: dict[str, Any] = {}
         if label == "section_header":
-            extra["level"] = int(getattr(item, "level", 1) or 1)
+            extra["native_level"] = int(getattr(item, "level", 1) or 1)
         if label == "list_item":
             extra["marker"] = getattr(item, "marker", None) or None
             extra["enumerated"] = bool(getattr(item, "enumerated", False))

@@ -272,7 +272,7 @@ class _Builder:
             node = self._new(
                 kind,
                 block_text(block.get("lines", [])),
-                level=int(level) if level else None,
+                native_level=int(level) if level else None,
                 **self._meta(block),
             )
             node.geom = self._geom(block, page)

@@ -2,8 +2,9 @@
 
 * :class:`NodeFactory` hands out provisional element ids (post-processing assigns the final ones),
 * :func:`parse_html_table` / :func:`parse_markdown_table` read the table encodings tools emit,
-* :func:`add_table_rows` builds TABLE -> TABLE_ROW -> TABLE_CELL from such a grid,
-* :func:`group_list_items` wraps runs of LIST_ITEM / REFERENCE_ITEM siblings in a LIST container.
+* :func:`add_table_rows` builds TABLE -> TABLE_ROW -> TABLE_CELL from such a grid.
+
+Lists of items are grouped by post-processing for every backend (:func:`.hierarchy.group_lists`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ __all__ = [
     "add_table_rows",
     "grid_columns",
     "grid_to_markdown",
-    "group_list_items",
     "enclosing_per_page",
 ]
 
@@ -248,36 +248,9 @@ def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: N
             row_node.add_child(factory.node(T.TABLE_CELL, cell.text, metadata=meta))
 
 
-_CONTAINER_OF = {T.LIST_ITEM: T.LIST, T.REFERENCE_ITEM: T.REFERENCE_LIST}
-
-
 def enclosing_per_page(boxes: list[ParsingBoundingBox]) -> list[ParsingBoundingBox]:
     """One enclosing box per page (in first-seen page order)."""
     by_page: dict[int, list[ParsingBoundingBox]] = {}
     for b in boxes:
         by_page.setdefault(b.page, []).append(b)
     return [ParsingBoundingBox.enclosing(bs) for bs in by_page.values()]
-
-
-def group_list_items(parent: ParsingResult, factory: NodeFactory) -> None:
-    """Wrap each run of consecutive LIST_ITEM (REFERENCE_ITEM) children of ``parent`` in a LIST
-    (REFERENCE_LIST) node whose geom encloses its items per page. Existing containers are kept."""
-    new_children: list[ParsingResult] = []
-    current: ParsingResult | None = None
-    for child in parent.children:
-        container_type = _CONTAINER_OF.get(child.type)
-        if container_type is None:
-            current = None
-            new_children.append(child)
-            continue
-        if current is None or current.type != container_type:
-            current = factory.node(container_type, metadata={"synthetic": True})
-            current.parent = parent
-            new_children.append(current)
-        current.add_child(child)
-    for node in new_children:
-        if node.metadata.get("synthetic") and node.type in _CONTAINER_OF.values():
-            node.geom = enclosing_per_page([b for item in node.children for b in item.geom])
-    parent.children = new_children
-    for child in new_children:
-        child.parent = parent

@@ -15,8 +15,9 @@ Recorded native outputs are replayed with the public :meth:`BaseParser.load_nati
 :meth:`BaseParser.parse_native`.
 
 :class:`BaseParser` owns everything shared: input validation (typed errors naming the file),
-timing, post-processing (element filtering, hierarchy inference, line spans + character boxes
-from the PDF text layer), stable element ids, root metadata, and atomic persistence of
+timing, post-processing (list grouping, element filtering, heading levels and hierarchy -- one
+algorithm for every backend, see :mod:`.hierarchy` -- line spans + character boxes from the PDF
+text layer), stable element ids, root metadata, and atomic persistence of
 ``<name>.json`` (lossless) + ``<name>.md`` (lossy).
 """
 
@@ -37,7 +38,7 @@ from ..errors import EmptyDocumentError, GroundedError, ParserError
 from ..markdown import to_markdown
 from ..model import ParsingResult, ParsingResultType
 from ..serialization import refuse_overwriting_inputs, save_parse_pair
-from . import postprocess
+from . import hierarchy, postprocess
 from ._memory import release_memory
 from ._source import BYTES_NAME, PDFSource, prepared_source
 from .pdf_input import PDFInfo
@@ -113,7 +114,11 @@ class BaseParser(ABC):
     drop_types:
         Element types removed after the transform (default: the thesis' filter list).
     infer_hierarchy:
-        Nest content under section headers by heading level (keeps table/list hierarchy).
+        Decide heading levels (one algorithm for every backend, :func:`.hierarchy.assign_heading_levels`;
+        it may also relabel a heading set smaller than the body text as a paragraph, or the first
+        large one as the title) and nest content under section headers by level (keeps
+        table/list hierarchy). False leaves headings as the backend labelled them (its levels in
+        ``metadata["native_level"]``).
     line_spans:
         Attach line boxes (and per-character extents) from the PDF text layer to text elements.
     line_merge_overlap:
@@ -273,6 +278,7 @@ class BaseParser(ABC):
             int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
         }
         kept = postprocess.keep_body_furniture(root, self.drop_types, info.path)
+        hierarchy.group_lists(root, self.drop_types)
         dropped = postprocess.dropped_text(root, self.drop_types)
         postprocess.filter_elements(root, self.drop_types)
         report, total = postprocess.page_report(
@@ -281,6 +287,8 @@ class BaseParser(ABC):
         if not total:  # checked after filtering: text that was filtered away is not a result
             raise EmptyDocumentError(info.path, _empty_reason(info, self.name))
         if self.infer_hierarchy:
+            hierarchy.measure_styles(root, info.path)
+            hierarchy.assign_heading_levels(root)
             postprocess.infer_hierarchy(root)
         if self.line_spans:
             postprocess.attach_line_spans(root, info.path, merge_overlap=self.line_merge_overlap)

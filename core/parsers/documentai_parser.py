@@ -146,7 +146,7 @@ class _LayoutBuilder:
             type_, meta, geom = self.base(block, label)
             match = _HEADING.match(label)
             if match and type_ in HEADING_TYPES:
-                meta["level"] = int(match.group(1))
+                meta["native_level"] = int(match.group(1))
             node = parent.add_child(self.factory.node(type_, str(_get(text_block, "text") or "").strip(), geom, meta))
             self.blocks(_get(text_block, "blocks") or [], node)
         elif table_block is not None:

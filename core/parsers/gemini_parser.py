@@ -28,7 +28,7 @@ from .._optional import require
 from ..errors import InvalidBoxError, ParserError
 from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from ._cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
-from ._native import NodeFactory, add_table_rows, group_list_items, parse_markdown_table
+from ._native import NodeFactory, add_table_rows, parse_markdown_table
 from .base import BaseParser, map_label
 
 __all__ = ["GeminiParser", "GEMINI_PROMPT", "parse_model_json", "gemini_elements", "box_2d_to_box", "pages_to_tree"]
@@ -305,12 +305,11 @@ def pages_to_tree(
             if type_ in HEADING_TYPES:
                 level = _heading_level(element)
                 if level is not None:
-                    meta["level"] = level
+                    meta["native_level"] = level
             node = factory.node(type_, content.strip(), [box] if box else [], meta)
             if type_ == T.TABLE:
                 add_table_rows(node, parse_markdown_table(content), factory)
             root.add_child(node)
-    group_list_items(root, factory)
     if page_sizes:
         root.metadata["pages"] = page_sizes
     if unparsed:

@@ -130,7 +130,7 @@ def _add_item(parent: ParsingResult, item: Mapping[str, Any], page: int, width: 
         type_ = T.LIST_ITEM
     level = item.get("lvl")
     if type_ in HEADING_TYPES and isinstance(level, int) and level >= 1:
-        meta["level"] = level
+        meta["native_level"] = level
     node = factory.node(type_, "", _item_boxes(item, page, width, height), meta)
     if type_ == T.TABLE:
         rows = _table_rows(item)

@@ -14,9 +14,12 @@ Hierarchy choices (documented contract):
   header of level <= L (Docling HybridChunker-style heading matching).
 * A TITLE is the document title: it stays a top-level *leaf* and closes all open sections, so
   sections after it are its siblings (their heading path does not repeat the title).
-* Headers without ``metadata["level"]`` get one: from numbering ("2.1 Methods" -> 2), else from
-  the rank of ``metadata["font_size"]`` among the document's header sizes (largest = 1), else 1.
-  The inferred level is written to ``metadata["level"]`` with ``metadata["level_source"]``.
+* Heading levels come from :func:`.hierarchy.assign_heading_levels` (one algorithm for every
+  backend: a valid backend level, numbering, numbering style, font size, style rank), which
+  :meth:`BaseParser.finish` runs before nesting; ``metadata["level_source"]`` says which.
+
+Lists: :func:`.hierarchy.group_lists` wraps runs of LIST_ITEM / REFERENCE_ITEM siblings in a
+synthetic LIST / REFERENCE_LIST (marked as such, see :mod:`.hierarchy`) before filtering, for every backend.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from ..model import (
     ParsingResult,
     ParsingResultType,
 )
+from .hierarchy import assign_heading_levels, group_lists, numbering_level
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 
 __all__ = [
@@ -52,6 +56,8 @@ __all__ = [
     "assign_ids",
     "align_text",
     "numbering_level",
+    "assign_heading_levels",
+    "group_lists",
     "MIN_CHAR_ALIGNMENT",
 ]
 
@@ -315,58 +321,6 @@ def filter_elements(root: ParsingResult, drop_types: Iterable[ParsingResultType 
 # 2. hierarchy
 # ---------------------------------------------------------------------------------------------
 
-_NUMBERING = re.compile(r"^\s*(?:(?:chapter|section|part)\s+)?(\d{1,3}(?:\.\d{1,3})*)(?:\.|\)|\s|$)", re.IGNORECASE)
-_ROMAN = re.compile(r"^\s*(?=[IVXLC]+\.\s)[IVXLC]+\.\s")
-
-
-def numbering_level(text: str) -> int | None:
-    """Depth of a heading's section number: '2' -> 1, '2.1' -> 2, 'IV.' -> 1; None if unnumbered.
-
-    Numbers that look like years or quantities ('2014 results', '3 mg') are not numbering:
-    the number must be followed by a dot, a parenthesis, or a space and a capitalized word.
-    """
-    m = _NUMBERING.match(text)
-    if m:
-        number = m.group(1)
-        rest = text[m.end() :].lstrip()
-        parts = number.split(".")
-        bare = len(parts) == 1 and text[m.end(1) : m.end(1) + 1] not in (".", ")")
-        # bare "2 Methods": accept only small numbers followed by a capitalized word
-        if bare and (int(parts[0]) > 50 or not rest[:1].isupper()):
-            return None
-        return len(parts)
-    if _ROMAN.match(text):
-        return 1
-    return None
-
-
-def _header_level_map(headers: list[ParsingResult]) -> dict[int, tuple[int, str]]:
-    """Level + source for every header that lacks a usable ``metadata['level']``."""
-    sizes = sorted(
-        {round(float(h.metadata["font_size"]), 1) for h in headers if _is_number(h.metadata.get("font_size"))},
-        reverse=True,
-    )
-    out: dict[int, tuple[int, str]] = {}
-    for h in headers:
-        if _valid_level(h.metadata.get("level")):
-            continue
-        num = numbering_level(h.content)
-        if num is not None:
-            out[id(h)] = (num, "numbering")
-        elif _is_number(h.metadata.get("font_size")) and sizes:
-            out[id(h)] = (sizes.index(round(float(h.metadata["font_size"]), 1)) + 1, "font_size")
-        else:
-            out[id(h)] = (1, "default")
-    return out
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _valid_level(value: object) -> bool:
-    return _is_number(value) and int(value) >= 1  # type: ignore[call-overload]
-
 
 def infer_hierarchy(root: ParsingResult) -> None:
     """Make section headers parents of the content that follows them, nested by level.
@@ -374,13 +328,9 @@ def infer_hierarchy(root: ParsingResult) -> None:
     See the module docstring for the rules (TITLE stays a top-level leaf).
     """
     flat = list(root.children)
-    headers = [n for n in flat if n.type in HEADING_TYPES]
-    if not headers:
+    if not any(n.type in HEADING_TYPES for n in flat):
         return
-    inferred = _header_level_map([h for h in headers if h.type == T.SECTION_HEADER])
-    for h in headers:
-        if id(h) in inferred:
-            h.metadata["level"], h.metadata["level_source"] = inferred[id(h)]
+    assign_heading_levels(root)  # a no-op for headings BaseParser.finish has given levels already
     root.children = []
     stack: list[tuple[int, ParsingResult]] = []  # (level, header)
     for node in flat:

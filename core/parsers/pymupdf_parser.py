@@ -6,8 +6,9 @@ ranges in worker processes. ``_transform`` builds the tree: every text element's
 rebuilt from the PDF text layer inside its layout box, so its line spans and per-character
 extents are attached right here (exact, no re-alignment needed). Tables become TABLE ->
 TABLE_ROW -> TABLE_CELL with cell boxes from the layout grid (``find_tables`` as fallback),
-consecutive list items are grouped into a LIST, and section headers get a ``level`` from their
-numbering or their style (font size, then ALL CAPS above mixed case).
+and headings carry their style (``font_size``, ``font_bold``) and the root the body text size
+(``body_font_size``) as evidence for the heading levels and list grouping that post-processing
+decides for every backend (:mod:`.hierarchy`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from ._memory import release_memory
 from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .column_split import split_columns
+from .hierarchy import HeadingStyle, all_caps
 from .hyphenation import HYPHENS_KEY, resolve_document
 from .ocr import (
     DEFAULT_OCR,
@@ -48,7 +50,6 @@ from .ocr import (
     tessdata_dir,
 )
 from .pdf_input import NoTextLayerWarning, format_pages, mupdf_quiet
-from .postprocess import numbering_level
 from .reading_order import reading_order, upright
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
@@ -636,7 +637,9 @@ class PyMuPDFParser(BaseParser):
         finally:
             if layer is not None:
                 layer.close()
-        elements = builder.finish(self.drop_types)
+        elements = builder.finish()
+        if builder.body_sizes:  # evidence for the heading levels (post-processing decides them)
+            root.metadata["body_font_size"] = builder.body_sizes.most_common(1)[0][0]
         # emptiness is checked by BaseParser.finish, after the element filter
         for node in elements:
             root.add_child(node)
@@ -672,25 +675,13 @@ _TEXT_CLASSES = frozenset(
 _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 
 
-@dataclass
-class _Style:
-    size: float
-    caps: bool
-    bold: bool
-
-    @property
-    def key(self) -> tuple[float, bool]:
-        return (self.size, self.caps)
-
-
 #: How an element's layout box grows to the text lines it holds (#13.5), by type (others: "grow"):
 #: "grow" = to the lines' full height and width (whole words are taken, so a line may stick out of
 #: a tight box), "width" = sideways only (the model's top and bottom kept), "layout" = the model's
 #: box as is. Chosen per class from DLA F1@50:95 (docs/results/dla.md).
 BOX_GROWTH: dict[ParsingResultType, str] = {}
 
-_STYLE_KEY = "_style"  # temporary metadata of header nodes: [size, caps, bold]; removed in finish()
-_FURNITURE_STYLE_KEY = "_furniture_style"  # the same for PAGE_HEADER nodes
+_FURNITURE_STYLE_KEY = "_furniture_style"  # PAGE_HEADER style [size, caps, bold]; removed in finish()
 #: a page header is a heading when set at least this much larger than the body text (or bold)
 HEADING_SIZE_RATIO = 1.15
 
@@ -725,7 +716,7 @@ def _layout_lost_text(pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray
 @dataclass
 class _TreeBuilder:
     """Layout boxes + text layer -> elements, page by page; :meth:`finish` does the document-wide
-    part (header levels, title, list grouping). Pages may be built in different processes."""
+    part (line-break hyphens, first-line headings). Pages may be built in different processes."""
 
     path: Path
     image_dir: Path | None = None
@@ -852,8 +843,7 @@ class _TreeBuilder:
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
         if type_ in HEADING_TYPES and built.text:
             style = _style_of(pc, sel, built.text)
-            node.metadata[_STYLE_KEY] = [style.size, style.caps, style.bold]
-            node.metadata["font_size"] = style.size
+            node.metadata["font_size"], node.metadata["font_bold"] = style.size, style.bold
         elif type_ == T.PAGE_HEADER and built.text:
             style = _style_of(pc, sel, built.text)
             node.metadata[_FURNITURE_STYLE_KEY] = [style.size, style.caps, style.bold]
@@ -960,18 +950,12 @@ class _TreeBuilder:
         name = f"{self.path.stem}-p{page:04d}-{number:02d}.png"
         return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
 
-    def finish(self, drop_types: frozenset[ParsingResultType]) -> list[ParsingResult]:
-        """Document-wide part: line-break hyphens, header levels, title, list grouping; returns
-        the root's children."""
+    def finish(self) -> list[ParsingResult]:
+        """Document-wide part: line-break hyphens, first-line headings; returns the root's children
+        (heading levels and lists are post-processing's, as for every backend)."""
         self._resolve_hyphens()
         self._first_line_headings()
-        self.styles: dict[int, _Style] = {}
-        for n in self.elements:
-            style = n.metadata.pop(_STYLE_KEY, None)
-            if style is not None:
-                self.styles[id(n)] = _Style(*style)
-        self._assign_header_levels()
-        return self._group_lists(self.elements, drop_types)
+        return self.elements
 
     def _resolve_hyphens(self) -> None:
         """Keep or drop each line-break hyphen with the whole document as evidence (#13.3);
@@ -1020,103 +1004,7 @@ class _TreeBuilder:
                 continue
             first.type = T.SECTION_HEADER
             first.metadata["relabeled_from"] = T.PAGE_HEADER.value
-            first.metadata[_STYLE_KEY] = [size, caps, bold]
-            first.metadata["font_size"] = size
-
-    def _assign_header_levels(self) -> None:
-        """Levels: numbering depth; else the depth numbered headers of the same style have; else
-        placed by font size among the numbered styles; without numbering at all, the rank of
-        the style (size, then ALL CAPS above mixed case). Headers set clearly smaller than the
-        body text (table notes the model took for headers) become paragraphs."""
-        self._demote_small_headers()
-        headers = [n for n in self.elements if n.type in HEADING_TYPES and id(n) in self.styles]
-        if not headers:
-            return
-        self._promote_title(headers)
-        sections = [n for n in headers if n.type == T.SECTION_HEADER]
-        style = {id(n): self.styles[id(n)] for n in sections}
-        numbered = {id(n): numbering_level(n.content) for n in sections}
-        depths: dict[tuple[float, bool], Counter[int]] = {}
-        for n in sections:
-            depth = numbered[id(n)]
-            if depth is not None:
-                depths.setdefault(style[id(n)].key, Counter())[depth] += 1
-        anchored = {key: c.most_common(1)[0][0] for key, c in depths.items()}  # style -> depth
-        keys = sorted({style[id(n)].key for n in sections}, key=lambda k: (-k[0], not k[1]))
-        ranks = {k: i + 1 for i, k in enumerate(keys)}
-        for n in headers:
-            if n.type == T.TITLE:
-                n.metadata["level"] = 1
-                continue
-            key = style[id(n)].key
-            if numbered[id(n)] is not None:
-                level, source = numbered[id(n)], "numbering"
-            elif key in anchored:
-                level, source = anchored[key], "numbering_style"
-            elif anchored:
-                same = [d for k, d in anchored.items() if k[0] == key[0]]
-                larger = [d for k, d in anchored.items() if k[0] > key[0]]
-                level = min(same) if same else (max(larger) + 1 if larger else 1)
-                source = "font_size"
-            else:
-                level, source = ranks[key], "style"
-            n.metadata["level"], n.metadata["level_source"] = level, source
-
-    def _demote_small_headers(self) -> None:
-        if not self.body_sizes:
-            return
-        body = self.body_sizes.most_common(1)[0][0]
-        for n in self.elements:
-            st = self.styles.get(id(n))
-            if n.type == T.SECTION_HEADER and st is not None and st.size < 0.85 * body and numbering_level(n.content) is None:
-                n.type = T.PARAGRAPH
-                n.metadata["demoted_from"] = "section-header"
-                n.metadata.pop("font_size", None)
-                del self.styles[id(n)]
-
-    def _promote_title(self, headers: list[ParsingResult]) -> None:
-        """The first header on page 1 becomes TITLE when it is set clearly larger than any other."""
-        if any(n.type == T.TITLE and n.pages == [1] for n in headers):
-            return
-        first = headers[0]
-        if first.type != T.SECTION_HEADER or first.pages != [1] or numbering_level(first.content) is not None:
-            return
-        size = self.styles[id(first)].size
-        other_sizes = [self.styles[id(n)].size for n in headers[1:]]
-        smaller = [s for s in other_sizes if s < size]
-        # repeated copies of the title (same size) are fine; a larger header is not
-        if smaller and len(smaller) + other_sizes.count(size) == len(other_sizes) and size >= 1.25 * max(smaller):
-            first.type = T.TITLE
-            first.metadata["promoted_from"] = "section-header"
-
-    # -- lists ----------------------------------------------------------------------------------
-    @staticmethod
-    def _group_lists(elements: list[ParsingResult], drop: frozenset[ParsingResultType]) -> list[ParsingResult]:
-        """Consecutive LIST_ITEMs -> one LIST; page furniture that is dropped later does not
-        interrupt a list (it is moved behind the list, where the filter removes it)."""
-        out: list[ParsingResult] = []
-        current: ParsingResult | None = None
-        parked: list[ParsingResult] = []
-        for node in elements:
-            if node.type == T.LIST_ITEM:
-                if current is None:
-                    current = ParsingResult("", T.LIST, metadata={"native_label": "list-item group"})
-                    out.append(current)
-                current.add_child(node)
-                continue
-            if current is not None and node.type in _FURNITURE and node.type in drop:
-                parked.append(node)
-                continue
-            if current is not None:
-                _set_list_geom(current)
-                out.extend(parked)
-                parked = []
-                current = None
-            out.append(node)
-        if current is not None:
-            _set_list_geom(current)
-            out.extend(parked)
-        return out
+            first.metadata["font_size"], first.metadata["font_bold"] = size, bold
 
 
 #: a text box whose median font size is below this share of the page's text boxes' is small print
@@ -1348,24 +1236,14 @@ def _running_text(text: str) -> str:
     return " ".join(re.sub(r"[\d\W_]+", " ", text.casefold()).split())
 
 
-def _set_list_geom(lst: ParsingResult) -> None:
-    by_page: dict[int, list[ParsingBoundingBox]] = {}
-    for item in lst.children:
-        for b in item.geom:
-            by_page.setdefault(b.page, []).append(b)
-    lst.geom = [ParsingBoundingBox.enclosing(bs) for _, bs in sorted(by_page.items())]
-
-
-def _style_of(pc: PageChars, sel: np.ndarray, text: str) -> _Style:
+def _style_of(pc: PageChars, sel: np.ndarray, text: str) -> HeadingStyle:
     solid = [int(i) for i in sel if not pc.chars[i].isspace()]
     if not solid:
-        return _Style(0.0, False, False)
+        return HeadingStyle(0.0, False, False)
     sizes = Counter(round(float(pc.size[i]) * 2) / 2 for i in solid)
     size = sizes.most_common(1)[0][0]
-    letters = [c for c in text if c.isalpha()]
-    caps = len(letters) >= 2 and all(c.isupper() for c in letters)
     bold = bool(np.mean(pc.bold[solid]) >= 0.5)
-    return _Style(size, caps, bold)
+    return HeadingStyle(size, all_caps(text), bold)
 
 
 def _grown_box(geom: ParsingBoundingBox, spans: Sequence[ParsingBoundingBox], how: str) -> ParsingBoundingBox:

@@ -25,7 +25,6 @@ from ._native import (
     TableCell,
     add_table_rows,
     grid_to_markdown,
-    group_list_items,
     parse_html_table,
 )
 from .base import BaseParser, map_label
@@ -161,7 +160,7 @@ def elements_to_tree(
             metadata["score"] = meta["detection_class_prob"]
         level = _level(meta)
         if level is not None and type_ in HEADING_TYPES:
-            metadata["level"] = level
+            metadata["native_level"] = level
         text = str(element.get("text") or "")
         node = factory.node(type_, text, [box] if box else [], metadata)
         if type_ == T.TABLE:
@@ -181,7 +180,6 @@ def elements_to_tree(
                 continue
             pages[page] = {"page": page, "width": float(coords["layout_width"]) * scale,
                            "height": float(coords["layout_height"]) * scale}
-    group_list_items(root, factory)
     if pages:
         root.metadata["pages"] = [pages[p] for p in sorted(pages)]
     return root
