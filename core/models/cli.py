@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ChunkingError, GroundedError
@@ -22,7 +22,11 @@ from ..errors import ChunkingError, GroundedError
 __all__ = ["ModelSpec", "add_model_options", "model_spec", "takes_model", "check_model", "strategy_options", "GEMINI_KEYS"]
 
 GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-_OPTIONS = "--llm-model NAME (Gemini via google-genai, key in GEMINI_API_KEY or GOOGLE_API_KEY) or --llm MODULE:OBJECT"
+
+
+def _options_text(llm: str = "--llm", name: str = "--llm-model") -> str:
+    """How errors name the model options (``llm`` / ``name``: the option strings, '/'-joined)."""
+    return f"{name} NAME (Gemini via google-genai, key in GEMINI_API_KEY or GOOGLE_API_KEY) or {llm} MODULE:OBJECT"
 
 
 @dataclass(frozen=True)
@@ -32,7 +36,7 @@ class ModelSpec:
 
     obj: str | None = None
     name: str | None = None
-    options: str = _OPTIONS
+    options: str = field(default=_options_text(), compare=False)
 
     def __bool__(self) -> bool:
         return bool(self.obj or self.name)
@@ -91,14 +95,12 @@ def add_model_options(parser: argparse.ArgumentParser, *, vision_aliases: bool =
         help="Gemini model of the llm / vision strategies through google-genai (e.g. gemini-2.5-pro; key in "
         "GEMINI_API_KEY or GOOGLE_API_KEY), or the model name for a google-genai client given with --llm",
     )
-    spelled = "/".join(llm), "/".join(name)
-    parser.set_defaults(model_options=f"{spelled[1]} NAME (Gemini via google-genai, key in GEMINI_API_KEY or "
-                                      f"GOOGLE_API_KEY) or {spelled[0]} MODULE:OBJECT")
+    parser.set_defaults(model_options=_options_text("/".join(llm), "/".join(name)))
 
 
 def model_spec(args: argparse.Namespace) -> ModelSpec:
     """The :class:`ModelSpec` of parsed options added by :func:`add_model_options`."""
-    return ModelSpec(args.llm, args.llm_model, getattr(args, "model_options", _OPTIONS))
+    return ModelSpec(args.llm, args.llm_model, getattr(args, "model_options", _options_text()))
 
 
 def takes_model(strategy: str) -> bool:
