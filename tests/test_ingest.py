@@ -572,3 +572,22 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     assert [r.getMessage() for r in caplog.records if str(record) in r.getMessage()] == named
     assert json.loads(record.read_text())["status"] == "done"
     assert len(pq.read_table(out / "documents.parquet")) == 2
+
+
+def test_ingest_cli_passes_the_model_to_its_workers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``grounded ingest -s llm --llm MODULE:FACTORY()``: the model spec crosses into the worker
+    processes (each builds the model) and every chunk row is written."""
+    monkeypatch.syspath_prepend(str(REPO))
+    monkeypatch.setenv("PYTHONPATH", str(REPO))  # worker processes import the factory too
+    pdf = shared("long", "federal-register-2020-17221.pdf")
+    out = tmp_path / "out"
+    code = main(
+        ["ingest", str(pdf), "-o", str(out), "-s", "llm", "--llm", "tests.test_models:every_fourth()", "--workers", "1", "-q"]
+    )
+    assert code == 0, capsys.readouterr().err
+    table = pq.read_table(next((out / "chunks").glob("*.parquet")))
+    assert table.num_rows > 10
+    docs = pq.read_table(out / "documents.parquet").to_pylist()
+    assert docs and docs[0]["chunks"] == table.num_rows

@@ -58,6 +58,7 @@ from typing import Any, Literal
 from .. import __version__
 from ..chunking.ids import stable_hash
 from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
+from ..models.cli import ModelSpec
 from ..parse_cache import chunking_code_version, file_sha256, parser_code_version
 from ..parsers._process import ParentInfo
 from ..serialization import atomic_write_bytes
@@ -461,6 +462,7 @@ def ingest(
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     sink: Literal["parquet", "lancedb"] = "parquet",
+    model: ModelSpec | None = None,
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into Parquet under ``out``.
 
@@ -469,7 +471,8 @@ def ingest(
     documents on Ray (:mod:`grounded.ingest.ray_engine`; ``ray_address`` or ``$RAY_ADDRESS``
     joins a cluster, else a local runtime with ``workers`` CPUs) and writes the same files.
     ``sink="lancedb"`` also (re)builds the searchable LanceDB table ``out/lancedb`` from the Parquet
-    parts at the end (:mod:`grounded.ingest.lance_sink`). Returns an
+    parts at the end (:mod:`grounded.ingest.lance_sink`). ``model``: the model of a model-driven
+    strategy (llm, vision) as :class:`~grounded.models.cli.ModelSpec` (built in every worker). Returns an
     :class:`IngestReport`; raises :class:`IngestError` only when the job itself cannot run.
     """
     started = time.perf_counter()
@@ -485,7 +488,7 @@ def ingest(
     from ..parsers import parser_class
 
     parser_class(parser)  # unknown names fail here, before any work
-    config = JobConfig(parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed)
+    config = JobConfig(parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model)
     chunker = build_chunker(config)  # invalid chunking options fail here
     fingerprint = config_fingerprint(config, chunker.fingerprint)
     config = JobConfig(**{**config.__dict__, "config_fingerprint": fingerprint})

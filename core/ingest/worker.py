@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import GroundedError
+from ..models.cli import ModelSpec, strategy_options
 from ..parsers._process import ParentInfo, die_with_parent
 
 log = logging.getLogger(__name__)
@@ -47,6 +48,8 @@ class JobConfig:
     overlap: int | float = 0
     embed: str = "none"
     config_fingerprint: str = ""
+    #: the model of a model-driven strategy (llm, vision), built in each worker
+    model: ModelSpec | None = None
 
 
 @dataclass
@@ -87,7 +90,8 @@ def build_parser(name: str) -> Any:
 def build_chunker(config: JobConfig) -> Any:
     from ..chunking import Chunker
 
-    return Chunker(config.strategy, config.max_tokens, config.overlap)
+    options = strategy_options(config.strategy, config.model or ModelSpec())
+    return Chunker(config.strategy, config.max_tokens, config.overlap, **options)
 
 
 def build_embedder(name: str) -> Any:
