@@ -15,6 +15,12 @@ Science 2 columns, Federal Register 3 columns) rendered to an image-only PDF at 
 * ``--pipeline``: ``PyMuPDFParser(ocr="always")`` on the scanned pages (layout model + OCR + tree)
   vs the born-digital pages through the same parser; CER of the whole document text in reading
   order (so reading-order errors count too).
+* ``--documents``: the same over every page of the three shared long PDFs, each scanned whole
+  (one image per page at 300 dpi) and parsed once; CER per page in reading order (the page's
+  leaves and headings), summed per document.
+
+``--whole-page`` runs ``--pipeline`` / ``--documents`` with every page OCR'd whole (no column
+regions, :mod:`grounded.parsers.ocr_regions`), as before the region OCR: the A/B comparison.
 """
 
 from __future__ import annotations
@@ -47,8 +53,6 @@ ENGINE_RUNS = [
     ("tesseract", 200, "best"),
     ("rapidocr", 150, ""),
 ]
-
-
 
 
 def _scans(tmp: Path) -> list[tuple[Path, Path, int]]:
@@ -217,11 +221,81 @@ def measure_pipeline(tmp: Path, dpi: int | None) -> dict:
     }
 
 
+def _page_texts(root: object, count: int) -> list[str]:
+    """Per 1-based page: the tree's leaves and headings on it, in reading order, no whitespace."""
+    from grounded.model import HEADING_TYPES
+
+    parts: list[list[str]] = [[] for _ in range(count)]
+    for n in root.walk():  # type: ignore[attr-defined]
+        if n.content and (not n.children or n.type in HEADING_TYPES) and n.geom:
+            parts[n.geom[0].page - 1].append(n.content)
+    return [_solid(" ".join(p)) for p in parts]
+
+
+def measure_documents(tmp: Path, dpi: int | None) -> dict:
+    """``PyMuPDFParser(ocr="always")`` over every page of the shared long PDFs (scanned whole)
+    vs their born-digital parse: CER per page in reading order."""
+    import pymupdf
+    from rapidfuzz.distance import Levenshtein
+
+    from grounded.parsers.pymupdf_parser import PyMuPDFParser
+
+    sys.path.insert(0, str(REPO))
+    from tests.scanned import scanned_pdf
+
+    options = {} if dpi is None else {"ocr_dpi": dpi}
+    ocr_parser = PyMuPDFParser(ocr="always", **options)
+    plain = PyMuPDFParser(ocr="never")
+    dist = chars = pages = 0
+    seconds = 0.0
+    per_page = []
+    for name in sorted({n for n, _ in PAGES}):
+        scan = tmp / f"{Path(name).stem}_all.pdf"
+        if not scan.exists():
+            scan.write_bytes(scanned_pdf(LONG / name, dpi=SCAN_DPI))
+        with pymupdf.open(LONG / name) as doc:
+            count = doc.page_count
+        truth = _page_texts(plain.parse(LONG / name), count)
+        t0 = time.perf_counter()
+        got = _page_texts(ocr_parser.parse(scan), count)
+        seconds += time.perf_counter() - t0
+        d_doc = c_doc = 0
+        for p, (a, b) in enumerate(zip(got, truth, strict=True), 1):
+            d = Levenshtein.distance(a, b)
+            d_doc, c_doc = d_doc + d, c_doc + len(b)
+            print(f"{name} p{p}: CER {d / max(1, len(b)):.2%} ({len(b)} chars)", file=sys.stderr)
+        dist, chars, pages = dist + d_doc, chars + c_doc, pages + count
+        per_page.append({"pdf": name, "page": "all", "cer": d_doc / c_doc})
+    return {
+        "engine": "documents",
+        "dpi": ocr_parser.ocr_dpi,
+        "pages": pages,
+        "cer": dist / chars,
+        "pages_per_s": pages / seconds,
+        "peak_rss_mb": peak_rss_mb(),
+        "per_page": per_page,
+    }
+
+
+def _whole_page_ocr() -> None:
+    """OCR every page whole, as before the column regions (the A/B baseline)."""
+    from grounded.parsers import ocr
+
+    ocr.page_regions = lambda gray, dpi: []  # type: ignore[assignment]
+
+
 def _child(args: list[str]) -> dict:
     env = dict(os.environ, OMP_THREAD_LIMIT="1")
-    proc = subprocess.run([sys.executable, __file__, "--one", *args], capture_output=True, text=True, env=env)
+    flags = [a for a in args if a.startswith("--")]
+    one = [a for a in args if not a.startswith("--")]
+    proc = subprocess.run(
+        [sys.executable, __file__, *flags, "--one", *one], capture_output=True, text=True, env=env
+    )
     if proc.returncode:
         sys.exit(f"measurement {args} failed:\n{proc.stderr[-3000:]}")
+    sys.stderr.write(
+        "".join(line + "\n" for line in proc.stderr.splitlines() if " p" in line and "CER" in line)
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -244,21 +318,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--engines", action="store_true", help="only the engine comparison")
     ap.add_argument("--pipeline", action="store_true", help="only the OCR parse path")
+    ap.add_argument("--documents", action="store_true", help="only the OCR parse of every page")
+    ap.add_argument("--whole-page", action="store_true", help="OCR pages whole (no column regions)")
     ap.add_argument("--dpi", type=int, default=None, help="pipeline OCR dpi (default: the parser's)")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
     tmp = Path(tempfile.gettempdir()) / "grounded_ocr_bench"
     tmp.mkdir(exist_ok=True)
     if args.one:
-        if args.one[0] == "pipeline":
-            result = measure_pipeline(tmp, int(args.one[1]) if len(args.one) > 1 else None)
+        if args.whole_page:
+            _whole_page_ocr()
+        if args.one[0] in ("pipeline", "documents"):
+            measure = measure_pipeline if args.one[0] == "pipeline" else measure_documents
+            result = measure(tmp, int(args.one[1]) if len(args.one) > 1 else None)
         else:
             result = measure_engine(
                 args.one[0], int(args.one[1]), args.one[2] if len(args.one) > 2 else "", tmp
             )
         print(json.dumps(result))
         return
-    both = not (args.engines or args.pipeline)
+    both = not (args.engines or args.pipeline or args.documents)
+    whole = ["--whole-page"] if args.whole_page else []
+    how = "whole pages" if args.whole_page else "column regions"
     _scans(tmp)  # build the scans once, outside the measurements
     if args.engines or both:
         rows = []
@@ -270,11 +351,14 @@ def main() -> None:
             print(json.dumps(rows[-1]), file=sys.stderr)
         print("Engines (line-aligned CER, one thread):\n" + _table(rows))
     if args.pipeline or both:
-        row = _child(["pipeline"] + ([str(args.dpi)] if args.dpi else []))
+        row = _child(["pipeline"] + ([str(args.dpi)] if args.dpi else []) + whole)
         print(
-            "\nParse path, PyMuPDFParser(ocr='always') (reading-order CER vs the born-digital parse):\n"
+            f"\nParse path, PyMuPDFParser(ocr='always'), {how} (reading-order CER vs the born-digital parse):\n"
             + _table([row])
         )
+    if args.documents:
+        row = _child(["documents"] + ([str(args.dpi)] if args.dpi else []) + whole)
+        print(f"\nEvery page of the long PDFs, {how} (per-page reading-order CER):\n" + _table([row]))
 
 
 if __name__ == "__main__":

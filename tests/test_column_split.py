@@ -170,3 +170,43 @@ def test_table_labelled_text_with_a_multi_line_cell_is_not_split() -> None:
         g.word(490, y + r * LEADING, "p" * 10)
     box = Box(70, 100, 660, y + 7 * LEADING)
     assert split_box(box, g) == [box]
+
+
+def _small_rows(g: Glyphs, top: float, rows: int, height: float = 6.0) -> float:
+    """``rows`` lines of small print (glyphs ``height`` tall) in the right column from ``top``."""
+    for r in range(rows):
+        x = RIGHT[0]
+        while RIGHT[1] - x >= 6 * GLYPH_W:
+            for c in "f" * 5 + " ":
+                g.chars.append(c)
+                g.boxes.append((x, top + r * 8, x + 3.5, top + r * 8 + height))
+                x += 3.5
+    return top + rows * 8
+
+
+def test_footnotes_under_a_column_are_cut_from_it() -> None:
+    """One box over two columns whose right column ends in smaller print after a gap (footnotes
+    the layout model boxed with the body, Federal Register p3 OCR'd): the right column is cut
+    above them, so the reading order sees them as small print; the left column stays whole."""
+    g = Glyphs()
+    bottom = g.columns(100, 20)
+    top = bottom + 6  # the last body row ends at bottom - 3: a gap of 9 > 0.8 x 6
+    box = Box(50, 100, 550, _small_rows(g, top, 5))
+    parts = split_box(box, g)
+    assert len(parts) == 3, parts
+    left, body, notes = parts
+    assert left.x1 < body.x0 == notes.x0 and body.y1 == notes.y0
+    assert bottom - LEADING < body.y1 < top and notes.y1 == box.y1
+    assert {g.chars[i] for i in g.inside(notes)} == {"f"} and "f" not in {g.chars[i] for i in g.inside(body)}
+    _covers_once(parts, g, box)
+
+
+def test_small_print_without_a_gap_or_of_body_size_stays_in_its_column() -> None:
+    g = Glyphs()
+    bottom = g.columns(100, 20)
+    end = _small_rows(g, bottom - 1, 5)  # right under the body: a gap of 2 < 0.8 x 6
+    assert len(split_box(Box(50, 100, 550, end), g)) == 2
+    g = Glyphs()
+    bottom = g.columns(100, 20)
+    end = _small_rows(g, bottom + 6, 5, height=GLYPH_H * 0.9)  # after a gap, but not smaller
+    assert len(split_box(Box(50, 100, 550, end), g)) == 2

@@ -19,6 +19,10 @@ such a box from the glyphs it holds and cuts it into parts read column by column
   OCR read as ``_`` or ``|`` neither crosses the gutter nor widens a column -- such a mark
   alone inside a gutter is in no part (logged).
 
+A column part whose bottom rows are smaller print after a gap (footnotes the layout model boxed
+with the column's body, :data:`SMALL_SHARE`) is cut above them, so the reading order sees them as
+small print.
+
 Only boxes of ``SPLIT_CLASSES`` are split (never tables or pictures). A box without such a
 gutter is returned unchanged (the same object), so single-column boxes do not change. Works on
 anything with ``x0, y0, x1, y1, boxclass`` (boxes) and ``chars, x0, y0, x1, y1`` (glyphs, e.g.
@@ -65,6 +69,13 @@ RUN_GAP_EM = 0.6
 #: a full-width segment inside the box has at least this many rows (a row or two that OCR glued
 #: across a gutter do not cut the columns); at the box's top or bottom one row is enough
 FULL_MIN_ROWS = 3
+#: a column part is cut above a block of smaller print at its bottom (footnotes under a column):
+#: the block's rows are at most SMALL_SHARE as tall (median glyph height) as the rows above it,
+#: there are at least SMALL_MIN_ROWS of them, and a gap of at least SMALL_GAP_EM of their glyph
+#: heights separates them
+SMALL_SHARE = 0.85
+SMALL_MIN_ROWS = 2
+SMALL_GAP_EM = 0.8
 
 
 class Glyphs(Protocol):
@@ -270,11 +281,36 @@ def split_box(box: B, glyphs: Glyphs) -> list[B]:
         bottom = box.y1 if k == len(segments) - 1 else (members[-1].y1 + segments[k + 1][1][0].y0) / 2
         spans = [(box.x0, box.x1)] if full else _column_spans(members, edges)
         for left, right in spans:
-            part = copy.copy(box)
-            part.x0, part.y0, part.x1, part.y1 = left, top, right, bottom
-            parts.append(part)
+            cuts = [] if full else _small_print_cut(x0, y0, x1, y1, letter, em, (left, top, right, bottom))
+            for upper, lower in zip([top, *cuts], [*cuts, bottom], strict=True):
+                part = copy.copy(box)
+                part.x0, part.y0, part.x1, part.y1 = left, upper, right, lower
+                parts.append(part)
     _log_left_out(box, parts, glyphs, cx, cy)
     return parts
+
+
+def _small_print_cut(
+    x0: np.ndarray,
+    y0: np.ndarray,
+    x1: np.ndarray,
+    y1: np.ndarray,
+    letter: np.ndarray,
+    em: float,
+    area: tuple[float, float, float, float],
+) -> list[float]:
+    """Where to cut a column part ``area`` (x0, y0, x1, y1) above the block of smaller print at
+    its bottom (see :data:`SMALL_SHARE`): ``[y]`` or ``[]``. The layout model may box a column's
+    body and its footnotes together; cut apart, the footnotes are small print to the reading order."""
+    cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+    mine = (cx >= area[0]) & (cx <= area[2]) & (cy >= area[1]) & (cy <= area[3])
+    rows = _rows(x0[mine], y0[mine], x1[mine], y1[mine], letter[mine], em)
+    heights = [r.em for r in rows]
+    for k in range(COLUMN_MIN_ROWS, len(rows) - SMALL_MIN_ROWS + 1):
+        above, below = float(np.median(heights[:k])), float(np.median(heights[k:]))
+        if below <= SMALL_SHARE * above and rows[k].y0 - rows[k - 1].y1 >= SMALL_GAP_EM * below:
+            return [(rows[k - 1].y1 + rows[k].y0) / 2]
+    return []
 
 
 def _log_left_out(box: Box, parts: Sequence[Box], glyphs: Glyphs, cx: np.ndarray, cy: np.ndarray) -> None:
