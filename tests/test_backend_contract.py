@@ -22,7 +22,7 @@ import pytest
 from grounded._optional import available, require
 from grounded.errors import BackendUnavailableError, ParserError
 from grounded.markdown import to_markdown
-from grounded.model import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
 from grounded.parsers import PARSERS, BaseParser, ParseOutput, parser_class
 from grounded.parsers.docling_parser import DoclingParser
 from grounded.parsers.documentai_parser import DocumentAIParser
@@ -173,6 +173,48 @@ def test_every_backend_tree_gets_levels_and_lists_from_post_processing(name: str
     assert not [n for n in raw.walk() if "level" in n.metadata or "level_source" in n.metadata]
     if name == "pymupdf":  # the real tool on a real page: headings and their style evidence
         assert headings and all(isinstance(h.metadata.get("font_size"), float) for h in headings)
+
+
+class BoxReplay(BaseParser):
+    """A backend that knows only element types, text and boxes (no levels, no font sizes)."""
+
+    name = "box_replay"
+
+    def _parse(self, pdf_path: Path) -> Any:  # pragma: no cover - only replayed
+        raise NotImplementedError
+
+    def _transform(self, native: Any) -> ParsingResult:
+        root = ParsingResult("", T.ROOT)
+        for type_, content, boxes in native:
+            root.add_child(ParsingResult("", type_, content, [ParsingBoundingBox(*b) for b in boxes]))
+        return root
+
+
+def test_a_backend_without_style_evidence_gets_pymupdfs_levels_from_the_same_boxes():
+    """One algorithm, fed from the text layer: the elements of PyMuPDF's unfinished tree (types,
+    text and boxes only, lists as bare items) replayed through another backend come out with the
+    same heading types, levels and level sources as PyMuPDF's own parse (which carries font sizes)."""
+    pdf = shared("pdfs", "docling_groundtruth", "multi_page.pdf")
+    raw = PyMuPDFParser(infer_hierarchy=False).parse(pdf)
+    native = [
+        (n.type, n.content, [(b.page, b.left, b.top, b.right, b.bottom) for b in n.geom])
+        for c in raw.children
+        for n in (c.children if c.type == T.LIST else [c])
+    ]
+    assert not any("level" in n.metadata for n in raw.walk())
+    replayed = BoxReplay().parse_native(native, pdf).root
+    own = PyMuPDFParser().parse(pdf)
+
+    def headings(root: ParsingResult) -> list[tuple]:
+        return [(n.type, n.metadata["level"], n.metadata["level_source"], n.content)
+                for n in root.walk() if n.type in HEADING_TYPES]
+
+    assert len(headings(own)) >= 10 and {h[2] for h in headings(own)} >= {"style"}
+    assert headings(replayed) == headings(own)
+    assert replayed.metadata["body_font_size"] == own.metadata["body_font_size"]
+    assert [len(n.children) for n in replayed.walk() if n.type == T.LIST] == [
+        len(n.children) for n in own.walk() if n.type == T.LIST
+    ]
 
 
 #: ``metadata["level"] =``, ``{"level": ...}``, ``setdefault("level"`` or a ``level=`` keyword argument;
