@@ -594,3 +594,21 @@ def test_dropped_page_furniture_does_not_split_a_list():
     kept = build()  # furniture that stays in the output ends the list where it stands
     assert hierarchy.group_lists(kept, ()) == 2
     assert [c.type for c in kept.children] == [T.LIST, T.PAGE_FOOTER, T.PAGE_HEADER, T.LIST, T.PARAGRAPH]
+
+
+def test_headings_without_text_under_them_keep_numbering_and_default(tmp_path):
+    pdf = tmp_path / "blank.pdf"
+    doc = pymupdf.open()
+    doc.new_page(width=300, height=300)  # no text layer at all (an image-only page reads the same)
+    doc.save(pdf)
+    numbered, plain, beyond = node(T.SECTION_HEADER, "2.1 Methods"), node(T.SECTION_HEADER, "Methods"), node(T.SECTION_HEADER, "Far")
+    numbered.geom = [ParsingBoundingBox(1, 0.1, 0.1, 0.9, 0.2)]
+    plain.geom = [ParsingBoundingBox(1, 0.1, 0.3, 0.9, 0.4)]
+    beyond.geom = [ParsingBoundingBox(7, 0.1, 0.3, 0.9, 0.4)]  # a page the PDF does not have
+    root = tree(numbered, plain, beyond, node(T.PARAGRAPH, "body"))
+    assert hierarchy.measure_styles(root, pdf) == 0
+    assert "body_font_size" not in root.metadata and "font_size" not in plain.metadata
+    hierarchy.assign_heading_levels(root)
+    assert [(n.metadata["level"], n.metadata["level_source"]) for n in (numbered, plain, beyond)] == [
+        (2, "numbering"), (1, "default"), (1, "default"),
+    ]

@@ -55,6 +55,7 @@ from pathlib import Path
 import numpy as np
 
 from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from .textlayer import TextLayer
 
 __all__ = [
     "numbering_level",
@@ -160,8 +161,6 @@ def measure_styles(root: ParsingResult, pdf_path: str | Path) -> int:
     at least half are), and the root's ``body_font_size`` (the most common size of PARAGRAPH text on
     the pages with such headings) when the backend gave none. Returns how many headings got a style.
     """
-    from .textlayer import TextLayer
-
     headings = [
         n for n in root.walk() if n.type in HEADING_TYPES and n.geom and n.content.strip() and heading_style(n) is None
     ]
