@@ -59,7 +59,7 @@ _PARENT_KEYS = frozenset(
         KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
         "page", "page_start", "page_end", "element_ids", "heading_ids", "element_id", "element_type",
         BOXES_KEY, TEXT_HASH_KEY, SPANS_KEY, ELEMENT_KEY, TREE_KEY, "section", "heading_path",
-        "grounding_status", "grounding_score", "grounding_reason", "grounding_spans",
+        "grounding_status", "grounding_score", "grounding_reason", "grounding_spans", "grounding_furniture_boxes",
     }
 )
 

@@ -416,7 +416,8 @@ class GroundingNodeParser(NodeParser):
                     }
                 )
             else:
-                refused.append(g.reason)
+                if not g.ok:  # status "furniture" (page text outside the tree) has boxes of its own
+                    refused.append(g.reason)
                 start = end = None  # type: ignore[assignment]
                 cid = f"{chunk_id(key, fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
             repeats = seen.get(cid, 0)

@@ -51,7 +51,7 @@ def test_txt_with_separator_lines_and_highlight_round_trip(pdf: Path, tmp_path: 
     line = summary(capsys)
     assert line == f"doc.pdf: 3 chunks: 2 grounded (2 exact, 0 fuzzy), 0 partial, 1 refused -> {out}"
     result = read_chunks_jsonl(out)
-    assert result.metadata["grounding"] == {"exact": 2, "fuzzy": 0, "partial": 0, "refused": 1}
+    assert result.metadata["grounding"] == {"exact": 2, "fuzzy": 0, "partial": 0, "furniture": 0, "refused": 1}
     a, b, refused = result.chunks
     assert a.content == PARAS[0] and a.metadata["grounding_status"] == "exact" and {x.page for x in a.geom} == {1}
     assert b.metadata["pages"] == [1, 2] and {x.page for x in b.geom} == {1, 2}

@@ -161,7 +161,10 @@ def run(args: argparse.Namespace) -> int:
     grounded = counts["exact"] + counts["fuzzy"]
     print(
         f"{path.name}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
-        f"{counts['partial']} partial, {counts['refused']} refused" + (f" -> {args.out}" if args.out else ""),
+        f"{counts['partial']} partial, "
+        + (f"{counts['furniture']} page furniture only, " if counts["furniture"] else "")
+        + f"{counts['refused']} refused"
+        + (f" -> {args.out}" if args.out else ""),
         file=sys.stdout,
     )
     return 0

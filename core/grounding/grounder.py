@@ -26,10 +26,13 @@ Algorithm (linear-ish in the document length):
 
 from __future__ import annotations
 
+import bisect
 import gc
+import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -38,17 +41,21 @@ from rapidfuzz.distance import Levenshtein
 from ..chunking.assembly import ChunkAssembler
 from ..chunking.stream import TokenStream, build_stream, document_text
 from ..chunking.tokenizer import load_tokenizer
-from ..errors import ChunkingError
+from ..errors import ChunkingError, InputError
 from ..model import ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
+from .furniture import FurnitureIndex, FurnitureMatch, source_pdf
 from .index import KgramIndex, kgram_hashes
 from .normalize import AlnumText, alnum_text, strip_markup
+from .tables import align_table, looks_like_table_serialization, table_ranges
 
 __all__ = ["Grounding", "Grounder", "GroundingStatus", "ground", "ground_quote"]
 
-GroundingStatus = Literal["exact", "fuzzy", "partial", "refused"]
+GroundingStatus = Literal["exact", "fuzzy", "partial", "furniture", "refused"]
 
 _MARKUP_CHARS = "*_#|>`~"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -60,7 +67,13 @@ class Grounding:
     boxes for those spans (empty when refused). ``status``: ``exact`` (the text's letters and digits
     equal the span's), ``fuzzy`` (aligned with edits), ``partial`` (part of the text was not found;
     ``reason`` says how much) or ``refused`` (no boxes; ``reason`` says why). ``coverage``: share of
-    the text's letters/digits found in the spans."""
+    the text's letters/digits found in the spans (and in page furniture).
+
+    ``furniture_boxes``: line boxes of text that is on the page but not in the parse tree (running
+    headers/footers, copyright lines, cover decoration: :mod:`.furniture`), read from the PDF text
+    layer. That text has no offset in the document text, so it adds no span and is kept apart from
+    ``boxes``; a text made of such text only gets status ``furniture`` (no spans, no ``boxes``).
+    ``furniture_coverage``: share of the text's letters/digits explained by them."""
 
     spans: list[tuple[int, int]]
     score: float
@@ -68,6 +81,8 @@ class Grounding:
     status: GroundingStatus
     reason: str = ""
     coverage: float = 0.0
+    furniture_boxes: list[ParsingBoundingBox] = field(default_factory=list)
+    furniture_coverage: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -84,10 +99,16 @@ class Grounding:
 
     @property
     def pages(self) -> list[int]:
-        return sorted({b.page for b in self.boxes})
+        """Pages of ``boxes`` and ``furniture_boxes``."""
+        return sorted({b.page for b in self.boxes} | {b.page for b in self.furniture_boxes})
+
+    @property
+    def all_boxes(self) -> list[ParsingBoundingBox]:
+        """``boxes`` then ``furniture_boxes``: everything to highlight."""
+        return [*self.boxes, *self.furniture_boxes]
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "spans": [list(s) for s in self.spans],
             "score": self.score,
             "status": self.status,
@@ -95,6 +116,10 @@ class Grounding:
             "coverage": self.coverage,
             "boxes": [b.to_dict() for b in self.boxes],
         }
+        if self.furniture_boxes:
+            out["furniture_boxes"] = [b.to_dict() for b in self.furniture_boxes]
+            out["furniture_coverage"] = self.furniture_coverage
+        return out
 
 
 def _refused(reason: str, score: float = 0.0, coverage: float = 0.0) -> Grounding:
@@ -121,6 +146,7 @@ class _Alignment:
     pieces: list[_Piece] = field(default_factory=list)
     coverage: float = 0.0
     precision: float = 0.0
+    covered: np.ndarray | None = None  # query letters explained (k-gram alignments; None: not known per letter)
 
     @property
     def score(self) -> float:
@@ -146,6 +172,12 @@ class Grounder:
     positions). Thresholds: refused below ``min_score`` (harmonic mean of coverage and precision)
     or ``min_coverage`` (share of the text's letters found) or with fewer than ``min_letters``
     letters/digits; ``partial`` below ``partial_below`` coverage. ``k``: k-gram length in letters.
+
+    ``furniture``: match what the tree does not explain against the page text the tree does not
+    hold (:class:`~.furniture.FurnitureIndex`, read from the source PDF on first need). ``None``
+    (default): when the PDF recorded in the tree's metadata is there unchanged; ``True``: required
+    (:class:`~grounded.errors.InputError` when it is not); ``False``: never. ``pdf``: the PDF to
+    read instead of the recorded path (it must be the PDF the tree was parsed from).
     """
 
     def __init__(
@@ -160,6 +192,8 @@ class Grounder:
         min_coverage: float = 0.3,
         partial_below: float = 0.9,
         min_letters: int = 4,
+        furniture: bool | None = None,
+        pdf: str | Path | None = None,
     ) -> None:
         if root.type != T.ROOT:
             raise ChunkingError(f"grounding needs a ROOT node, got {root.type}")
@@ -180,6 +214,13 @@ class Grounder:
         self.min_letters = min_letters
         self.norm: AlnumText = alnum_text(self.text)
         self.index = KgramIndex(self.norm.codes(), k)
+        self.furniture = furniture
+        self._pdf = Path(pdf) if pdf is not None else None
+        self._furniture_index: FurnitureIndex | None = None
+        self._furniture_tried = False
+        self._tables: list[tuple[int, int]] | None = None
+        if furniture:
+            self.furniture_index()  # required: fail now, not at the first text that needs it
 
     # -- public API -------------------------------------------------------------------------------
     def ground(self, text: str, *, near: int | None = None) -> Grounding:
@@ -191,6 +232,13 @@ class Grounder:
             return _refused("the text has no letters or digits")
         if m < self.min_letters:
             return _refused(f"the text is too short to place ({m} letters/digits < {self.min_letters})")
+        g = self._ground_in_tree(query, cleaned, near)
+        if g.status == "refused":
+            return self._ground_furniture_only(query, near) or g
+        return g
+
+    def _ground_in_tree(self, query: str, cleaned: str, near: int | None) -> Grounding:
+        m = len(query)
         near_pos = self.norm.position(near) if near is not None else None
         if m < 2 * self.k:
             return self._ground_short(query, cleaned, near_pos)
@@ -222,6 +270,10 @@ class Grounder:
                 by_words = self._align_words(cleaned, m, max(0, window[0]), min(n, window[1]))
                 if by_words is not None and (best is None or by_words.score > best.score):
                     best = by_words
+        if looks_like_table_serialization(cleaned):
+            by_table = self._align_table(cleaned, m, near_pos)
+            if by_table is not None and (best is None or by_table.score > best.score):
+                best = by_table
         if best is None or not best.pieces:
             return _refused("no part of the text was found in the document")
         return self._finish(best, query, cleaned)
@@ -247,6 +299,34 @@ class Grounder:
 
     def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:
         return self.assembler.boxes_for_chars(start, end)
+
+    def furniture_index(self) -> FurnitureIndex | None:
+        """The page-furniture side index (built on first call; None when off or no PDF)."""
+        if self.furniture is False or self._furniture_tried:
+            return self._furniture_index
+        self._furniture_tried = True
+        pdf = self._pdf if self._pdf is not None else source_pdf(self.root)
+        if pdf is None or not pdf.is_file():
+            if self.furniture:
+                where = pdf or self.root.metadata.get("source", {}).get("path", "the tree's source PDF")
+                raise InputError(where, "furniture=True needs the PDF the tree was parsed from (not found or changed)")
+            return None
+        try:
+            self._furniture_index = FurnitureIndex.from_pdf(pdf, self.root)
+        except InputError as exc:
+            if self.furniture:
+                raise
+            log.info("grounding without a page furniture index: %s", exc)
+        return self._furniture_index
+
+    def page_at(self, offset: int) -> int | None:
+        """Page of the text node holding document-text ``offset`` (the nearest one before it)."""
+        doc = self.stream.doc
+        k = bisect.bisect_right(doc.starts, offset) - 1
+        for j in range(max(k, 0), max(k - 64, -1), -1):
+            if doc.nodes[j].geom:
+                return int(doc.nodes[j].geom[0].page)
+        return None
 
     # -- alignment --------------------------------------------------------------------------------
     def _align(self, query: str, qh: np.ndarray, lo: int, hi: int, near_pos: int | None, cap: int) -> _Alignment | None:
@@ -291,11 +371,14 @@ class Grounder:
                 chosen.append(pieces[i])
                 covered |= pieces[i].q_mask
         chosen.sort(key=lambda p: p.lo)
-        self._extend_ends(chosen, query, covered)
+        head, tail = self._extend_ends(chosen, query, covered)
         matched_q = int(covered.sum()) + sum(p.extra_matched for p in chosen)
         doc_len = sum(p.hi - p.lo for p in chosen)
         doc_matched = sum(p.doc_matched + p.extra_matched for p in chosen)
-        return _Alignment(chosen, min(1.0, matched_q / m), min(1.0, doc_matched / doc_len) if doc_len else 0.0)
+        explained = covered.copy()
+        explained[:head] = True
+        explained[tail:] = True
+        return _Alignment(chosen, min(1.0, matched_q / m), min(1.0, doc_matched / doc_len) if doc_len else 0.0, explained)
 
     def _verbatim(self, query: str, qh: np.ndarray, near_pos: int | None) -> int | None:
         """Stream position of a verbatim (normalized) occurrence of the query - the one nearest
@@ -332,6 +415,23 @@ class Grounder:
         piece = _Piece(d_lo, d_hi, np.zeros(m, dtype=bool), matched, 0, m, d_lo, d_hi)
         return _Alignment([piece], min(1.0, matched / m), min(1.0, matched / (d_hi - d_lo)))
 
+    def _align_table(self, cleaned: str, m: int, near_pos: int | None) -> _Alignment | None:
+        """A ``row header, column header = value`` serialization matched onto a table's cells
+        (:mod:`.tables`): the tables around ``near`` first, else every table of the document."""
+        if self._tables is None:
+            self._tables = table_ranges(self.root, self.stream.doc.element_offsets, self.norm)
+        ranges = self._tables
+        if near_pos is not None:
+            lo, hi = near_pos - m - 1000, near_pos + 2 * m + 4000
+            ranges = [r for r in self._tables if r[0] < hi and r[1] > lo] or self._tables
+        q_words, _ = alnum_text(cleaned).words(0, m)
+        found = align_table(Counter(q_words), m, self.norm, ranges)
+        if found is None:
+            return None
+        runs, coverage, precision = found
+        pieces = [_Piece(r.lo, r.hi, np.zeros(m, dtype=bool), r.matched, 0, m, r.lo, r.hi) for r in runs]
+        return _Alignment(sorted(pieces, key=lambda p: p.lo), coverage, precision)
+
     def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece:
         """A cluster of seeds (sorted by document position) -> a piece, after trimming stray seeds
         at its ends (a k-gram matched alone - two k-grams in a row on one diagonal at least)."""
@@ -351,10 +451,12 @@ class Grounder:
         i_first, i_last = int(np.argmin(qp)), int(np.argmax(qp))
         return _Piece(lo, hi, q_mask, doc_matched, int(qp[i_first]), int(qp[i_last]) + k, int(dp[i_first]), int(dp[i_last]) + k)
 
-    def _extend_ends(self, chosen: list[_Piece], query: str, covered: np.ndarray) -> None:
+    def _extend_ends(self, chosen: list[_Piece], query: str, covered: np.ndarray) -> tuple[int, int]:
         """Align the query's unexplained head (tail) with the document just before (after) the piece
-        whose start (end) explains the query's start (end): the first/last words were edited."""
+        whose start (end) explains the query's start (end): the first/last words were edited.
+        Returns the query head ``[0, h)`` and tail ``[t, m)`` explained that way (``0``, ``m``: none)."""
         m, doc = len(query), self.norm.text
+        head_to, tail_from = 0, m
         q_first = min(p.q_first for p in chosen)
         head = next(p for p in chosen if p.q_first == q_first)
         if 0 < q_first <= 64 and head.d_of_q_first - head.lo <= self.k and not covered[:q_first].any():
@@ -365,6 +467,7 @@ class Grounder:
                 used, dist = best
                 head.lo -= used
                 head.extra_matched += len(piece) - dist
+                head_to = q_first
         q_last = max(p.q_last for p in chosen)
         tail = next(p for p in chosen if p.q_last == q_last)
         rest = m - q_last
@@ -376,6 +479,8 @@ class Grounder:
                 used, dist = best
                 tail.hi += used
                 tail.extra_matched += len(piece) - dist
+                tail_from = q_last
+        return head_to, tail_from
 
     def _ground_short(self, query: str, cleaned: str, near_pos: int | None) -> Grounding:
         """Texts shorter than two k-grams: verbatim (normalized) occurrences only."""
@@ -399,7 +504,13 @@ class Grounder:
         return self._finish(_Alignment([piece], 1.0, 1.0), query, cleaned)
 
     def _finish(self, al: _Alignment, query: str, cleaned: str) -> Grounding:
-        score, coverage = al.score, al.coverage
+        if al.covered is not None and len(al.pieces) > 1:
+            al = self._drop_far_pieces_that_are_furniture(al, query)
+        furn = self._furniture_for(al, query) if al.covered is not None and al.coverage < 1.0 else None
+        f_cov = float(furn.covered.sum()) / len(query) if furn is not None else 0.0
+        coverage = min(1.0, al.coverage + f_cov)
+        prec = al.precision
+        score = 2 * coverage * prec / (coverage + prec) if coverage + prec else 0.0
         if coverage < self.min_coverage or score < self.min_score:
             return _refused(
                 f"alignment too weak: {coverage:.0%} of the text's letters found, score {score:.2f} < {self.min_score:.2f}"
@@ -424,10 +535,102 @@ class Grounder:
             return _refused("the matching text has no boxes in the parse tree", score, coverage)
         if exact:
             return Grounding(spans, 1.0, boxes, "exact", "", 1.0)
+        f_boxes = furn.boxes if furn is not None else []
+        note = (
+            f"{f_cov:.0%} of the text's letters are page text outside the parse tree (furniture_boxes, no span)"
+            if f_boxes
+            else ""
+        )
         if coverage < self.partial_below:
             reason = f"{1 - coverage:.0%} of the text's letters were not found in the document (added or heavily edited text)"
-            return Grounding(spans, round(score, 4), boxes, "partial", reason, round(coverage, 4))
-        return Grounding(spans, round(score, 4), boxes, "fuzzy", "", round(coverage, 4))
+            reason = f"{reason}; {note}" if note else reason
+            return Grounding(spans, round(score, 4), boxes, "partial", reason, round(coverage, 4), f_boxes, round(f_cov, 4))
+        return Grounding(spans, round(score, 4), boxes, "fuzzy", note, round(coverage, 4), f_boxes, round(f_cov, 4))
+
+    # -- page furniture ---------------------------------------------------------------------------
+    def _furniture_for(self, al: _Alignment, query: str) -> FurnitureMatch | None:
+        """Furniture lines explaining the query letters the tree alignment left unexplained. Each
+        unexplained run is looked for on the pages of the tree match around it: from the page of
+        the explained letter before it to the page of the one after it (one page before/after at
+        the text's head/tail)."""
+        assert al.covered is not None
+        index = self.furniture_index()
+        if index is None or not al.pieces:
+            return None
+        m = len(query)
+        est = np.full(m, -1, dtype=np.int64)  # document stream position of each explained query letter
+        for p in al.pieces:
+            q = np.flatnonzero(p.q_mask & (est < 0))
+            est[q] = np.clip(p.d_of_q_first + (q - p.q_first), p.lo, p.hi - 1)
+        known = np.flatnonzero(est >= 0)
+        if not len(known):
+            return None
+
+        def page_of(q: int) -> int | None:
+            return self.page_at(self.norm.source_span(int(est[q]), int(est[q]) + 1)[0])
+
+        def pages(a: int, b: int) -> tuple[int, int] | None:
+            i = int(np.searchsorted(known, a)) - 1
+            j = int(np.searchsorted(known, b))
+            before = page_of(int(known[i])) if i >= 0 else None
+            after = page_of(int(known[j])) if j < len(known) else None
+            if before is None and after is None:
+                return None
+            lo = before if before is not None else max(1, (after or 1) - 1)
+            hi = after if after is not None else (before or 0) + 1
+            return (min(lo, hi), max(lo, hi))
+
+        return index.match(query, al.covered, pages)
+
+    def _drop_far_pieces_that_are_furniture(self, al: _Alignment, query: str) -> _Alignment:
+        """A running header is in the tree once (where the parser kept it, e.g. on page 1) and on
+        every other page as furniture: a piece pages away from the text's main piece whose letters
+        furniture near the main piece explains just as well is furniture there, not that far piece."""
+        if self.furniture_index() is None:
+            return al
+        assert al.covered is not None
+        main = max(al.pieces, key=lambda p: int(p.q_mask.sum()))
+        first = self.page_at(self.norm.source_span(main.lo, main.lo + 1)[0])
+        last = self.page_at(self.norm.source_span(main.hi - 1, main.hi)[0])
+        if first is None or last is None:
+            return al
+        for p in [p for p in al.pieces if p is not main]:
+            page = self.page_at(self.norm.source_span(p.lo, p.lo + 1)[0])
+            if page is None or first - 1 <= page <= last + 1:
+                continue
+            others = [o for o in al.pieces if o is not p]
+            own = p.q_mask.copy()
+            for o in others:
+                own &= ~o.q_mask
+            if not own.any():
+                continue
+            trial = _Alignment(others, al.coverage, al.precision, al.covered & ~own)
+            furn = self._furniture_for(trial, query)
+            if furn is None or furn.covered[own].mean() < 0.9:
+                continue
+            m = len(query)
+            matched_q = int(trial.covered.sum()) if trial.covered is not None else 0
+            doc_len = sum(o.hi - o.lo for o in others)
+            doc_matched = sum(o.doc_matched + o.extra_matched for o in others)
+            al = _Alignment(others, min(1.0, matched_q / m), min(1.0, doc_matched / doc_len) if doc_len else 0.0, trial.covered)
+        return al
+
+    def _ground_furniture_only(self, query: str, near: int | None) -> Grounding | None:
+        """A text the tree does not hold at all: page furniture only (status ``furniture``, no
+        spans, no ``boxes``), when furniture lines explain at least ``partial_below`` of it."""
+        index = self.furniture_index()
+        if index is None:
+            return None
+        page = self.page_at(near) if near is not None else None
+        pages = (max(1, page - 1), page + 1) if page is not None else None
+        furn = index.match(query, np.zeros(len(query), dtype=bool), pages)
+        if furn is None:
+            return None
+        f_cov = float(furn.covered.sum()) / len(query)
+        if f_cov < self.partial_below:
+            return None
+        reason = "page text outside the parse tree (running header/footer, cover or copyright line): furniture_boxes only, no span"
+        return Grounding([], round(f_cov, 4), [], "furniture", reason, round(f_cov, 4), furn.boxes, round(f_cov, 4))
 
     def _widen_punctuation(self, spans: list[tuple[int, int]], cleaned: str) -> list[tuple[int, int]]:
         """Letter spans -> text spans: the punctuation the text has before its first letter (after its

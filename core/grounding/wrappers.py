@@ -28,7 +28,7 @@ from typing import Any
 from ..chunking.ids import chunk_id, source_key, stable_hash
 from ..errors import ChunkingError
 from ..metadata import text_hash
-from ..model import Chunk, ParsingResult
+from ..model import Chunk, ParsingBoundingBox, ParsingResult
 from .grounder import Grounder, Grounding
 
 __all__ = [
@@ -36,13 +36,15 @@ __all__ = [
     "text_of",
     "splitter_fingerprint",
     "grounding_fields",
+    "furniture_boxes_to_list",
+    "furniture_boxes_from_list",
     "grounded_chunk",
     "ground_chunks",
     "status_counts",
 ]
 
 #: metadata keys describing the grounding of a chunk
-GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans")
+GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans", "grounding_furniture_boxes")
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -97,14 +99,28 @@ def splitter_fingerprint(splitter: Any = None, params: Mapping[str, Any] | None 
 
 
 def grounding_fields(g: Grounding) -> dict[str, Any]:
-    """``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one) and
-    ``grounding_spans`` (``[[start, end], ...]``; absent when refused) of one grounding."""
+    """``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one),
+    ``grounding_spans`` (``[[start, end], ...]``; absent when refused) and
+    ``grounding_furniture_boxes`` (``[[page, left, top, right, bottom], ...]``: page text outside the
+    parse tree, see :class:`~.grounder.Grounding`; absent when there is none) of one grounding."""
     out: dict[str, Any] = {"grounding_status": g.status, "grounding_score": float(g.score)}
     if g.reason:
         out["grounding_reason"] = g.reason
     if g.spans:
         out["grounding_spans"] = [[int(s), int(e)] for s, e in g.spans]
+    if g.furniture_boxes:
+        out["grounding_furniture_boxes"] = furniture_boxes_to_list(g.furniture_boxes)
     return out
+
+
+def furniture_boxes_to_list(boxes: Sequence[ParsingBoundingBox]) -> list[list[float]]:
+    """Furniture boxes as compact ``[page, left, top, right, bottom]`` rows (5 decimals)."""
+    return [[int(b.page), *(round(float(v), 5) for v in (b.left, b.top, b.right, b.bottom))] for b in boxes]
+
+
+def furniture_boxes_from_list(rows: Sequence[Sequence[float]]) -> list[ParsingBoundingBox]:
+    """Inverse of :func:`furniture_boxes_to_list`."""
+    return [ParsingBoundingBox(page=int(r[0]), left=r[1], top=r[2], right=r[3], bottom=r[4], mode="exact") for r in rows]
 
 
 def grounded_chunk(
@@ -176,8 +192,9 @@ def ground_chunks(
 
 
 def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:
-    """``{"exact": n, "fuzzy": n, "partial": n, "refused": n}`` of grounded chunks or groundings."""
-    counts = dict.fromkeys(("exact", "fuzzy", "partial", "refused"), 0)
+    """``{"exact": n, "fuzzy": n, "partial": n, "furniture": n, "refused": n}`` of grounded chunks or
+    groundings."""
+    counts = dict.fromkeys(("exact", "fuzzy", "partial", "furniture", "refused"), 0)
     for c in chunks:
         status = c.status if isinstance(c, Grounding) else str(c.metadata.get("grounding_status", "refused"))
         counts[status] = counts.get(status, 0) + 1
