@@ -14,6 +14,7 @@ from grounded.chunking.base import strategy_class
 from grounded.cli import main
 from grounded.errors import ChunkingError
 from grounded.ingest import ingest
+from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter
 from llama_index_grounded import GroundedNodeParser
 
@@ -54,12 +55,16 @@ def _pdf(path: Path) -> Path:
 
 
 def test_overlap_is_refused_by_both_clis_and_ingest_before_any_output(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pdf = _pdf(tmp_path / "renal.pdf")
     out = tmp_path / "chunks.json"
+    parsed: list[Path] = []
+    real = PyMuPDFParser.parse
+    monkeypatch.setattr(PyMuPDFParser, "parse", lambda self, path, **kw: parsed.append(path) or real(self, path, **kw))
     assert main(["chunk", str(pdf), "-s", "semantic", "--overlap", "10", "-o", str(out)]) == 1
     assert f"grounded chunk: error: {MESSAGE}" in capsys.readouterr().err and not out.exists()
+    assert parsed == []  # refused before the PDF is parsed
     assert main(["ingest", str(pdf), "-o", str(tmp_path / "ingest"), "-s", "semantic", "--overlap", "0.2"]) == 1
     assert f"grounded ingest: error: {MESSAGE}" in capsys.readouterr().err
     with pytest.raises(ChunkingError, match=MESSAGE):

@@ -93,7 +93,18 @@ def run(args: argparse.Namespace) -> int:
         raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
     if args.out is not None:
         refuse_overwriting_inputs([args.out], [path])
-    model = strategy_options(args.strategy, model_spec(args))  # before parsing: a missing model fails at once
+    model = strategy_options(args.strategy, model_spec(args))
+    options: dict = dict(model)
+    if args.strategy == "semantic":
+        options = {"percentile": args.percentile, "min_tokens": args.min_tokens}
+    elif args.strategy == "hierarchical":
+        options = {"heading_budget": args.heading_budget}
+    elif args.strategy == "vision":
+        options.update(batch_size=args.batch_size, password=args.password)
+    overlap = int(args.overlap) if args.overlap >= 1 else float(args.overlap)
+    # built before parsing: bad chunking options (a missing model, overlap on a partitioning
+    # strategy, an unknown tokenizer) fail at once, not after a parse of the whole PDF
+    chunker = Chunker(args.strategy, args.max_tokens, overlap, tokenizer=args.tokenizer, box_mode=args.box_mode, **options)
     if _is_pdf(path):
         parser = get_parser(args.parser or "pymupdf")
         root = parser.parse(path, **password_kwargs(parser, args))
@@ -105,15 +116,6 @@ def run(args: argparse.Namespace) -> int:
                 f"{path} is a parse tree (parsed already): drop {'them' if len(given) > 1 else 'it'}"
             )
         root = load_parsing_result(path)
-    options: dict = dict(model)
-    if args.strategy == "semantic":
-        options = {"percentile": args.percentile, "min_tokens": args.min_tokens}
-    elif args.strategy == "hierarchical":
-        options = {"heading_budget": args.heading_budget}
-    elif args.strategy == "vision":
-        options.update(batch_size=args.batch_size, password=args.password)
-    overlap = int(args.overlap) if args.overlap >= 1 else float(args.overlap)
-    chunker = Chunker(args.strategy, args.max_tokens, overlap, tokenizer=args.tokenizer, box_mode=args.box_mode, **options)
     result = chunker.chunk(root)
     if args.out is not None:
         if args.out.suffix == ".json":
