@@ -17,7 +17,7 @@ lists that changed, with totals. Run the dump once with the old code and once wi
 
 Result when the one algorithm of :mod:`grounded.parsers.hierarchy` replaced the PyMuPDF tree
 builder's and ``postprocess._header_level_map`` (#13.6): PyMuPDF on the 11 PDFs: 0 of 146 heading
-levels and 0 of 36 lists changed; recorded backends (10 trees): 0 of 29 heading levels changed, one
+levels and 0 of 36 lists changed; recorded backends (10 trees): 0 of 30 heading levels changed, one
 heading became a paragraph (unstructured's "Corrosion rate (mm/year)", a 6.5 pt table column head
 on an 8 pt page), 0 of 16 lists changed.
 """

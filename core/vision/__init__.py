@@ -4,7 +4,7 @@ multimodal model, continued chunks merged across batches, every chunk grounded i
 ``VisionChunker(llm).chunks(root, assembler, tokenizer, max_tokens)`` is the engine behind the
 ``vision`` chunking strategy (``Chunker("vision", max_tokens=..., llm=client)``). Modules:
 :mod:`.render` (PDF pages -> PNG batches), :mod:`.prompt` (the seed's prompt + context),
-:mod:`.models` (google-genai / LlamaIndex / LangChain / callable adapters, retries),
+:mod:`.models` (the public names of the vision model adapter, built on :mod:`grounded.models`),
 :mod:`.response` (answer -> model chunks), :mod:`.merge` (continuations across batches),
 :mod:`.assemble` (grounding -> :class:`~grounded.model.Chunk` within the token bound) and
 :mod:`.pipeline` (the batch loop). See docs/vision.md.
