@@ -195,11 +195,13 @@ def test_langchain_recursive_over_markdown_of_a_long_pdf() -> None:
         if not is_furniture(part.page_content, doc_words):
             considered += 1
             grounded += meta["grounding_status"] != "refused"
-    # measured: 114 parts, 111 grounded (97 exact, 1 fuzzy, 13 partial); the 3 refused are the
-    # copyright footer the parser drops as page furniture and a 1-letter "<sup>+</sup>" fragment
+    # measured: 114 parts: 95 exact, 15 fuzzy, 1 partial, 2 page furniture only (the copyright footer
+    # the parser drops), 14 with furniture boxes; the 1 refused is a 1-letter "<sup>+</sup>" fragment
     assert considered >= 80
     assert grounded / considered >= 0.99, (grounded, considered)
-    assert sum(p.metadata["grounding_status"] != "refused" for p in parts) >= 0.95 * len(parts)
+    assert sum(p.metadata["grounding_status"] == "refused" for p in parts) <= 1
+    assert sum(p.metadata["grounding_status"] == "furniture" for p in parts) >= 1
+    assert sum(bool(furniture_rows(p.metadata)) for p in parts) >= 10
 
 
 @pytest.mark.parametrize("mode", ["single", "page"])
