@@ -152,3 +152,28 @@ def test_separator_files_read_back_the_chunks_written(tmp_path: Path, chunks: li
     jsonl = tmp_path / "c.jsonl"
     jsonl.write_text("\n".join(json.dumps({"text": c}) for c in chunks), encoding="utf-8")
     assert read_chunk_texts(jsonl) == [c for c in chunks if c.strip()]
+
+
+def test_page_furniture_in_the_summary_and_the_output(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A running footer the parser drops: a chunk made of it alone is 'page furniture only' (boxes in
+    ``grounding_furniture_boxes``, no offsets); a body chunk that includes it keeps its tree span."""
+    footer = "Proceedings of the Example Society, volume 7, printed on recycled paper"
+    path = tmp_path / "furn.pdf"
+    doc = pymupdf.open()
+    for i in range(2):
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 100, 520, 300), PARAS[i] + " " + PARAS[2], fontsize=11)
+        page.insert_text((72, 815), footer, fontsize=7)
+    doc.save(path)
+    chunks = tmp_path / "chunks.txt"
+    chunks.write_text(f"{PARAS[0]} {PARAS[2]}\n{footer}\n---\n{footer}\n", encoding="utf-8")
+    out = tmp_path / "out.jsonl"
+    assert main(["ground", str(path), str(chunks), "-o", str(out)]) == 0
+    assert summary(capsys) == f"furn.pdf: 2 chunks: 1 grounded (0 exact, 1 fuzzy), 0 partial, 1 page furniture only, 0 refused -> {out}"
+    body, only = read_chunks_jsonl(out).chunks
+    assert body.metadata["grounding_status"] == "fuzzy" and body.geom and body.metadata["start_char"] == 0
+    assert "outside the parse tree" in body.metadata["grounding_reason"]
+    assert [row[0] for row in body.metadata["grounding_furniture_boxes"]] == [1]
+    assert only.metadata["grounding_status"] == "furniture" and not only.geom and "start_char" not in only.metadata
+    (page, left, top, right, bottom), = only.metadata["grounding_furniture_boxes"]
+    assert page in (1, 2) and top > 0.9 and 0 < left < right < 1

@@ -12,7 +12,9 @@ The output (``-o OUT.jsonl`` or ``.json``) has the schema of ``grounded chunk -o
 highlight PDF OUT.jsonl`` draws the chunks - with each chunk's text as given, ``start_char`` /
 ``end_char`` of its grounded span in the document text, its boxes and ``grounding_status`` /
 ``grounding_score`` / ``grounding_reason`` in its metadata. Chunks that cannot be grounded are
-kept (in input order) with no boxes and ``grounding_status`` ``refused``.
+kept (in input order) with no boxes and ``grounding_status`` ``refused``; page text the parse tree
+does not hold (running headers/footers) is in ``grounding_furniture_boxes`` (status ``furniture`` when
+a chunk is nothing else).
 """
 
 from __future__ import annotations

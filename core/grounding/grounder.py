@@ -147,6 +147,7 @@ class _Alignment:
     coverage: float = 0.0
     precision: float = 0.0
     covered: np.ndarray | None = None  # query letters explained (k-gram alignments; None: not known per letter)
+    note: str = ""  # how it was matched, when that is worth saying (the table matcher)
 
     @property
     def score(self) -> float:
@@ -430,7 +431,8 @@ class Grounder:
             return None
         runs, coverage, precision = found
         pieces = [_Piece(r.lo, r.hi, np.zeros(m, dtype=bool), r.matched, 0, m, r.lo, r.hi) for r in runs]
-        return _Alignment(sorted(pieces, key=lambda p: p.lo), coverage, precision)
+        note = f"table serialization matched onto the table's cells ({len(runs)} run{'s' if len(runs) > 1 else ''})"
+        return _Alignment(sorted(pieces, key=lambda p: p.lo), coverage, precision, note=note)
 
     def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece:
         """A cluster of seeds (sorted by document position) -> a piece, after trimming stray seeds
@@ -536,11 +538,10 @@ class Grounder:
         if exact:
             return Grounding(spans, 1.0, boxes, "exact", "", 1.0)
         f_boxes = furn.boxes if furn is not None else []
-        note = (
-            f"{f_cov:.0%} of the text's letters are page text outside the parse tree (furniture_boxes, no span)"
-            if f_boxes
-            else ""
-        )
+        notes = [al.note] if al.note else []
+        if f_boxes:
+            notes.append(f"{f_cov:.0%} of the text's letters are page text outside the parse tree (furniture_boxes, no span)")
+        note = "; ".join(notes)
         if coverage < self.partial_below:
             reason = f"{1 - coverage:.0%} of the text's letters were not found in the document (added or heavily edited text)"
             reason = f"{reason}; {note}" if note else reason

@@ -9,7 +9,8 @@ the previous one's end so repeated passages resolve to the right occurrence) in 
   tokenizer), ``start_char``/``end_char`` (the grounded span in ``document_text(root).text``; for a
   text made of non-contiguous pieces, the first piece's start and the last piece's end, every piece
   in ``grounding_spans``), ``body_start`` 0, ``pages``, ``element_ids``, ``grounding_status``
-  (``exact``/``fuzzy``/``partial``/``refused``), ``grounding_score``, ``grounding_reason``;
+  (``exact``/``fuzzy``/``partial``/``furniture``/``refused``), ``grounding_score``, ``grounding_reason``,
+  ``grounding_furniture_boxes`` (page text outside the tree: ``[[page, left, top, right, bottom]]``);
 * ``geom`` = the grounded boxes. A refused text gets no boxes, no offsets and no pages;
 * ``id`` = :func:`grounded.chunking.ids.chunk_id` of the source (PDF sha256 + parser), a
   fingerprint of the wrapped splitter (class + scalar parameters) and the span.
