@@ -250,8 +250,9 @@ def _flip_short(
     return merged
 
 
-def split_box(box: B, glyphs: Glyphs) -> list[B]:
-    """``box`` cut into parts read column by column (see the module docstring), or ``[box]``."""
+def split_box(box: B, glyphs: Glyphs, *, small_print: bool = True) -> list[B]:
+    """``box`` cut into parts read column by column (see the module docstring), or ``[box]``;
+    ``small_print=False``: column parts are not cut above smaller print at their bottom."""
     chars = np.fromiter((not c.isspace() for c in glyphs.chars), dtype=bool, count=len(glyphs.chars))
     cx, cy = (glyphs.x0 + glyphs.x1) / 2, (glyphs.y0 + glyphs.y1) / 2
     inside = chars & (cx >= box.x0) & (cx <= box.x1) & (cy >= box.y0) & (cy <= box.y1)
@@ -281,7 +282,11 @@ def split_box(box: B, glyphs: Glyphs) -> list[B]:
         bottom = box.y1 if k == len(segments) - 1 else (members[-1].y1 + segments[k + 1][1][0].y0) / 2
         spans = [(box.x0, box.x1)] if full else _column_spans(members, edges)
         for left, right in spans:
-            cuts = [] if full else _small_print_cut(x0, y0, x1, y1, letter, em, (left, top, right, bottom))
+            cuts = (
+                _small_print_cut(x0, y0, x1, y1, letter, em, (left, top, right, bottom))
+                if small_print and not full
+                else []
+            )
             for upper, lower in zip([top, *cuts], [*cuts, bottom], strict=True):
                 part = copy.copy(box)
                 part.x0, part.y0, part.x1, part.y1 = left, upper, right, lower
