@@ -273,8 +273,8 @@ class Grounder:
                     best = by_words
         if looks_like_table_serialization(cleaned):
             by_table = self._align_table(cleaned, m, near_pos)
-            if by_table is not None and (best is None or by_table.score > best.score):
-                best = by_table
+            if by_table is not None:
+                best = self._with_table(best, by_table, m)
         if best is None or not best.pieces:
             return _refused("no part of the text was found in the document")
         return self._finish(best, query, cleaned)
@@ -425,14 +425,35 @@ class Grounder:
         if near_pos is not None:
             lo, hi = near_pos - m - 1000, near_pos + 2 * m + 4000
             ranges = [r for r in self._tables if r[0] < hi and r[1] > lo] or self._tables
-        q_words, _ = alnum_text(cleaned).words(0, m)
+        q_words, q_starts = alnum_text(cleaned).words(0, m)
         found = align_table(Counter(q_words), m, self.norm, ranges)
         if found is None:
             return None
-        runs, coverage, precision = found
+        runs, coverage, precision, words = found
+        covered = np.zeros(m, dtype=bool)
+        for w, start in zip(q_words, q_starts.tolist(), strict=True):
+            if w in words:
+                covered[start : start + len(w)] = True
         pieces = [_Piece(r.lo, r.hi, np.zeros(m, dtype=bool), r.matched, 0, m, r.lo, r.hi) for r in runs]
         note = f"table serialization matched onto the table's cells ({len(runs)} run{'s' if len(runs) > 1 else ''})"
-        return _Alignment(sorted(pieces, key=lambda p: p.lo), coverage, precision, note=note)
+        return _Alignment(sorted(pieces, key=lambda p: p.lo), coverage, precision, covered, note)
+
+    def _with_table(self, best: _Alignment | None, table: _Alignment, m: int) -> _Alignment:
+        """The better of the text alignment, the table alignment and both together (a text that
+        holds a paragraph and a serialized table)."""
+        if best is None:
+            return table
+        choice = table if table.score > best.score else best
+        if best.covered is None or table.covered is None:
+            return choice
+        union = best.covered | table.covered
+        if int(union.sum()) < max(int(best.covered.sum()), int(table.covered.sum())) + max(self.k + 8, int(0.05 * m)):
+            return choice
+        pieces = sorted([*best.pieces, *table.pieces], key=lambda p: p.lo)
+        doc_len = sum(p.hi - p.lo for p in pieces)
+        doc_matched = sum(p.doc_matched + p.extra_matched for p in pieces)
+        both = _Alignment(pieces, float(union.sum()) / m, min(1.0, doc_matched / doc_len) if doc_len else 0.0, union, table.note)
+        return both if both.score > choice.score else choice
 
     def _piece(self, qp: np.ndarray, dp: np.ndarray, m: int) -> _Piece:
         """A cluster of seeds (sorted by document position) -> a piece, after trimming stray seeds

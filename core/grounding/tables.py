@@ -61,12 +61,12 @@ class TableRun:
 
 def align_table(
     want: Counter[str], m: int, norm: AlnumText, ranges: list[tuple[int, int]], max_runs: int = 4
-) -> tuple[list[TableRun], float, float] | None:
+) -> tuple[list[TableRun], float, float, set[str]] | None:
     """Runs of one table explaining the text's words ``want`` (``m`` letters in all): ``(runs,
-    coverage, precision)`` for the table that explains most, or None. ``coverage``: the text's
-    letters explained (a word counts with the text's multiplicity once any run holds it);
-    ``precision``: letters of text words among the runs' letters."""
-    best: tuple[list[TableRun], float, float] | None = None
+    coverage, precision, words found)`` for the table that explains most, or None. ``coverage``:
+    the text's letters explained (a word counts with the text's multiplicity once any run holds
+    it); ``precision``: letters of text words among the runs' letters."""
+    best: tuple[list[TableRun], float, float, set[str]] | None = None
     min_gain = max(4, int(0.05 * m))
     for lo, hi in ranges:
         words, starts = norm.words(lo, hi)
@@ -94,7 +94,7 @@ def align_table(
         span = sum(r.hi - r.lo for r in runs)
         precision = min(1.0, sum(r.matched for r in runs) / span) if span else 0.0
         if best is None or _f1(coverage, precision) > _f1(best[1], best[2]):
-            best = (runs, coverage, precision)
+            best = (runs, coverage, precision, set(want) - remaining)
     return best
 
 
