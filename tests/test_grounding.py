@@ -523,6 +523,22 @@ def test_text_made_of_page_furniture_only(furniture_pdf: tuple[Path, ParsingResu
         Grounder(root, tokenizer=TOKENIZER, furniture=True, pdf=tmp_path / "missing.pdf")
 
 
+def test_encrypted_pdf_furniture_needs_the_password(tmp_path: Path) -> None:
+    """The furniture index reads the PDF again: an encrypted one needs the password (without it:
+    no index and the tree-only result, or InputError when furniture=True) - never a crash."""
+    path = tmp_path / "locked.pdf"
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((60, 30), _HEADER, fontsize=8)
+    page.insert_textbox(pymupdf.Rect(60, 60, 540, 300), " ".join(_SENTENCES[:4]), fontsize=10)
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="s3cret", owner_pw="owner")
+    root = get_parser("pymupdf").parse(path, password="s3cret")
+    assert Grounder(root, tokenizer=TOKENIZER).ground(_HEADER).status == "refused"
+    assert Grounder(root, tokenizer=TOKENIZER, password="s3cret").ground(_HEADER).status == "furniture"
+    with pytest.raises(InputError, match="encrypted"):
+        Grounder(root, tokenizer=TOKENIZER, furniture=True, password="wrong")
+
+
 def test_table_triplet_serialization_grounds_onto_the_cells(tmp_path: Path) -> None:
     """docling's HybridChunker writes a table as ``row header, column header = value`` triplets
     (headers repeated per cell, cells re-ordered): grounded onto the table's cells, header row included."""

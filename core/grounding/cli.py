@@ -129,15 +129,17 @@ def run(args: argparse.Namespace) -> int:
     if args.out is not None:
         refuse_overwriting_inputs([args.out], [path, args.chunks])
     texts = read_chunk_texts(args.chunks)
+    options: dict[str, object] = {"tokenizer": args.tokenizer}
     if _is_pdf(path):
         parser = get_parser(args.parser or "pymupdf")
-        root = parser.parse(path, **password_kwargs(parser, args))
+        secret = password_kwargs(parser, args)
+        root = parser.parse(path, **secret)
+        options.update(secret)  # the page furniture index reads the same (encrypted) PDF
     else:
         given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
         if given:
             raise UsageError(f"{' and '.join(given)}: PDF input only; {path} is a parse tree (parsed already)")
         root = load_parsing_result(path)
-    options: dict[str, object] = {"tokenizer": args.tokenizer}
     if args.min_score is not None:
         options["min_score"] = args.min_score
     grounder = Grounder(root, **options)  # type: ignore[arg-type]

@@ -103,8 +103,10 @@ class FurnitureIndex:
         return len(self.line_start)
 
     @classmethod
-    def from_pdf(cls, pdf: Path, root: ParsingResult) -> FurnitureIndex:
-        """Read ``pdf``'s text layer and keep the lines outside the tree ``root`` of that PDF."""
+    def from_pdf(cls, pdf: Path, root: ParsingResult, *, password: str | None = None) -> FurnitureIndex:
+        """Read ``pdf``'s text layer and keep the lines outside the tree ``root`` of that PDF
+        (``password`` for an encrypted PDF; :class:`~grounded.errors.InputError` when it cannot
+        be read or is not the PDF of that tree)."""
         import pymupdf
 
         from ..parsers.textlayer import PageChars
@@ -120,6 +122,8 @@ class FurnitureIndex:
         except (RuntimeError, ValueError) as exc:  # pymupdf.FileDataError is a RuntimeError
             raise InputError(pdf, f"cannot read the text layer for the page furniture index: {exc}") from exc
         with doc:
+            if doc.needs_pass and not (password and doc.authenticate(password)):
+                raise InputError(pdf, "encrypted: the page furniture index needs its password (Grounder(..., password=...))")
             expected = root.metadata.get("page_count")
             if isinstance(expected, int) and expected != doc.page_count:
                 raise InputError(pdf, f"{doc.page_count} pages, but the parse tree has {expected}: not the PDF it was parsed from")

@@ -178,7 +178,8 @@ class Grounder:
     hold (:class:`~.furniture.FurnitureIndex`, read from the source PDF on first need). ``None``
     (default): when the PDF recorded in the tree's metadata is there unchanged; ``True``: required
     (:class:`~grounded.errors.InputError` when it is not); ``False``: never. ``pdf``: the PDF to
-    read instead of the recorded path (it must be the PDF the tree was parsed from).
+    read instead of the recorded path (it must be the PDF the tree was parsed from); ``password``:
+    its password when it is encrypted.
     """
 
     def __init__(
@@ -195,6 +196,7 @@ class Grounder:
         min_letters: int = 4,
         furniture: bool | None = None,
         pdf: str | Path | None = None,
+        password: str | None = None,
     ) -> None:
         if root.type != T.ROOT:
             raise ChunkingError(f"grounding needs a ROOT node, got {root.type}")
@@ -217,6 +219,7 @@ class Grounder:
         self.index = KgramIndex(self.norm.codes(), k)
         self.furniture = furniture
         self._pdf = Path(pdf) if pdf is not None else None
+        self._password = password
         self._furniture_index: FurnitureIndex | None = None
         self._furniture_tried = False
         self._tables: list[tuple[int, int]] | None = None
@@ -313,7 +316,7 @@ class Grounder:
                 raise InputError(where, "furniture=True needs the PDF the tree was parsed from (not found or changed)")
             return None
         try:
-            self._furniture_index = FurnitureIndex.from_pdf(pdf, self.root)
+            self._furniture_index = FurnitureIndex.from_pdf(pdf, self.root, password=self._password)
         except InputError as exc:
             if self.furniture:
                 raise
