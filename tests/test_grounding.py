@@ -1,7 +1,8 @@
 """Grounding (issue #10 item 1): any text -> span(s) in the document text -> the chunk assembly's boxes.
 
 Unit tests on constructed documents for every perturbation class other tools apply, duplicates
-resolved with ``near``, non-contiguous pieces and refusal; slow measurements on the shared long
+resolved with ``near``, non-contiguous pieces, refusal, page furniture (running headers/footers the
+parser drops, boxed from the text layer) and table triplet serializations; slow measurements on the shared long
 PDFs: robustness of grounded's own chunks under perturbation (box IoU), LangChain /
 LlamaIndex chunks of pymupdf4llm Markdown / plain text and docling ``HybridChunker`` chunks of the
 recorded DoclingDocuments (word recall and precision in the boxes).
