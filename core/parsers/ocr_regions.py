@@ -3,7 +3,7 @@
 Tesseract's automatic page segmentation sometimes reads a line of a dense multi-column page
 across the gutter, or makes a line box two lines tall, so words land in the neighbour column.
 :func:`page_regions` finds the page's columns in its image and returns the parts to OCR one by
-one, in reading order; a page without a gutter is one region (the whole page, read as before).
+one, in reading order; for a page without a gutter it returns none (the page is OCR'd whole).
 
 The ink of the page image (binarized, reduced to about :data:`DETECT_DPI`) is cut into connected
 blobs (letters or words) by :func:`ink_blobs`; the blobs are the "glyphs" of
@@ -17,7 +17,7 @@ their meaning.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -67,7 +67,6 @@ class Region:
     x1: float
     y1: float
     boxclass: str = "text"
-    columns: int = field(default=1, compare=False)
 
 
 def _runs(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
