@@ -389,3 +389,14 @@ def test_sample_guideline_table_chunk_is_highlighted_across_the_page_break(tmp_p
         first, second = (found[p][0] for p in sorted(found))
         assert first.text.startswith("Subtype") and second.text.startswith("Subtype")  # repeated header row
         assert "Add bisphosphonate (zoledronic acid)" in second.text
+
+
+def test_cli_box_on_a_missing_page_names_the_chunks_file(clinsci_pdf, intro_chunk, tmp_path, capsys):
+    """The bad box is in the chunks file: the one-line error names that file, the chunk and the PDF."""
+    bad = Chunk("ghost", "x", {}, [ParsingBoundingBox(14, 0.1, 0.1, 0.5, 0.2)])
+    chunks = write_chunks_jsonl(ChunkingResult([intro_chunk, bad], {"strategy": "test"}), tmp_path / "c.jsonl")
+    out = tmp_path / "never.pdf"
+    assert main(["highlight", str(clinsci_pdf), str(chunks), "-o", str(out), "--force"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"grounded highlight: error: {chunks}: chunk 'ghost' has a box on page 14"), err
+    assert f"{clinsci_pdf} has 13 page(s)" in err and not out.exists()

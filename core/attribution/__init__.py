@@ -5,7 +5,7 @@ PyMuPDF is imported only when a function runs; nothing here imports torch or a f
 
 from __future__ import annotations
 
-from .geometry import AttributionError, ChunkNotFoundError
+from .geometry import AttributionError, ChunkNotFoundError, ChunkPageError
 from .highlight import DEFAULT_COLOR, HEADING_COLOR, highlight
 from .render import render, render_pages, render_to_files
 
@@ -15,6 +15,7 @@ __all__ = [
     "render_pages",
     "render_to_files",
     "AttributionError",
+    "ChunkPageError",
     "ChunkNotFoundError",
     "DEFAULT_COLOR",
     "HEADING_COLOR",

@@ -12,7 +12,7 @@ from ..cli import add_password_option, pdf_password
 from ..errors import InputNotFoundError
 from ..model import Chunk
 from ..serialization import refuse_overwriting_inputs
-from .geometry import AttributionError, ChunkNotFoundError, parse_color
+from .geometry import AttributionError, ChunkNotFoundError, ChunkPageError, parse_color
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -129,9 +129,12 @@ def run(args: argparse.Namespace) -> int:
     color = args.color or DEFAULT_COLOR
     password = pdf_password(args)
     written: list[Path | bytes]
-    if kind == ".pdf":
-        written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password)]
-    else:
-        written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
+    try:
+        if kind == ".pdf":
+            written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password)]
+        else:
+            written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
+    except ChunkPageError as exc:  # the bad box is in the chunks file: name it
+        raise exc.naming(args.chunks, args.pdf) from exc
     sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
     return 0

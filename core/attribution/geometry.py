@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..model import Chunk, ChunkingResult, ParsingBoundingBox
 
-__all__ = ["AttributionError", "ChunkNotFoundError", "PageRegions", "open_pdf", "as_chunks", "page_regions",
+__all__ = ["AttributionError", "ChunkNotFoundError", "ChunkPageError", "PageRegions", "open_pdf", "as_chunks", "page_regions",
            "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color", "mupdf_errors"]
 
 Color = tuple[float, float, float]
@@ -38,6 +38,25 @@ class AttributionError(InputError):
 
 class ChunkNotFoundError(AttributionError):
     """A requested chunk id is not in the chunks file."""
+
+
+class ChunkPageError(AttributionError):
+    """A chunk has a box on a page the PDF does not have (chunks of another PDF, or a damaged
+    chunks file). ``path`` is the PDF; a caller that read the chunks from a file re-raises it
+    naming that file (:meth:`naming`)."""
+
+    def __init__(self, path: str | Path, cause: str, *, chunk_id: str = "", page: int = 0, page_count: int = 0):
+        super().__init__(path, cause)
+        self.chunk_id, self.page, self.page_count = chunk_id, page, page_count
+
+    def naming(self, chunks_file: str | Path, pdf: str | Path) -> ChunkPageError:
+        """The same error naming ``chunks_file`` (where the bad box is) and ``pdf``."""
+        return ChunkPageError(
+            chunks_file,
+            f"chunk {self.chunk_id!r} has a box on page {self.page} but {pdf} has {self.page_count} page(s) "
+            "(were the chunks made from another PDF, or is the chunks file damaged?)",
+            chunk_id=self.chunk_id, page=self.page, page_count=self.page_count,
+        )
 
 
 def open_pdf(pdf: str | Path | bytes, password: str | None = None) -> tuple[Any, str]:
@@ -135,9 +154,10 @@ def page_regions(chunk: Chunk, page_count: int, source: str) -> list[PageRegions
     for box in chunk.geom:
         for b in (box, *box.spans):
             if b.page > page_count:
-                raise AttributionError(
+                raise ChunkPageError(
                     source, f"chunk {chunk.id!r} has a box on page {b.page} but the PDF has {page_count} page(s) "
-                    "(were the chunks made from another PDF?)"
+                    "(were the chunks made from another PDF?)",
+                    chunk_id=chunk.id, page=b.page, page_count=page_count,
                 )
         by_page.setdefault(box.page, PageRegions(box.page, [])).boxes.append(box)
     return list(by_page.values())
