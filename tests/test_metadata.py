@@ -295,11 +295,6 @@ def test_pdf_metadata_reuses_the_information_the_parse_recorded(tmp_path):
     assert pdf_metadata(None) == dict.fromkeys(PDF_METADATA_KEYS, "")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the parse does not record the PDF's information yet: inspect_pdf (core/parsers/pdf_input.py) must keep "
-    "doc.metadata and PreparedSource.stamp (core/parsers/_source.py) put it under source['info']",
-)
 def test_the_parse_records_the_document_information(tmp_path):
     path = _info_pdf(tmp_path / "renal.pdf")
     assert recorded_info(get_parser("pymupdf").parse(path)) == pdf_metadata(path)

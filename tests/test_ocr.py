@@ -185,6 +185,24 @@ def test_inspect_pdf_records_the_ocr_decision(tmp_path: Path) -> None:
     assert plan_ocr(info.text_verdicts, "auto").blank == [3]
 
 
+def test_the_parse_reads_each_page_once_for_the_ocr_decision(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PyMuPDFParser(ocr="auto") takes its OCR plan from what the input check read
+    (``PDFInfo.text_verdicts``): the OCR module judges no page a second time."""
+    import grounded.parsers.ocr as ocr_module
+
+    path = tmp_path / "text.pdf"
+    with pymupdf.open(PEERJ) as src, pymupdf.open() as doc:
+        doc.insert_pdf(src, from_page=0, to_page=1)
+        doc.save(path)
+    judged: list[int] = []
+    real = ocr_module.text_layer_verdict
+    monkeypatch.setattr(ocr_module, "text_layer_verdict", lambda page, text: judged.append(page.number) or real(page, text))
+    root = PyMuPDFParser(ocr="auto").parse(path)
+    assert judged == [] and [p["text_source"] for p in root.metadata["pages"]] == ["text_layer", "text_layer"]
+
+
 # ---------------------------------------------------------------------------------------------
 # quality
 # ---------------------------------------------------------------------------------------------

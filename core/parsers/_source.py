@@ -56,6 +56,8 @@ class PreparedSource:
         the temporary copy)."""
         source = dict(metadata.get("source") or {})
         source.update({"path": self.display, "sha256": self.sha256, "name": self.name})
+        if self.info.doc_info:
+            source["info"] = dict(self.info.doc_info)  # grounded.metadata.SOURCE_INFO_KEY
         if self.encrypted:
             source["encrypted"] = True
         if self.from_bytes:

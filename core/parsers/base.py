@@ -171,6 +171,11 @@ class BaseParser(ABC):
         """Native output -> ParsingResult tree (ROOT node, reading order, normalized boxes, labels
         mapped through :attr:`label_map`)."""
 
+    def _parse_inspected(self, pdf_path: Path, info: PDFInfo) -> Any:
+        """``_parse`` given what the input check already read (:class:`PDFInfo`). A backend that
+        can use it (PyMuPDF: which pages need OCR) overrides this instead of reading pages again."""
+        return self._parse(pdf_path)
+
     def _get_md(self, native: Any) -> str | None:
         """The tool's own Markdown of ``native``; None (the default) renders the post-processed tree."""
         return None
@@ -196,7 +201,7 @@ class BaseParser(ABC):
         with prepared_source(pdf, require_text=self.requires_text_layer, password=password, name=name) as source:
             path = source.info.path
             with self._failures_named(path):
-                return self._parse(path)
+                return self._parse_inspected(path, source.info)
 
     def parse_native(
         self, native: Any, pdf: PDFSource, *, password: str | None = None, name: str | None = None
@@ -204,7 +209,7 @@ class BaseParser(ABC):
         """Like :meth:`run`, but with ``native`` (e.g. from :meth:`load_native`) in place of running
         the tool: transform, post-process against ``pdf`` (the document ``native`` was made from),
         and Markdown as :meth:`run` makes it."""
-        return self._pipeline(lambda _path: native, pdf, password=password, name=name)
+        return self._pipeline(lambda _path, _info: native, pdf, password=password, name=name)
 
     def version(self) -> str:
         """Version of the underlying tool (recorded in the root metadata)."""
@@ -238,16 +243,16 @@ class BaseParser(ABC):
         source metadata records the original file, its sha256 and ``encrypted: true``. A missing
         or wrong password raises :class:`~grounded.errors.EncryptedPDFError`.
         """
-        return self._pipeline(self._parse, pdf, password=password, name=name)
+        return self._pipeline(self._parse_inspected, pdf, password=password, name=name)
 
     def _pipeline(
-        self, produce: Callable[[Path], Any], pdf: PDFSource, *, password: str | None, name: str | None
+        self, produce: Callable[[Path, PDFInfo], Any], pdf: PDFSource, *, password: str | None, name: str | None
     ) -> ParseOutput:
         with prepared_source(pdf, require_text=self.requires_text_layer, password=password, name=name) as source:
             info = source.info
             started = time.perf_counter()
             with self._failures_named(info.path):
-                native = produce(info.path)
+                native = produce(info.path, info)
                 root = self._transform(native)
                 markdown = self._get_md(native)
                 del native

@@ -121,6 +121,8 @@ class PDFInfo:
     page_warnings: dict[int, list[str]] = field(default_factory=dict)
     damaged_pages: list[int] = field(default_factory=list)
     repaired: bool = False
+    #: the document information (PyMuPDF's ``Document.metadata``), read while the PDF is open
+    doc_info: dict[str, str] = field(default_factory=dict)
 
     @property
     def image_only_pages(self) -> list[int]:
@@ -289,6 +291,7 @@ def inspect_pdf(path: str | Path, require_text: bool, password: str | None = Non
         try:
             info = _inspect_pages(path, sha256, doc)
             info.encrypted = encrypted
+            info.doc_info = {k: str(v) for k, v in (doc.metadata or {}).items() if v}
         finally:
             doc.close()
     _check_damage(info)

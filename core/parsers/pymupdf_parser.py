@@ -46,10 +46,11 @@ from .ocr import (
     check_mode,
     ocr_copy,
     pages_needing_ocr,
+    plan_ocr,
     require_ocr,
     tessdata_dir,
 )
-from .pdf_input import NoTextLayerWarning, format_pages, mupdf_quiet
+from .pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from .reading_order import reading_order, upright
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
@@ -524,7 +525,13 @@ class PyMuPDFParser(BaseParser):
         return self._pool
 
     # -- step 1: layout -------------------------------------------------------------------------
-    def _parse(self, pdf_path: Path) -> PyMuPDFNative:
+    def _parse_inspected(self, pdf_path: Path, info: PDFInfo) -> PyMuPDFNative:
+        # the input check judged every page's text layer: the OCR plan needs no second read
+        return self._parse(pdf_path, verdicts=info.text_verdicts)
+
+    def _parse(self, pdf_path: Path, verdicts: Sequence[str | None] | None = None) -> PyMuPDFNative:
+        """Layout pass (after OCR of the pages that need it). ``verdicts``: per page, why its text
+        layer needs OCR (``PDFInfo.text_verdicts``); without them the pages are read to decide."""
         import time
 
         import pymupdf
@@ -532,7 +539,7 @@ class PyMuPDFParser(BaseParser):
         document_layout = _require_layout()
         started = time.perf_counter()
         source = pdf_path
-        ocr_pages, scratch, pdf_path = self._ocr_pages(pdf_path)
+        ocr_pages, scratch, pdf_path = self._ocr_pages(pdf_path, verdicts)
         ocr_seconds = time.perf_counter() - started
         prebuilt: dict[int, list[ParsingResult]] = {}
         body_sizes: Counter[float] = Counter()
@@ -566,16 +573,21 @@ class PyMuPDFParser(BaseParser):
             scratch=scratch,
         )
 
-    def _ocr_pages(self, pdf_path: Path) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path]:
-        """OCR the pages that need it (see :func:`~grounded.parsers.ocr.pages_needing_ocr`) into
-        a private copy: (1-based page -> reason, the copy's directory, the path to read from)."""
+    def _ocr_pages(
+        self, pdf_path: Path, verdicts: Sequence[str | None] | None = None
+    ) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path]:
+        """OCR the pages that need it (see :func:`~grounded.parsers.ocr.plan_ocr`) into a private
+        copy: (1-based page -> reason, the copy's directory, the path to read from)."""
         if self._tessdata is None:
             return {}, None, pdf_path
-        import pymupdf
+        if verdicts is not None:
+            plan, count = plan_ocr(verdicts, self.ocr), len(verdicts)
+        else:
+            import pymupdf
 
-        with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
-            plan = pages_needing_ocr(doc, self.ocr)
-            count = doc.page_count
+            with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
+                plan = pages_needing_ocr(doc, self.ocr)
+                count = doc.page_count
         if plan.blank:  # as inspect_pdf warns when OCR is off: these pages yield no text either way
             warnings.warn(
                 f"{pdf_path}: {len(plan.blank)} of {count} page(s) have no text layer and will yield no text: "
