@@ -46,7 +46,7 @@ from ..model import ParsingBoundingBox, ParsingResult
 from ..model import ParsingResultType as T
 from .furniture import FurnitureIndex, FurnitureMatch, source_pdf
 from .index import KgramIndex, kgram_hashes
-from .normalize import AlnumText, alnum_text, strip_markup
+from .normalize import AlnumText, alnum_text, max_word_run, strip_markup
 from .tables import align_table, looks_like_table_serialization, table_ranges
 
 __all__ = ["Grounding", "Grounder", "GroundingStatus", "ground", "ground_quote"]
@@ -402,14 +402,7 @@ class Grounder:
         words, starts = self.norm.words(lo, hi)
         if not words or not want:
             return None
-        best_sum, best_a, best_b = 0, 0, -1
-        cur, cur_a = 0, 0
-        for i, w in enumerate(words):
-            cur += len(w) if w in want else -len(w)
-            if cur <= 0:
-                cur, cur_a = 0, i + 1
-            elif cur > best_sum:
-                best_sum, best_a, best_b = cur, cur_a, i
+        best_a, best_b = max_word_run(words, want)
         if best_b < best_a:
             return None
         got = Counter(words[best_a : best_b + 1])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -138,3 +139,18 @@ def alnum_text(text: str) -> AlnumText:
 def alnum_only(text: str) -> str:
     """Just the letter/digit stream of ``text`` (no map)."""
     return alnum_text(text).text
+
+
+def max_word_run(words: Sequence[str], wanted: Container[str]) -> tuple[int, int]:
+    """Maximum-sum run of ``words`` (``+len`` for a wanted word, ``-len`` otherwise, i.e. the most
+    letters of wanted words net of the others): ``(a, b)`` inclusive, or ``b < a`` when no run has a
+    positive sum."""
+    best_sum, best_a, best_b = 0, 0, -1
+    cur, cur_a = 0, 0
+    for i, w in enumerate(words):
+        cur += len(w) if w in wanted else -len(w)
+        if cur <= 0:
+            cur, cur_a = 0, i + 1
+        elif cur > best_sum:
+            best_sum, best_a, best_b = cur, cur_a, i
+    return best_a, best_b

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..model import ParsingResult
 from ..model import ParsingResultType as T
-from .normalize import AlnumText
+from .normalize import AlnumText, max_word_run
 
 __all__ = ["TableRun", "looks_like_table_serialization", "table_ranges", "align_table"]
 
@@ -76,7 +76,7 @@ def align_table(
         runs: list[TableRun] = []
         explained = 0
         for _ in range(max_runs):
-            a, b = _max_run(words, remaining)
+            a, b = max_word_run(words, remaining)
             if b < a:
                 break
             found = remaining & set(words[a : b + 1])
@@ -100,17 +100,3 @@ def align_table(
 
 def _f1(c: float, p: float) -> float:
     return 2 * c * p / (c + p) if c + p else 0.0
-
-
-def _max_run(words: list[str], wanted: set[str]) -> tuple[int, int]:
-    """Maximum-sum run of ``words`` (``+len`` for a wanted word, ``-len`` otherwise): ``(a, b)``
-    inclusive, or ``b < a`` when no run has a positive sum."""
-    best_sum, best_a, best_b = 0, 0, -1
-    cur, cur_a = 0, 0
-    for i, w in enumerate(words):
-        cur += len(w) if w in wanted else -len(w)
-        if cur <= 0:
-            cur, cur_a = 0, i + 1
-        elif cur > best_sum:
-            best_sum, best_a, best_b = cur, cur_a, i
-    return best_a, best_b
