@@ -19,6 +19,7 @@ from grounded.attribution import (
     render_pages,
     render_to_files,
 )
+from grounded.attribution.geometry import FURNITURE_BOXES_KEY, chunk_boxes
 from grounded.cli import main
 from grounded.errors import GroundedError, InputError, InputNotFoundError, NotAPDFError
 from grounded.model import Chunk, ChunkingResult, ParsingBoundingBox
@@ -400,3 +401,26 @@ def test_cli_box_on_a_missing_page_names_the_chunks_file(clinsci_pdf, intro_chun
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"grounded highlight: error: {chunks}: chunk 'ghost' has a box on page 14"), err
     assert f"{clinsci_pdf} has 13 page(s)" in err and not out.exists()
+
+
+def test_page_furniture_found_by_grounding_is_highlighted_too(clinsci_pdf, clinsci, intro_chunk, tmp_path):
+    """A grounded third-party chunk that holds a running header keeps it in
+    ``grounding_furniture_boxes`` (outside the tree): highlight and render draw it with the chunk."""
+    with pymupdf.open(clinsci_pdf) as doc:
+        words = doc[1].get_text("words")
+    top = min(words, key=lambda w: w[1])  # the topmost word of page 2: its running header
+    with pymupdf.open(clinsci_pdf) as doc:
+        w, h = doc[1].rect.width, doc[1].rect.height
+    row = [2, top[0] / w, top[1] / h, top[2] / w, top[3] / h]
+    chunk = Chunk("with-header", intro_chunk.content, {FURNITURE_BOXES_KEY: [row]}, list(intro_chunk.geom))
+    assert [b.page for b in chunk_boxes(chunk, "x")] == [b.page for b in intro_chunk.geom] + [2]
+    out = tmp_path / "h.pdf"
+    highlight(clinsci_pdf, [chunk], out)
+    with pymupdf.open(out) as doc:
+        seen = annots(doc)
+    assert top[4] in " ".join(s.text for s in seen[2]) and all(s.info["title"] == "with-header" for s in seen[2])
+    furniture_only = Chunk("header-only", "x", {FURNITURE_BOXES_KEY: [row]}, [])
+    assert [number for number, _ in render_pages(clinsci_pdf, furniture_only)] == [2]
+    for bad in ([[2, 0.1, 0.1, 0.2]], [[0, 0.1, 0.1, 0.2, 0.2]], [[2, 0.5, 0.1, 0.2, 0.2]], "rows", [[True, 0, 0, 1, 1]]):
+        with pytest.raises(AttributionError, match=f"'bad': {FURNITURE_BOXES_KEY}"):
+            highlight(clinsci_pdf, [Chunk("bad", "x", {FURNITURE_BOXES_KEY: bad}, list(intro_chunk.geom))])

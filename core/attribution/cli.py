@@ -12,7 +12,7 @@ from ..cli import add_password_option, pdf_password
 from ..errors import InputNotFoundError
 from ..model import Chunk
 from ..serialization import refuse_overwriting_inputs
-from .geometry import AttributionError, ChunkNotFoundError, ChunkPageError, parse_color
+from .geometry import AttributionError, ChunkNotFoundError, ChunkPageError, chunk_boxes, parse_color
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
     chunks = select_chunks(result.chunks, ids, args.chunks)
     if not chunks:
         raise AttributionError(args.chunks, "the file holds no chunks")
-    pages = sorted({b.page for c in chunks for b in c.geom})
+    pages = sorted({b.page for c in chunks for b in chunk_boxes(c, args.chunks)})
     stem = out.name[: -len(out.suffix)]
     targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]
     refuse_overwriting_inputs(targets, [args.pdf, args.chunks])

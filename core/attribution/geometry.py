@@ -26,7 +26,7 @@ from ..errors import (
 )
 from ..model import Chunk, ChunkingResult, ParsingBoundingBox
 
-__all__ = ["AttributionError", "ChunkNotFoundError", "ChunkPageError", "PageRegions", "open_pdf", "as_chunks", "page_regions",
+__all__ = ["AttributionError", "ChunkNotFoundError", "ChunkPageError", "FURNITURE_BOXES_KEY", "PageRegions", "chunk_boxes", "open_pdf", "as_chunks", "page_regions",
            "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color", "mupdf_errors"]
 
 Color = tuple[float, float, float]
@@ -148,10 +148,41 @@ class PageRegions:
         return out
 
 
+#: chunk metadata key of the page text a grounded chunk holds outside the parse tree (running
+#: headers/footers: :mod:`grounded.grounding.furniture`), rows ``[page, left, top, right, bottom]``
+FURNITURE_BOXES_KEY = "grounding_furniture_boxes"
+
+
+def chunk_boxes(chunk: Chunk, source: str | Path) -> list[ParsingBoundingBox]:
+    """What to highlight for ``chunk``: its boxes (``geom``), then the boxes of page furniture
+    that grounding found for it outside the parse tree (:data:`FURNITURE_BOXES_KEY`). Malformed
+    furniture rows raise :class:`AttributionError` naming ``source`` and the chunk."""
+    rows = chunk.metadata.get(FURNITURE_BOXES_KEY) if isinstance(chunk.metadata, dict) else None
+    if not rows:
+        return list(chunk.geom)
+    extra: list[ParsingBoundingBox] = []
+    bad = f"chunk {chunk.id!r}: {FURNITURE_BOXES_KEY} must be a list of [page, left, top, right, bottom] rows"
+    if not isinstance(rows, list):
+        raise AttributionError(source, bad)
+    for row in rows:
+        if not (
+            isinstance(row, list) and len(row) == 5
+            and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in row)
+            and float(row[0]).is_integer() and row[0] >= 1
+        ):
+            raise AttributionError(source, f"{bad} (got {row!r:.80})")
+        try:
+            extra.append(ParsingBoundingBox(page=int(row[0]), left=row[1], top=row[2], right=row[3], bottom=row[4]))
+        except (ValueError, TypeError) as exc:
+            raise AttributionError(source, f"{bad} ({exc})") from exc
+    return [*chunk.geom, *extra]
+
+
 def page_regions(chunk: Chunk, page_count: int, source: str) -> list[PageRegions]:
-    """Group ``chunk.geom`` by page in order of first appearance; refuse pages the PDF lacks."""
+    """Group the chunk's boxes (:func:`chunk_boxes`) by page in order of first appearance; refuse
+    pages the PDF lacks."""
     by_page: dict[int, PageRegions] = {}
-    for box in chunk.geom:
+    for box in chunk_boxes(chunk, source):
         for b in (box, *box.spans):
             if b.page > page_count:
                 raise ChunkPageError(

@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ..attribution.geometry import FURNITURE_BOXES_KEY
 from ..chunking.ids import chunk_id, source_key, stable_hash
 from ..errors import ChunkingError
 from ..metadata import text_hash
@@ -45,7 +46,7 @@ __all__ = [
 ]
 
 #: metadata keys describing the grounding of a chunk
-GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans", "grounding_furniture_boxes")
+GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans", FURNITURE_BOXES_KEY)
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -110,7 +111,7 @@ def grounding_fields(g: Grounding) -> dict[str, Any]:
     if g.spans:
         out["grounding_spans"] = [[int(s), int(e)] for s, e in g.spans]
     if g.furniture_boxes:
-        out["grounding_furniture_boxes"] = furniture_boxes_to_list(g.furniture_boxes)
+        out[FURNITURE_BOXES_KEY] = furniture_boxes_to_list(g.furniture_boxes)
     return out
 
 
