@@ -17,8 +17,10 @@ splitter calls :func:`resolve_tree` on the metadata to get the tree back:
 The tree of an encrypted PDF (``source["encrypted"]``) is never written to the directory - it holds
 the decrypted text - only kept in process memory (another process, or this one after the LRU
 dropped it, cannot re-parse it without the password: :func:`resolve_tree` gives ``None``); an
-entry of one found on disk (written by an older version) is removed. The reference is a content address (PDF bytes + parser name, version
-and options), so equal references mean equal trees whichever directory holds them. Directory: ``ParseCache(directory)``,
+entry of one found on disk (written by an older version) is removed.
+
+The reference is a content address (PDF bytes + parser name, version and options), so equal
+references mean equal trees whichever directory holds them. Directory: ``ParseCache(directory)``,
 else ``$GROUNDED_CACHE_DIR/parses``, else ``~/.cache/grounded/parses``. Trees returned by the
 cache are shared between callers: treat them as read-only.
 """

@@ -180,7 +180,6 @@ def test_inspect_pdf_records_the_ocr_decision(tmp_path: Path) -> None:
         for mode in ("auto", "always", "never"):
             read = pages_needing_ocr(doc, mode)  # type: ignore[arg-type]
             assert plan_ocr(info.text_verdicts, mode) == read  # type: ignore[arg-type]
-            assert pages_needing_ocr(doc, mode, info.text_verdicts) == read  # type: ignore[arg-type]
     assert plan_ocr(info.text_verdicts, "auto").pages == [1, 2]
     assert plan_ocr(info.text_verdicts, "auto").blank == [3]
 

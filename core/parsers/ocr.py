@@ -188,16 +188,13 @@ def plan_ocr(verdicts: Sequence[str | None], mode: OCRMode) -> OCRPlan:
     return OCRPlan(reasons, [pno for pno, why in enumerate(verdicts) if why == "blank"])
 
 
-def pages_needing_ocr(doc: Any, mode: OCRMode, verdicts: Sequence[str | None] | None = None) -> OCRPlan:
-    """Which pages of the open pymupdf ``doc`` to OCR under ``mode``: from ``verdicts`` (one
-    :func:`text_layer_verdict` per page, as ``inspect_pdf`` records them in
-    ``PDFInfo.text_verdicts``) when given, else each page's text layer is read here."""
-    if verdicts is None and mode == "auto":
-        verdicts = [
-            text_layer_verdict(page, page.get_text("text", flags=0))
-            for page in (doc.load_page(pno) for pno in range(doc.page_count))
-        ]
-    return plan_ocr(verdicts if verdicts is not None else [None] * doc.page_count, mode)
+def pages_needing_ocr(doc: Any, mode: OCRMode) -> OCRPlan:
+    """Which pages of the open pymupdf ``doc`` to OCR under ``mode``, reading each page's text
+    layer (a parse takes the verdicts ``inspect_pdf`` recorded instead: :func:`plan_ocr`)."""
+    if mode != "auto":
+        return plan_ocr([None] * doc.page_count, mode)
+    pages = (doc.load_page(pno) for pno in range(doc.page_count))
+    return plan_ocr([text_layer_verdict(page, page.get_text("text", flags=0)) for page in pages], mode)
 
 
 def _has_ink(page: Any) -> bool:
