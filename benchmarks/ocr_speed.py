@@ -277,6 +277,36 @@ def measure_documents(tmp: Path, dpi: int | None) -> dict:
     }
 
 
+def _cached_ocr(tmp: Path, whole_page: bool) -> None:
+    """Keep each OCR'd copy under ``tmp`` keyed by the input, the pages, the dpi and the source of
+    the OCR modules, so a run that changes only what happens after OCR (layout, column split,
+    reading order, tables) does not run Tesseract again. Off unless ``--ocr-cache`` is given."""
+    import hashlib
+    import shutil
+
+    import grounded.parsers.pymupdf_parser as pymupdf_parser
+    from grounded.parsers import column_split, ocr, ocr_regions
+
+    code = hashlib.sha256()
+    for module in (ocr, ocr_regions, column_split):
+        code.update(Path(module.__file__).read_bytes())  # type: ignore[arg-type]
+    code.update(b"whole" if whole_page else b"regions")
+    original = pymupdf_parser.ocr_copy
+
+    def ocr_copy(src, pages, target, *, dpi=ocr.DEFAULT_OCR_DPI, tessdata=None):  # type: ignore[no-untyped-def]
+        key = hashlib.sha256(Path(src).read_bytes())
+        key.update(f"{sorted(pages)}@{dpi}".encode())
+        key.update(code.digest())
+        hit = tmp / "ocr_cache" / f"{key.hexdigest()[:24]}.pdf"
+        if not hit.exists():
+            hit.parent.mkdir(exist_ok=True)
+            original(src, pages, hit.with_suffix(".part"), dpi=dpi, tessdata=tessdata)
+            hit.with_suffix(".part").rename(hit)
+        shutil.copyfile(hit, target)
+
+    pymupdf_parser.ocr_copy = ocr_copy  # type: ignore[assignment]
+
+
 def _whole_page_ocr() -> None:
     """OCR every page whole, as before the column regions (the A/B baseline)."""
     from grounded.parsers import ocr
@@ -320,6 +350,11 @@ def main() -> None:
     ap.add_argument("--pipeline", action="store_true", help="only the OCR parse path")
     ap.add_argument("--documents", action="store_true", help="only the OCR parse of every page")
     ap.add_argument("--whole-page", action="store_true", help="OCR pages whole (no column regions)")
+    ap.add_argument(
+        "--ocr-cache",
+        action="store_true",
+        help="reuse OCR'd copies while the OCR modules are unchanged (for work after OCR)",
+    )
     ap.add_argument("--dpi", type=int, default=None, help="pipeline OCR dpi (default: the parser's)")
     ap.add_argument("--one", nargs="+", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -328,6 +363,8 @@ def main() -> None:
     if args.one:
         if args.whole_page:
             _whole_page_ocr()
+        if args.ocr_cache:
+            _cached_ocr(tmp, args.whole_page)
         if args.one[0] in ("pipeline", "documents"):
             measure = measure_pipeline if args.one[0] == "pipeline" else measure_documents
             result = measure(tmp, int(args.one[1]) if len(args.one) > 1 else None)
@@ -338,7 +375,7 @@ def main() -> None:
         print(json.dumps(result))
         return
     both = not (args.engines or args.pipeline or args.documents)
-    whole = ["--whole-page"] if args.whole_page else []
+    whole = (["--whole-page"] if args.whole_page else []) + (["--ocr-cache"] if args.ocr_cache else [])
     how = "whole pages" if args.whole_page else "column regions"
     _scans(tmp)  # build the scans once, outside the measurements
     if args.engines or both:
