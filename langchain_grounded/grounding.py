@@ -73,7 +73,9 @@ class GroundingSplitter(TextSplitter):
     :class:`~grounded.parse_cache.ParseCache` (or its directory) the loader used. ``min_score``,
     ``tokenizer`` and ``box_mode`` go to the :class:`~grounded.grounding.Grounder` (one per
     source tree, the four most recent kept). ``flat_metadata`` (default True): lists as compact
-    JSON strings; ``line_boxes``: keep each box's line boxes.
+    JSON strings; ``line_boxes``: keep each box's line boxes. ``password``: of encrypted source PDFs, so
+    grounding can read their page furniture (running headers the tree drops); without it such a
+    PDF's furniture is not found (no error).
     """
 
     def __init__(
@@ -87,6 +89,7 @@ class GroundingSplitter(TextSplitter):
         box_mode: str = "auto",
         flat_metadata: bool = True,
         line_boxes: bool = True,
+        password: str | None = None,
     ) -> None:
         if not callable(getattr(splitter, "split_text", None)):
             raise ChunkingError(f"GroundingSplitter wraps a splitter with split_text(); got {type(splitter).__name__}")
@@ -100,7 +103,8 @@ class GroundingSplitter(TextSplitter):
         self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
         self.flat_metadata = flat_metadata
         self.line_boxes = line_boxes
-        self._options: dict[str, Any] = {"tokenizer": tokenizer, "box_mode": box_mode}
+        # password: an encrypted source PDF's page furniture is read for grounding (kept private)
+        self._options: dict[str, Any] = {"tokenizer": tokenizer, "box_mode": box_mode, "password": password}
         if min_score is not None:
             self._options["min_score"] = min_score
         self.fingerprint = splitter_fingerprint(splitter)

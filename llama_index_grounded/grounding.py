@@ -321,6 +321,12 @@ class GroundingNodeParser(NodeParser):
     cache_dir: str | None = Field(default=None, description="parse cache directory (default: the reader's default)")
     line_boxes: bool = Field(default=True, description="keep each box's line boxes")
     tree: Any = Field(default=None, exclude=True, description="parse tree for Documents without grounded_tree_ref")
+    password: str | None = Field(
+        default=None,
+        exclude=True,
+        repr=False,
+        description="password of encrypted source PDFs: grounding reads their page furniture (never serialized)",
+    )
     _grounders: Any = PrivateAttr(default_factory=OrderedDict)
 
     def __init__(self, node_parser: NodeParser, *, tree: ParsingResult | None = None, **data: Any) -> None:
@@ -356,7 +362,7 @@ class GroundingNodeParser(NodeParser):
                 return None, f"its parse tree cannot be read ({exc})"
             if root is None:
                 return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
-            options: dict[str, Any] = {"box_mode": self.box_mode}
+            options: dict[str, Any] = {"box_mode": self.box_mode, "password": self.password}
             if self.min_score is not None:
                 options["min_score"] = self.min_score
             grounder = Grounder(root, **options)

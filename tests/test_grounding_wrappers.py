@@ -515,3 +515,53 @@ def test_flat_metadata_is_store_safe(multi_page: tuple[Path, list[Document], Par
         assert unflatten_metadata(p.metadata)["pages"]
     nested = GroundingSplitter(RecursiveCharacterTextSplitter(chunk_size=500, chunk_overlap=0), flat_metadata=False).split_documents(docs)
     assert isinstance(nested[0].metadata["boxes"], list) and isinstance(nested[0].metadata["grounding_spans"], list)
+
+
+# -- encrypted source PDFs: the wrappers pass the password to grounding's page-furniture index ----
+
+_RUNNING_HEADER = "Journal of Locked Testing 7 (2026) running header"
+_PW = "wrapper-secret"
+
+
+def _locked_furniture_pdf(path: Path) -> list[str]:
+    """Three encrypted pages with a running header the parser drops; returns the body paragraphs."""
+    words = ["renal", "tubule", "filtration", "sodium", "potassium", "clearance", "dosing", "interval", "plasma", "trough"]
+    paras = [" ".join(words[(p * 7 + i) % len(words)] for i in range(60)) + f" paragraph {p}." for p in range(6)]
+    doc = pymupdf.open()
+    for p in range(3):
+        page = doc.new_page()
+        page.insert_text((60, 30), _RUNNING_HEADER, fontsize=8)
+        for i, text in enumerate(paras[p * 2 : p * 2 + 2]):
+            page.insert_textbox(pymupdf.Rect(60, 80 + 200 * i, 540, 260 + 200 * i), text, fontsize=10)
+    doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=_PW, owner_pw=_PW + "-owner")
+    return paras
+
+
+def test_wrappers_read_the_page_furniture_of_an_encrypted_pdf_with_its_password(tmp_path: Path) -> None:
+    """A text that runs over a page break with the running header in it: with ``password=`` both
+    wrappers box the header (``grounding_furniture_boxes``), without it they ground the tree part
+    only (no error); the password is never serialized with the LlamaIndex node parser."""
+    pdf = tmp_path / "locked.pdf"
+    paras = _locked_furniture_pdf(pdf)
+    root = get_parser("pymupdf").parse(pdf, password=_PW)
+    assert _RUNNING_HEADER not in document_text(root).text
+    text = "\n\n".join([paras[1], _RUNNING_HEADER, paras[2]])
+
+    def furniture_of(meta: Mapping[str, Any]) -> list[Any]:
+        rows = unflatten_metadata(dict(meta)).get("grounding_furniture_boxes") or []
+        return json.loads(rows) if isinstance(rows, str) else list(rows)
+
+    whole = RecursiveCharacterTextSplitter(chunk_size=100_000, chunk_overlap=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", GroundingWarning)
+        locked = GroundingSplitter(whole, tree=root, password=_PW).split_documents([Document(page_content=text)])
+        blind = GroundingSplitter(whole, tree=root).split_documents([Document(page_content=text)])
+    assert len(locked) == 1 and len(blind) == 1
+    assert [row[0] for row in furniture_of(locked[0].metadata)] == [2], locked[0].metadata
+    assert not furniture_of(blind[0].metadata)
+    assert boxes_from_metadata(locked[0].metadata) == boxes_from_metadata(blind[0].metadata)
+
+    node_parser = GroundingNodeParser(SentenceSplitter(chunk_size=4096, chunk_overlap=0), tree=root, password=_PW)
+    nodes = node_parser.get_nodes_from_documents([LIDocument(text=text)])
+    assert len(nodes) == 1 and [row[0] for row in furniture_of(nodes[0].metadata)] == [2]
+    assert _PW not in json.dumps(node_parser.to_dict(), default=str) and _PW not in repr(node_parser)
