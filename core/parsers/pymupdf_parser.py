@@ -52,6 +52,7 @@ from .ocr import (
 )
 from .pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from .reading_order import reading_order, upright
+from .running_furniture import mark_running_furniture
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
 __all__ = ["PyMuPDFParser", "PyMuPDFNative"]
@@ -963,10 +964,12 @@ class _TreeBuilder:
         return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
 
     def finish(self) -> list[ParsingResult]:
-        """Document-wide part: line-break hyphens, first-line headings; returns the root's children
-        (heading levels and lists are post-processing's, as for every backend)."""
+        """Document-wide part: line-break hyphens, first-line headings, running headers/footers the
+        model gave a text type (OCR'd pages); returns the root's children (heading levels and lists
+        are post-processing's, as for every backend)."""
         self._resolve_hyphens()
         self._first_line_headings()
+        mark_running_furniture(self.elements)
         return self.elements
 
     def _resolve_hyphens(self) -> None:
