@@ -31,10 +31,14 @@ NOISY_HEADERS = [
 ]
 
 
-def _node(page: int, type_: ParsingResultType, text: str, top: float, bottom: float, lines: int = 1) -> ParsingResult:
+def _node(
+    page: int, type_: ParsingResultType, text: str, top: float, bottom: float, lines: int = 1
+) -> ParsingResult:
     box = ParsingBoundingBox(page, 0.1, top, 0.9, bottom)
     step = (bottom - top) / lines
-    box.spans = [ParsingBoundingBox(page, 0.1, top + i * step, 0.9, top + (i + 1) * step) for i in range(lines)]
+    box.spans = [
+        ParsingBoundingBox(page, 0.1, top + i * step, 0.9, top + (i + 1) * step) for i in range(lines)
+    ]
     return ParsingResult("", type_, content=text, geom=[box])
 
 
@@ -45,8 +49,15 @@ def _document() -> list[ParsingResult]:
     header_types = [T.PAGE_HEADER, T.SECTION_HEADER, T.PARAGRAPH, T.TITLE]
     for page, (header, type_) in enumerate(zip(NOISY_HEADERS, header_types, strict=True), 1):
         nodes.append(_node(page, type_, header, 0.030 + 0.002 * page, 0.045 + 0.002 * page))
-        nodes.append(_node(page, T.PARAGRAPH, f"Figure {page} to paragraph (h)({page}) -- AFM revision: Runaway Stabilizer",
-                           BAND_SHARE + 0.005, BAND_SHARE + 0.02))
+        nodes.append(
+            _node(
+                page,
+                T.PARAGRAPH,
+                f"Figure {page} to paragraph (h)({page}) -- AFM revision: Runaway Stabilizer",
+                BAND_SHARE + 0.005,
+                BAND_SHARE + 0.02,
+            )
+        )
         nodes.append(_node(page, T.PARAGRAPH, "Results are shown in the table below.", 0.4, 0.42))
         nodes.append(_node(page, T.PARAGRAPH, str(304 + page), 0.963, 0.972))
     return nodes
@@ -64,7 +75,8 @@ def test_noisy_running_header_and_page_numbers_become_furniture() -> None:
     numbers = [n for n in nodes if n.content.isdigit()]
     assert all(n.type == T.PAGE_HEADER for n in headers)
     assert all(n.type == T.PAGE_FOOTER for n in numbers)
-    assert {id(n) for n in found} == {id(n) for n in headers[1:] + numbers}  # page 1's header was furniture already
+    # page 1's header was furniture already
+    assert {id(n) for n in found} == {id(n) for n in headers[1:] + numbers}
     assert [n.metadata["relabeled_from"] for n in headers[1:]] == ["SECTION_HEADER", "PARAGRAPH", "TITLE"]
     assert all(n.metadata["running_furniture"] for n in found)
 
@@ -100,22 +112,26 @@ def test_same_text_at_another_height_or_band_stays() -> None:
 
 
 def test_short_texts_must_match_exactly_and_blocks_stay() -> None:
+    block = "\n".join(["The same block of notes repeated at the foot of each page"] * (MAX_LINES + 1))
     nodes = [
         _node(1, T.SECTION_HEADER, "Part A", 0.03, 0.045),
         _node(2, T.SECTION_HEADER, "Part B", 0.03, 0.045),  # one letter apart: two headings
-        _node(1, T.PARAGRAPH, "\n".join(["The same long footnote block repeated on each page"] * (MAX_LINES + 1)),
-              0.93, 0.99, lines=MAX_LINES + 1),
-        _node(2, T.PARAGRAPH, "\n".join(["The same long footnote block repeated on each page"] * (MAX_LINES + 1)),
-              0.93, 0.99, lines=MAX_LINES + 1),
+        _node(1, T.PARAGRAPH, block, 0.93, 0.99, lines=MAX_LINES + 1),
+        _node(2, T.PARAGRAPH, block, 0.93, 0.99, lines=MAX_LINES + 1),
     ]
     assert mark_running_furniture(nodes) == []
 
 
-def test_tables_and_figures_are_never_relabelled() -> None:
-    table = _node(1, T.TABLE, "| a | b |", 0.01, 0.05)
-    table2 = _node(2, T.TABLE, "| a | b |", 0.01, 0.05)
-    assert mark_running_furniture([table, table2]) == []
-    assert table.type == table2.type == T.TABLE
+def test_tables_figures_and_footnotes_are_never_relabelled() -> None:
+    note = "Correspondence: Professor A. Author (email a.author@example.org)"
+    nodes = [
+        _node(1, T.TABLE, "| a | b |", 0.01, 0.05),
+        _node(2, T.TABLE, "| a | b |", 0.01, 0.05),
+        _node(1, T.FOOTNOTE, note, 0.95, 0.96),  # an article and its supplement repeat the note
+        _node(2, T.FOOTNOTE, note, 0.95, 0.96),
+    ]
+    assert mark_running_furniture(nodes) == []
+    assert [n.type for n in nodes] == [T.TABLE, T.TABLE, T.FOOTNOTE, T.FOOTNOTE]
 
 
 def test_scanned_register_pages_lose_their_running_header(tmp_path: Path) -> None:

@@ -24,7 +24,15 @@ from rapidfuzz.distance import Indel
 
 from ..model import ParsingResult, ParsingResultType
 
-__all__ = ["BAND_SHARE", "MAX_LINES", "MIN_FUZZY_CHARS", "POSITION_TOLERANCE", "SIMILARITY", "mark_running_furniture"]
+__all__ = [
+    "BAND_SHARE",
+    "MAX_LINES",
+    "MIN_FUZZY_CHARS",
+    "POSITION_TOLERANCE",
+    "SIMILARITY",
+    "furniture_key",
+    "mark_running_furniture",
+]
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +53,10 @@ SIMILARITY = 0.85
 #: ... and normalised texts shorter than this must be equal (a page number is "#").
 MIN_FUZZY_CHARS = 12
 
-#: element types the rule may relabel: text of the page's flow (tables, figures and lists keep theirs)
-_RELABEL = frozenset({T.TITLE, T.PARAGRAPH, T.SECTION_HEADER, T.FOOTNOTE, T.CAPTION, T.LIST_ITEM, T.UNKNOWN, T.MISSING})
+#: element types the rule may relabel: the ones the model gives running headers/footers on OCR'd
+#: pages. Not footnotes (a document may repeat one, e.g. the corresponding-author note of an article
+#: and of its supplement), captions, list items, tables or figures.
+_RELABEL = frozenset({T.TITLE, T.PARAGRAPH, T.SECTION_HEADER, T.UNKNOWN, T.MISSING})
 _TYPES = _RELABEL | {T.PAGE_HEADER, T.PAGE_FOOTER}
 
 
