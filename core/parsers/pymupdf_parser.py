@@ -37,7 +37,7 @@ from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .column_split import split_columns
 from .hierarchy import HeadingStyle, all_caps
-from .hyphenation import HYPHENS_KEY, resolve_document
+from .hyphenation import HYPHENS_KEY, _zipf, resolve_document
 from .ocr import (
     DEFAULT_OCR,
     DEFAULT_OCR_DPI,
@@ -169,6 +169,27 @@ FALLBACK_UNCLAIMED_SHARE = 0.50
 #: running furniture (slugs, side stamps) when the layout put it in no box: it neither triggers
 #: the fallback nor is taken by it.
 FALLBACK_MARGIN_SHARE = 0.06
+#: On an OCR'd page Tesseract also "reads" the inside of raster figures (molecules, plots, photos)
+#: and writes mostly garbage there ("S N-ter =~ VN ~<A GS"); a born-digital raster figure holds no
+#: text. There, text the layout put in no text or table box (pictures' included: on scans the model's
+#: picture boxes also swallow captions and body columns) counts as lost, and is taken by the fallback,
+#: only where it reads as text: at least this share of its non-space characters is in words
+#: (:func:`_word_share`) -- on the scanned long PDFs prose and reference lists score 0.65-1, figure
+#: OCR 0-0.6; so do residue/atom tables and chemistry (0.4-0.6), which the rule leaves out too ...
+OCR_TEXT_MIN_WORD_SHARE = 0.65
+#: ... and it has at least this many non-space characters (shorter scraps are figure labels) ...
+OCR_TEXT_MIN_CHARS = 8
+#: ... or this many when most of it lies in the layout's picture boxes: a caption or a body column
+#: the model's picture swallowed, not a legible label of a flowchart or plot ("Homology Searching").
+OCR_PICTURE_TEXT_MIN_CHARS = 40
+#: A token of one or two letters counts as a word at this Zipf frequency (of, in, to, an, by ...:
+#: figure OCR is full of letter pairs like "ee", "oc", "Ph") ...
+OCR_SHORT_WORD_ZIPF = 4.0
+#: ... a longer one at this (rare technical words and names still count).
+OCR_WORD_ZIPF = 1.0
+#: Page-entry key (``root.metadata["pages"]``) of what an OCR'd page's text layer holds that no
+#: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}.
+OCR_LEFT_OUT_KEY = "ocr_text_left_out"
 #: A page is laid out turned upright when at least this share of its characters reads in one
 #: direction other than left to right as displayed (a /Rotate page whose content was not turned
 #: with it, a landscape table set sideways): the model labels sideways text page header/footer.
@@ -336,13 +357,16 @@ class _PageTask:
     image_dir: str | None
     image_dpi: int
     label_map: dict[str, ParsingResultType] = field(default_factory=dict)  # the parser's label_map
+    ocr_pages: frozenset[int] = frozenset()  # 1-based pages whose text layer is OCR (_TreeBuilder.ocr_pages)
 
 
 def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
     """In a worker: layout pass + elements of ``task.pages`` from the text layer."""
     with mupdf_quiet():
         layouts = _layout_pages(task.path, task.pages)
-    builder = _TreeBuilder(Path(task.path), Path(task.image_dir) if task.image_dir else None, task.image_dpi)
+    builder = _TreeBuilder(
+        Path(task.path), Path(task.image_dir) if task.image_dir else None, task.image_dpi, ocr_pages=task.ocr_pages
+    )
     builder.label_map = task.label_map or builder.label_map
     built: dict[int, list[ParsingResult]] = {}
     with mupdf_quiet(), TextLayer(task.path, cache_pages=1) as layer:
@@ -550,7 +574,7 @@ class PyMuPDFParser(BaseParser):
             toc = doc.get_toc(simple=True)
             metadata = dict(doc.metadata or {})
             pages: list[Any] = []
-            for layouts, built, sizes in self._layout_iter(doc, pdf_path, count):
+            for layouts, built, sizes in self._layout_iter(doc, pdf_path, count, frozenset(ocr_pages)):
                 pages.extend(layouts)
                 prebuilt.update(built)
                 body_sizes.update(sizes)
@@ -609,12 +633,15 @@ class PyMuPDFParser(BaseParser):
         log.info("%s: OCR'd %d page(s) at %d dpi", pdf_path, len(plan.pages), self.ocr_dpi)
         return {p + 1: why for p, why in plan.reasons.items()}, scratch, target
 
-    def _layout_iter(self, doc: Any, pdf_path: Path, count: int) -> Iterator[tuple[list[Any], dict, dict]]:
-        """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order."""
+    def _layout_iter(
+        self, doc: Any, pdf_path: Path, count: int, ocr_pages: frozenset[int] = frozenset()
+    ) -> Iterator[tuple[list[Any], dict, dict]]:
+        """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order
+        (``ocr_pages``: the 1-based pages whose text layer is OCR, for the workers' tree builders)."""
         if self.workers > 1 and count > 1:
             image_dir = str(self.image_dir) if self.image_dir is not None else None
             batches = _guided_batches(count, self.workers, self.batch_pages)
-            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi, self.label_map) for b in batches]
+            tasks = [_PageTask(str(pdf_path), b, image_dir, self.image_dpi, self.label_map, ocr_pages) for b in batches]
             from concurrent.futures.process import BrokenProcessPool
 
             try:
@@ -633,7 +660,7 @@ class PyMuPDFParser(BaseParser):
     # -- step 2: tree ---------------------------------------------------------------------------
     def _transform(self, native: PyMuPDFNative) -> ParsingResult:
         root = ParsingResult("root", T.ROOT)
-        builder = _TreeBuilder(native.path, self.image_dir, self.image_dpi)
+        builder = _TreeBuilder(native.path, self.image_dir, self.image_dpi, ocr_pages=frozenset(native.ocr_pages))
         builder.label_map = self.label_map
         builder.body_sizes.update(native.body_sizes)
         layer: TextLayer | None = None
@@ -665,6 +692,9 @@ class PyMuPDFParser(BaseParser):
             entry["text_source"] = "ocr" if why else "text_layer"
             if why:
                 entry["ocr_reason"] = why
+            left_out = getattr(p, OCR_LEFT_OUT_KEY, None)
+            if left_out is not None:
+                entry[OCR_LEFT_OUT_KEY] = left_out
             pages.append(entry)
         root.metadata["pages"] = pages
         root.metadata["ocr"] = {"setting": self.ocr_setting(), "pages": sorted(native.ocr_pages)}
@@ -710,17 +740,102 @@ def _in_margin(pc: PageChars) -> np.ndarray:
     return np.asarray((cx < mx) | (cx > pc.width - mx) | (cy < my) | (cy > pc.height - my))
 
 
-def _layout_lost_text(pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray) -> bool:
+_TOKEN = re.compile(r"\S+")
+_TOKEN_EDGE = re.compile(r"^\W+|\W+$")
+_LETTER_WORD = re.compile(r"^[^\W\d_]+(?:[-'\u2019.][^\W\d_]+)*$")
+_NUMBER = re.compile(r"^[-+]?\d+(?:[.,/:]\d+)*%?$")
+
+
+def _is_word(token: str) -> bool:
+    """A number, or letters (inner hyphens, apostrophes, dots) that English uses often enough."""
+    core = _TOKEN_EDGE.sub("", token)
+    if _NUMBER.match(core):
+        return True
+    if not _LETTER_WORD.match(core):
+        return False
+    return _zipf(core) >= (OCR_SHORT_WORD_ZIPF if len(core) <= 2 else OCR_WORD_ZIPF)
+
+
+def _word_share(text: str) -> float:
+    """Share of ``text``'s non-space characters that are in words (:func:`_is_word`)."""
+    tokens = _TOKEN.findall(text)
+    total = sum(len(t) for t in tokens)
+    return sum(len(t) for t in tokens if _is_word(t)) / total if total else 0.0
+
+
+def _reads_as_text(text: str, in_picture: bool = False) -> bool:
+    """Whether OCR output reads as text, not as Tesseract's reading of a figure's inside (see
+    :data:`OCR_TEXT_MIN_WORD_SHARE`); ``in_picture``: it lies in a picture box of the layout."""
+    solid = sum(not c.isspace() for c in text)
+    least = OCR_PICTURE_TEXT_MIN_CHARS if in_picture else OCR_TEXT_MIN_CHARS
+    return solid >= least and _word_share(text) >= OCR_TEXT_MIN_WORD_SHARE
+
+
+def _text_layer_rects(pc: PageChars, layer: TextLayer) -> list[tuple[float, float, float, float]]:
+    """MuPDF's text blocks of the page, on the displayed page and clipped to it (empty ones dropped)."""
+    import pymupdf
+
+    pdf_page = layer._doc.load_page(pc.page - 1)
+    m = pdf_page.rotation_matrix
+    rects = []
+    for block in pdf_page.get_text("blocks", flags=0):
+        if block[6] != 0:
+            continue
+        r = (pymupdf.Rect(block[:4]) * m).normalize()
+        x0, y0, x1, y1 = _clip(r.x0, r.y0, r.x1, r.y1, pc.width, pc.height)
+        if x1 - x0 > 0 and y1 - y0 > 0:
+            rects.append((x0, y0, x1, y1))
+    return rects
+
+
+def _readable_unclaimed(
+    path: Path,
+    pc: PageChars,
+    claimed: np.ndarray,
+    in_picture: np.ndarray,
+    rects: list[tuple[float, float, float, float]],
+) -> tuple[np.ndarray, list[bool]]:
+    """OCR'd page: the unclaimed characters that read as text (:func:`_reads_as_text`, judged per
+    text block on the characters no element took; mostly in picture boxes: as such), and per block
+    whether it reads as text (one with nothing left to take does). The rest is logged (debug): it is
+    left out of the tree, and counted in the page's :data:`OCR_LEFT_OUT_KEY`."""
+    readable = np.zeros(len(pc), dtype=bool)
+    seen = claimed.copy()
+    verdicts = []
+    for rect in rects:
+        sel = pc.select(*rect)
+        sel = sel[~seen[sel]]
+        seen[sel] = True
+        text = "".join(pc.chars[i] for i in sel)
+        pictured = 2 * int(in_picture[sel].sum()) > len(sel)
+        ok = not text.strip() or _reads_as_text(text, pictured)  # nothing left to take: no figure's
+        readable[sel] = ok
+        verdicts.append(ok)
+        if not ok:
+            log.debug("%s: page %d: OCR text left out (a figure's, not text): %r", path, pc.page, text[:120])
+    return readable, verdicts
+
+
+def _layout_lost_text(
+    pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, readable: np.ndarray | None = None
+) -> bool:
     """Whether the layout pass lost enough of the page's text to take it from the text layer:
     no character claimed at all, or the characters in no box (or in none but pictures) are at
-    least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text."""
+    least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text.
+    On an OCR'd page (``readable`` given, see :func:`_readable_unclaimed`) only unclaimed text
+    that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
+    page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
     text = _non_space(pc)
+    if readable is not None:
+        text &= claimed | readable
     total = int(text.sum())
     if total < FALLBACK_MIN_CHARS:
         return False
     if not claimed.any():
         return True
     unclaimed = text & ~claimed & ~_in_margin(pc)
+    if readable is not None:
+        return int(unclaimed.sum()) >= FALLBACK_UNBOXED_SHARE * total
     if int((unclaimed & ~in_picture).sum()) >= FALLBACK_UNBOXED_SHARE * total:
         return True
     return int(unclaimed.sum()) >= FALLBACK_UNCLAIMED_SHARE * total
@@ -737,6 +852,8 @@ class _TreeBuilder:
     elements: list[ParsingResult] = field(default_factory=list)
     label_map: dict[str, ParsingResultType] = field(default_factory=lambda: dict(PyMuPDFParser.LABEL_MAP))
     body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
+    #: 1-based pages whose text layer is Tesseract's (figures' insides included: see OCR_TEXT_MIN_WORD_SHARE)
+    ocr_pages: frozenset[int] = frozenset()
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
         claimed = np.zeros(len(pc), dtype=bool)
@@ -800,36 +917,52 @@ class _TreeBuilder:
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
             in_output[leftover] = False
-        if _layout_lost_text(pc, in_output, in_picture):
-            self._text_layer_blocks(pc, in_output, layer)
+        if pc.page not in self.ocr_pages:
+            if _layout_lost_text(pc, in_output, in_picture):
+                self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer))
+            return
+        rects = _text_layer_rects(pc, layer)
+        readable, verdicts = _readable_unclaimed(self.path, pc, in_output, in_picture, rects)
+        if _layout_lost_text(pc, in_output, in_picture, readable):
+            self._text_layer_blocks(pc, in_output, rects, keep_out=~readable)
+        left_out = _non_space(pc) & ~in_output
+        # the page's entry in root.metadata["pages"] (the layout object travels back from workers)
+        setattr(page, OCR_LEFT_OUT_KEY, {
+            "chars": int(left_out.sum()),
+            "in_pictures": int((left_out & in_picture).sum()),
+            "unreadable_blocks": verdicts.count(False),
+            "unreadable_chars": int((left_out & ~readable).sum()),
+        })
 
-    def _text_layer_blocks(self, pc: PageChars, claimed: np.ndarray, layer: TextLayer) -> None:
+    def _text_layer_blocks(
+        self,
+        pc: PageChars,
+        claimed: np.ndarray,
+        rects: list[tuple[float, float, float, float]],
+        keep_out: np.ndarray | None = None,
+    ) -> None:
         """The layout model left (much of) the page's text out of its text and table boxes (it can
-        fail on unusual pages): MuPDF's text blocks become PARAGRAPHs holding the characters no
-        element took (``metadata["layout_fallback"]``), so no text is lost without a trace."""
-        import pymupdf
-
+        fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs holding the
+        characters no element took (``metadata["layout_fallback"]``; they are marked in
+        ``claimed``), so no text is lost without a trace. ``keep_out``: characters never taken (on
+        an OCR'd page, those that do not read as text: a figure's OCR, see :func:`_readable_unclaimed`)."""
         log.warning(
             "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
             self.path, int((~claimed & _non_space(pc)).sum()), int(_non_space(pc).sum()), pc.page,
         )
-        pdf_page = layer._doc.load_page(pc.page - 1)
-        m = pdf_page.rotation_matrix
-        for block in pdf_page.get_text("blocks", flags=0):
-            if block[6] != 0:
-                continue
-            r = (pymupdf.Rect(block[:4]) * m).normalize()
-            x0, y0, x1, y1 = _clip(r.x0, r.y0, r.x1, r.y1, pc.width, pc.height)
-            if x1 - x0 <= 0 or y1 - y0 <= 0:
-                continue
-            mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
-            if claimed.any() and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
+        taken = claimed if keep_out is None else claimed | keep_out
+        mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
+        for x0, y0, x1, y1 in rects:
+            any_taken = claimed.any() if keep_out is None else (taken & ~keep_out).any()
+            if any_taken and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
                 continue  # a printer's mark in the margin, not text the layout lost
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             meta = {"native_label": "text-layer block", "layout_fallback": True}
-            node = self._text(T.PARAGRAPH, pc, claimed, (x0, y0, x1, y1), geom, meta)
+            node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
             if node is not None and node.content:
                 self.elements.append(node)
+        if keep_out is not None:
+            claimed |= taken & ~keep_out
 
     def _text(
         self,

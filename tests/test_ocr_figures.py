@@ -1,0 +1,184 @@
+"""Figure text on OCR'd pages (issue 11): Tesseract reads the inside of raster figures too and
+writes mostly garbage into the invisible text layer. That is a picture's OCR, not body text: the
+layout fallback neither counts it as lost text nor re-adds it, and the page's metadata counts what
+was left out (real Tesseract on constructed and shared pages)."""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from grounded.chunking import document_text
+from grounded.parsers.ocr import ocr_copy, tessdata_dir
+from grounded.parsers.pymupdf_parser import (
+    OCR_LEFT_OUT_KEY,
+    OCR_TEXT_MIN_WORD_SHARE,
+    PyMuPDFParser,
+    _reads_as_text,
+    _TreeBuilder,
+    _word_share,
+)
+from grounded.parsers.textlayer import TextLayer
+
+from .conftest import shared
+from .scanned import born_digital_words, scanned_pdf
+
+DPI = 300
+TOP = (
+    "Rivers carry water from the mountains to the sea, and along the way they shape the land. "
+    "Over many years a river cuts a valley, builds a plain and leaves sand where it slows down."
+)
+CAPTION = "Figure 1 A sketch of the shapes that a river leaves behind in a wide valley."
+BOTTOM = (
+    "Farmers have always settled near rivers because the soil is rich and the water is close. "
+    "Towns grew at the places where a river could be crossed, and trade followed the roads."
+)
+#: the raster figure: bonds, rings and atom labels, as in a chemistry figure (points)
+FIGURE = (110.0, 220.0, 500.0, 520.0)
+
+
+def _figure_page(path: Path) -> Path:
+    """One letter page: a paragraph, a figure of molecule-like shapes, its caption, a paragraph."""
+    rng = random.Random(7)
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_textbox(pymupdf.Rect(72, 72, 540, 200), TOP, fontsize=12, fontname="helv")
+    fig = pymupdf.Rect(*FIGURE)
+    for _ in range(60):
+        cx, cy = rng.uniform(fig.x0 + 20, fig.x1 - 20), rng.uniform(fig.y0 + 20, fig.y1 - 20)
+        r = rng.uniform(6, 16)
+        ring = [pymupdf.Point(cx + r * math.cos(a * math.pi / 3 + 0.3), cy + r * math.sin(a * math.pi / 3 + 0.3))
+                for a in range(7)]
+        page.draw_polyline(ring, color=(0, 0, 0), width=rng.uniform(0.6, 1.6))
+    for _ in range(120):
+        x, y = rng.uniform(fig.x0, fig.x1), rng.uniform(fig.y0, fig.y1)
+        page.draw_line((x, y), (x + rng.uniform(-18, 18), y + rng.uniform(-18, 18)), width=rng.uniform(0.5, 2))
+    for _ in range(40):
+        x, y = rng.uniform(fig.x0, fig.x1 - 10), rng.uniform(fig.y0 + 8, fig.y1)
+        label = rng.choice(["N", "OH", "H", "O", "NH2", "R1", "S", "~", "Y3", "Cl"])
+        page.insert_text((x, y), label, fontsize=rng.uniform(6, 11))
+    page.draw_rect(fig, width=1)
+    page.insert_textbox(pymupdf.Rect(72, 530, 540, 560), CAPTION, fontsize=10, fontname="helv")
+    page.insert_textbox(pymupdf.Rect(72, 575, 540, 700), BOTTOM, fontsize=12, fontname="helv")
+    doc.save(path)
+    return path
+
+
+def _solid(text: str) -> str:
+    return "".join(text.split())
+
+
+@pytest.fixture(scope="module")
+def scan(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("ocr_figures")
+    path = folder / "scan.pdf"
+    path.write_bytes(scanned_pdf(_figure_page(folder / "source.pdf"), dpi=DPI))
+    return path
+
+
+@pytest.fixture(scope="module")
+def ocred(scan) -> Path:
+    """The scan with Tesseract's text layer (as the parser's private copy)."""
+    target = scan.with_name("ocr.pdf")
+    ocr_copy(scan, [0], target, dpi=DPI, tessdata=tessdata_dir())
+    return target
+
+
+def _figure_ocr(path: Path) -> str:
+    """What Tesseract wrote inside the figure (the garbage this is about)."""
+    with pymupdf.open(path) as doc:
+        return doc[0].get_textbox(pymupdf.Rect(*FIGURE))
+
+
+def test_the_figure_is_read_as_garbage(ocred):
+    # the premise: Tesseract writes text inside the raster figure, and it does not read as text
+    garbage = _figure_ocr(ocred)
+    assert len(_solid(garbage)) >= 40
+    assert _word_share(garbage) < OCR_TEXT_MIN_WORD_SHARE and not _reads_as_text(garbage, True)
+    assert all(_reads_as_text(t) for t in (TOP, CAPTION, BOTTOM))
+
+
+def test_scanned_figure_page_keeps_the_body_and_counts_the_figure_text(scan, ocred):
+    root = PyMuPDFParser(ocr="always", ocr_dpi=DPI).parse(scan)
+    text = _solid(document_text(root).text)
+    for words in ("Riverscarrywater", "Figure1Asketch", "Farmershavealwayssettled", "tradefollowedtheroads"):
+        assert words in text
+    for token in re.findall(r"\S{3,}", _figure_ocr(ocred)):
+        assert _solid(token) not in text, token
+    (entry,) = root.metadata["pages"]
+    left_out = entry[OCR_LEFT_OUT_KEY]
+    assert left_out["in_pictures"] >= 40 and left_out["unreadable_chars"] >= 40 and left_out["unreadable_blocks"] >= 1
+
+
+def _layout(boxes: list[tuple[str, tuple[float, float, float, float]]]):
+    from pymupdf4llm.helpers.document_layout import LayoutBox, PageLayout
+
+    return PageLayout(1, 612.0, 792.0, [LayoutBox(*rect, boxclass=label) for label, rect in boxes])
+
+
+#: the layout model's failure on the scanned Clinical Science p6: one picture box swallows the
+#: figure, its caption and the body text below it (only the first paragraph got a text box)
+SWALLOWED = [("text", (72.0, 72.0, 520.0, 125.0)), ("picture", (105.0, 215.0, 545.0, 715.0))]
+
+
+def _build(path: Path, boxes, ocr_pages: frozenset[int]):
+    builder = _TreeBuilder(path, ocr_pages=ocr_pages)
+    page = _layout(boxes)
+    with TextLayer(path) as layer:
+        builder.add_page(page, layer.page(1), layer)
+    return builder.elements, page
+
+
+def test_fallback_on_an_ocr_page_takes_the_lost_body_not_the_figure(ocred):
+    elements, page = _build(ocred, SWALLOWED, frozenset({1}))
+    fallback = [e for e in elements if e.metadata.get("layout_fallback")]
+    text = _solid(" ".join(e.content for e in elements))
+    assert "Figure1Asketch" in text and "Farmershavealwayssettled" in text  # lost text, taken back
+    assert fallback and all(_reads_as_text(e.content) for e in fallback)
+    for e in fallback:  # nothing from inside the figure
+        box = e.geom[0].to_points(612.0, 792.0)
+        assert box[1] >= FIGURE[3] - 5, e.content
+    left_out = getattr(page, OCR_LEFT_OUT_KEY)
+    assert left_out["chars"] == left_out["unreadable_chars"] >= 40 and left_out["in_pictures"] >= 40
+
+
+def test_fallback_on_an_ocr_page_without_any_box_takes_only_text(ocred):
+    elements, page = _build(ocred, [], frozenset({1}))
+    text = _solid(" ".join(e.content for e in elements))
+    for words in ("Riverscarrywater", "Figure1Asketch", "Farmershavealwayssettled"):
+        assert words in text
+    assert all(_reads_as_text(e.content) for e in elements)
+    assert getattr(page, OCR_LEFT_OUT_KEY)["unreadable_chars"] >= 40
+
+
+def test_born_digital_pages_keep_the_old_rule(ocred):
+    # the same text layer, not marked OCR'd: text in the picture counts (a vector table the model
+    # called a picture is real text), every block is taken, and no OCR counts are written
+    elements, page = _build(ocred, SWALLOWED, frozenset())
+    fallback = [e for e in elements if e.metadata.get("layout_fallback")]
+    assert any(e.geom[0].to_points(612.0, 792.0)[1] < FIGURE[3] - 5 for e in fallback)
+    assert not hasattr(page, OCR_LEFT_OUT_KEY)
+
+
+def test_scanned_clinsci_figure_page_has_no_figure_garbage():
+    # Clinical Science p6: raster figures (a protein cartoon, residue labels) whose OCR is garbage
+    # ("S N-ter =~ VN ~<A GS", "Y50! 498 \\ wea"); scanned alone, the layout model puts the right
+    # column (Table 5 and the body text under it) in one picture box with figure 5. The body text
+    # is taken back by the fallback; the figure OCR is not (and is counted)
+    src = shared("long", "cermine_web_example3_clinsci.pdf")
+    root = PyMuPDFParser(ocr="always", ocr_dpi=DPI).parse(scanned_pdf(src, [6], dpi=DPI))
+    text = document_text(root).text
+    for words in ("Crystal structure of N-domain ACE", "Binding of compound 33RE", "acidic side-chain",
+                  "ACE inhibitors remain an effective therapeutic strategy"):
+        assert words in text
+    known = {w.lower() for *_, w in born_digital_words(src, 6) for w in re.findall(r"[A-Za-z]{3,}", w)}
+    fallback = " ".join(n.content for n in root.walk() if n.metadata.get("layout_fallback"))
+    words = re.findall(r"[A-Za-z]{3,}", fallback)
+    assert words and sum(w.lower() in known for w in words) >= 0.9 * len(words)
+    (entry,) = root.metadata["pages"]
+    assert entry[OCR_LEFT_OUT_KEY]["unreadable_chars"] >= 100
