@@ -147,6 +147,31 @@ def test_fallback_on_an_ocr_page_takes_the_lost_body_not_the_figure(ocred):
     assert left_out["chars"] == left_out["unreadable_chars"] >= 40 and left_out["in_pictures"] >= 40
 
 
+#: two columns of two paragraphs each: (left, top, right, bottom) -> text
+COLUMNS = {
+    (72.0, 72.0, 296.0, 300.0): "First the left column tells how the river rises in the hills " * 4,
+    (72.0, 320.0, 296.0, 600.0): "Then the left column follows the river down into the plain " * 4,
+    (316.0, 72.0, 540.0, 300.0): "Next the right column shows the towns that grew along the banks " * 4,
+    (316.0, 320.0, 540.0, 600.0): "Last the right column reaches the sea where the river ends " * 4,
+}
+
+
+def test_fallback_text_on_an_ocr_page_is_read_in_reading_order(tmp_path):
+    # the layout model lost the right column's first paragraph: taken back, it is read where it
+    # stands (after the left column, before the paragraph under it), not after the whole page.
+    # The builder only needs a text layer here, so a born-digital page stands in for the OCR'd one
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    for rect, text in COLUMNS.items():
+        page.insert_textbox(pymupdf.Rect(*rect), text, fontsize=11, fontname="helv")
+    doc.save(tmp_path / "columns.pdf")
+    lost = list(COLUMNS)[2]
+    boxes = [("text", rect) for rect in COLUMNS if rect != lost]
+    elements, _ = _build(tmp_path / "columns.pdf", boxes, frozenset({1}))
+    assert [e.content.split()[0] for e in elements] == ["First", "Then", "Next", "Last"]
+    assert elements[2].metadata.get("layout_fallback")
+
+
 def test_fallback_on_an_ocr_page_without_any_box_takes_only_text(ocred):
     elements, page = _build(ocred, [], frozenset({1}))
     text = _solid(" ".join(e.content for e in elements))

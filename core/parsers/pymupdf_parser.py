@@ -51,7 +51,7 @@ from .ocr import (
     tessdata_dir,
 )
 from .pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
-from .reading_order import reading_order, upright
+from .reading_order import Rect, reading_order, upright
 from .running_furniture import mark_running_furniture
 from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
 
@@ -907,6 +907,30 @@ class _TreeBuilder:
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             nodes[index] = node
+        in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
+        for leftover in self._table_leftover:
+            in_output[leftover] = False
+        if pc.page in self.ocr_pages:
+            # an OCR'd page: the fallback's elements are read in the page's reading order with the
+            # rest (a born-digital page keeps them after the rest, as before)
+            rects = _text_layer_rects(pc, layer)
+            readable, verdicts = _readable_unclaimed(self.path, pc, in_output, in_picture, rects)
+            found = []
+            if _layout_lost_text(pc, in_output, in_picture, readable):
+                found = self._text_layer_blocks(pc, in_output, rects, keep_out=~readable)
+            left_out = _non_space(pc) & ~in_output
+            # the page's entry in root.metadata["pages"] (the layout object travels back from workers)
+            setattr(page, OCR_LEFT_OUT_KEY, {
+                "chars": int(left_out.sum()),
+                "in_pictures": int((left_out & in_picture).sum()),
+                "unreadable_blocks": verdicts.count(False),
+                "unreadable_chars": int((left_out & ~readable).sum()),
+            })
+            for node in found:
+                nodes[len(boxes)] = node
+                x0, y0, x1, y1 = node.geom[0].to_points(w, h)
+                boxes = [*boxes, Rect(x0, y0, x1, y1, "text")]
+                small = [*small, False]
         # text is claimed in the model's order (unchanged); elements follow the page's reading
         # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
         order = reading_order(upright(boxes, self._turn, w, h), small, table_notes)
@@ -914,25 +938,8 @@ class _TreeBuilder:
             if i in nodes:
                 caption = self._captions.pop(id(nodes[i]), None)
                 self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
-        in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
-        for leftover in self._table_leftover:
-            in_output[leftover] = False
-        if pc.page not in self.ocr_pages:
-            if _layout_lost_text(pc, in_output, in_picture):
-                self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer))
-            return
-        rects = _text_layer_rects(pc, layer)
-        readable, verdicts = _readable_unclaimed(self.path, pc, in_output, in_picture, rects)
-        if _layout_lost_text(pc, in_output, in_picture, readable):
-            self._text_layer_blocks(pc, in_output, rects, keep_out=~readable)
-        left_out = _non_space(pc) & ~in_output
-        # the page's entry in root.metadata["pages"] (the layout object travels back from workers)
-        setattr(page, OCR_LEFT_OUT_KEY, {
-            "chars": int(left_out.sum()),
-            "in_pictures": int((left_out & in_picture).sum()),
-            "unreadable_blocks": verdicts.count(False),
-            "unreadable_chars": int((left_out & ~readable).sum()),
-        })
+        if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
+            self.elements.extend(self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer)))
 
     def _text_layer_blocks(
         self,
@@ -940,10 +947,10 @@ class _TreeBuilder:
         claimed: np.ndarray,
         rects: list[tuple[float, float, float, float]],
         keep_out: np.ndarray | None = None,
-    ) -> None:
+    ) -> list[ParsingResult]:
         """The layout model left (much of) the page's text out of its text and table boxes (it can
-        fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs holding the
-        characters no element took (``metadata["layout_fallback"]``; they are marked in
+        fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs (returned)
+        holding the characters no element took (``metadata["layout_fallback"]``; they are marked in
         ``claimed``), so no text is lost without a trace. ``keep_out``: characters never taken (on
         an OCR'd page, those that do not read as text: a figure's OCR, see :func:`_readable_unclaimed`)."""
         log.warning(
@@ -951,6 +958,7 @@ class _TreeBuilder:
             self.path, int((~claimed & _non_space(pc)).sum()), int(_non_space(pc).sum()), pc.page,
         )
         taken = claimed if keep_out is None else claimed | keep_out
+        found: list[ParsingResult] = []
         mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
         for x0, y0, x1, y1 in rects:
             any_taken = claimed.any() if keep_out is None else (taken & ~keep_out).any()
@@ -960,9 +968,10 @@ class _TreeBuilder:
             meta = {"native_label": "text-layer block", "layout_fallback": True}
             node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
             if node is not None and node.content:
-                self.elements.append(node)
+                found.append(node)
         if keep_out is not None:
             claimed |= taken & ~keep_out
+        return found
 
     def _text(
         self,
