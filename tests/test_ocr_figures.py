@@ -115,6 +115,18 @@ def test_scanned_figure_page_keeps_the_body_and_counts_the_figure_text(scan, ocr
     assert left_out["in_pictures"] >= 40 and left_out["unreadable_chars"] >= 40 and left_out["unreadable_blocks"] >= 1
 
 
+def test_worker_processes_know_the_ocr_pages_and_report_what_was_left_out(scan):
+    # with workers the pages' elements are built in other processes: they get the OCR'd pages too,
+    # and the counts come back with the layouts
+    two = scan.with_name("two.pdf")
+    two.write_bytes(scanned_pdf(scan.with_name("source.pdf"), [1, 1], dpi=DPI))
+    with PyMuPDFParser(ocr="always", ocr_dpi=DPI, workers=2, batch_pages=1) as parser:
+        root = parser.parse(two)
+    for entry in root.metadata["pages"]:
+        assert entry[OCR_LEFT_OUT_KEY]["unreadable_chars"] >= 40
+    assert _solid(document_text(root).text).count("Farmershavealwayssettled") == 2
+
+
 def _layout(boxes: list[tuple[str, tuple[float, float, float, float]]]):
     from pymupdf4llm.helpers.document_layout import LayoutBox, PageLayout
 
