@@ -103,6 +103,36 @@ def test_the_figure_is_read_as_garbage(ocred):
     assert all(_reads_as_text(t) for t in (TOP, CAPTION, BOTTOM))
 
 
+#: Tesseract's text layer of the scanned Clinical Science pages (300 dpi): figure OCR ...
+FIGURE_OCR = [
+    "a i F490 pame EP V sa96 a AL H331 369 ae> m= (Gye \u201ctsae a Ha91 a3re NOR BARN",
+    "498 \\\\ wea AT? 2s A Y50! i\u201d Y \\S Y498 RSI y~T/ _l 28 Wes kaso \\",
+    "$z 2.5 \u00a3= 20 os oc ef 15 ee \u00a3 = 1.0: oS os a3",
+    "nd ak no Sy 2D oy 2 \u2018a yy oP ies eePELLheSSS PPP LP ELE CELLLOO MP O\u2019\u201cE LS 0 2IL aaa |",
+]
+#: ... and text (body, a reference list, a caption the layout model put in a picture box)
+OCR_TEXT = [
+    "The co-crystal structure of N-domain ACE was solved at 2.2 A in complex with compound 33RE",
+    "lung with silicosis. PLoS ONE 7, e40301 24 Zhang, L., Xu, L. M., Chen, Y. W., Ni, Q. W., Zhou, M.",
+    "Figure 2 Fragment suggested to have complementary interactions with the protein in the same region",
+]
+
+
+@pytest.mark.parametrize("text", FIGURE_OCR)
+def test_figure_ocr_does_not_read_as_text(text):
+    assert not _reads_as_text(text) and not _reads_as_text(text, in_picture=True)
+
+
+@pytest.mark.parametrize("text", OCR_TEXT)
+def test_ocr_text_reads_as_text(text):
+    assert _reads_as_text(text) and _reads_as_text(text, in_picture=True)
+
+
+def test_short_legible_labels_in_a_picture_are_the_figure_s():
+    # a flowchart's boxes (PeerJ p5): words, but labels, not a caption or body text
+    assert _reads_as_text("Homology Searching") and not _reads_as_text("Homology Searching", in_picture=True)
+
+
 def test_scanned_figure_page_keeps_the_body_and_counts_the_figure_text(scan, ocred):
     root = PyMuPDFParser(ocr="always", ocr_dpi=DPI).parse(scan)
     text = _solid(document_text(root).text)
