@@ -825,9 +825,7 @@ def _layout_lost_text(
     On an OCR'd page (``readable`` given, see :func:`_readable_unclaimed`) only unclaimed text
     that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
     page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
-    text = _non_space(pc)
-    if readable is not None:
-        text &= claimed | readable
+    text = _non_space(pc) if readable is None else _non_space(pc) & (claimed | readable)
     total = int(text.sum())
     if total < FALLBACK_MIN_CHARS:
         return False
@@ -913,20 +911,7 @@ class _TreeBuilder:
         if pc.page in self.ocr_pages:
             # an OCR'd page: the fallback's elements are read in the page's reading order with the
             # rest (a born-digital page keeps them after the rest, as before)
-            rects = _text_layer_rects(pc, layer)
-            readable, verdicts = _readable_unclaimed(self.path, pc, in_output, in_picture, rects)
-            found = []
-            if _layout_lost_text(pc, in_output, in_picture, readable):
-                found = self._text_layer_blocks(pc, in_output, rects, keep_out=~readable)
-            left_out = _non_space(pc) & ~in_output
-            # the page's entry in root.metadata["pages"] (the layout object travels back from workers)
-            setattr(page, OCR_LEFT_OUT_KEY, {
-                "chars": int(left_out.sum()),
-                "in_pictures": int((left_out & in_picture).sum()),
-                "unreadable_blocks": verdicts.count(False),
-                "unreadable_chars": int((left_out & ~readable).sum()),
-            })
-            for node in found:
+            for node in self._ocr_fallback(page, pc, in_output, in_picture, layer):
                 nodes[len(boxes)] = node
                 x0, y0, x1, y1 = node.geom[0].to_points(w, h)
                 boxes = [*boxes, Rect(x0, y0, x1, y1, "text")]
@@ -940,6 +925,27 @@ class _TreeBuilder:
                 self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
         if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
             self.elements.extend(self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer)))
+
+    def _ocr_fallback(
+        self, page: Any, pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, layer: TextLayer
+    ) -> list[ParsingResult]:
+        """An OCR'd page's layout fallback: the text-layer blocks that read as text when the layout
+        lost enough of them (:func:`_layout_lost_text`), never a figure's OCR; what stays out is
+        counted in the page's :data:`OCR_LEFT_OUT_KEY` (set on ``page``, the layout object, which
+        travels back from worker processes)."""
+        rects = _text_layer_rects(pc, layer)
+        readable, verdicts = _readable_unclaimed(self.path, pc, claimed, in_picture, rects)
+        found = []
+        if _layout_lost_text(pc, claimed, in_picture, readable):
+            found = self._text_layer_blocks(pc, claimed, rects, keep_out=~readable)
+        left_out = _non_space(pc) & ~claimed
+        setattr(page, OCR_LEFT_OUT_KEY, {
+            "chars": int(left_out.sum()),
+            "in_pictures": int((left_out & in_picture).sum()),
+            "unreadable_blocks": verdicts.count(False),
+            "unreadable_chars": int((left_out & ~readable).sum()),
+        })
+        return found
 
     def _text_layer_blocks(
         self,
