@@ -10,12 +10,14 @@ import pymupdf
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rapidfuzz.distance import Levenshtein
 
 from grounded.chunking import document_text
 from grounded.parsers.pymupdf_parser import PyMuPDFParser
 from grounded.parsers.reading_order import columns, reading_order, upright
 
 from .conftest import SHARED_DATA, shared
+from .scanned import scanned_pdf
 
 
 @dataclass
@@ -99,6 +101,63 @@ def test_small_print_closing_a_column_is_read_as_a_footnote():
     # small print with body text below it in its column is not a footnote
     boxes.append(_col(LEFT, 670, 740))
     assert reading_order(boxes, [False, True, False, True, False]) == [0, 1, 4, 2, 3]
+
+
+def _margin_page() -> list[B]:
+    """A page with a narrow margin column left of the body (PeerJ's first page): a logo, then the
+    article's history, editor and licence beside the lower half of the body."""
+    main, margin = (185.0, 578.0), (35.0, 155.0)
+    return [
+        B(35, 66, 131, 156, "picture"),  # 0 logo
+        _col(main, 65, 110, "section-header"),  # 1 title
+        B(185, 126, 490, 137),  # 2 authors (short lines vote for the gutter, as does 7)
+        _col(main, 146, 480),  # 3 abstract
+        B(185, 510, 382, 520),  # 4 subjects
+        _col(margin, 487, 516),  # 5 submitted, accepted
+        _col(margin, 524, 552),  # 6 corresponding author
+        B(185, 567, 291, 577, "section-header"),  # 7 introduction
+        _col(margin, 589, 635),  # 8 additional information
+        _col(main, 588, 717),  # 9
+        _col(margin, 643, 663),  # 10 copyright
+        _col(margin, 707, 714),  # 11 open access
+    ]
+
+
+def test_margin_column_text_is_read_after_the_body():
+    boxes = _margin_page()
+    body, notes = [0, 1, 2, 3, 4, 7, 9], [5, 6, 8, 10, 11]
+    assert reading_order(boxes) == body + notes
+    # whatever the boxes' print size says (OCR's sizes come from line heights and vary)
+    for small in ([False] * 12, [i in (5, 8) for i in range(12)], [i in notes for i in range(12)]):
+        assert reading_order(boxes, small) == body + notes
+
+
+def test_a_column_as_wide_as_half_the_others_is_no_margin_column():
+    # columns of 120 and 240 points: both body columns, read one after the other
+    boxes = [B(50, 70, 170, 400), B(50, 420, 170, 740), B(190, 70, 430, 400), B(190, 420, 430, 740)]
+    assert reading_order(boxes) == [0, 1, 2, 3]
+    # three equal columns: none is a margin column
+    thirds = [B(x, y, x + 150, y + 300) for y in (70, 400) for x in (50, 220, 390)]
+    assert reading_order(thirds) == [0, 3, 1, 4, 2, 5]
+
+
+def test_a_box_nested_at_the_top_of_a_later_box_is_read_first():
+    # the layout model boxed the first lines of both columns, then each whole column; the small
+    # boxes take their text first, so each column box holds the text below them
+    boxes = [
+        B(45.0, 122.4, 208.0, 183.2),  # 0 column 1, first lines
+        B(222.1, 122.4, 387.3, 183.2),  # 1 column 2, first lines (a bullet list)
+        B(45.4, 122.4, 212.0, 741.6),  # 2 column 1, the rest
+        B(221.4, 122.4, 388.3, 741.6),  # 3 column 2, the rest (starts a little further left)
+        B(399.2, 122.4, 565.9, 741.6),  # 4 column 3
+    ]
+    assert reading_order(boxes) == [0, 2, 1, 3, 4]
+    # a box nested lower down, or one later in the model's order (it found its text taken), does
+    # not move the box around it
+    lower = [B(221.4, 122.4, 388.3, 741.6), B(222.1, 300.0, 387.3, 360.0), *boxes[2:3], *boxes[4:]]
+    assert reading_order(lower) == [2, 0, 1, 3]
+    later = [boxes[3], boxes[2], boxes[1], boxes[4]]
+    assert reading_order(later) == [1, 0, 2, 3]
 
 
 def test_single_column_keeps_the_model_order():
@@ -229,6 +288,31 @@ def test_test1_page1_footnote_does_not_split_the_sentence(tmp_path):
     text = _page_text(shared("pdfs", "cermine_medical", "test1.pdf"), 1, tmp_path)
     assert "with low molecular\n\nweight heparins" in text
     assert text.index("Correspondence") > text.index("weight heparins")
+
+
+#: scans as the OCR benchmark makes them; at this resolution the layout model boxes both pages
+#: as described below (the margin notes' OCR sizes vary; Federal Register boxes nested at the top)
+SCAN_DPI = 300
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        # margin notes beside the body: after it, as on the born-digital page
+        ("cermine_test6_peerjcs118.pdf", ["Estimating selective", "Submitted 25 March", "Distributed under"]),
+        # column 2's first lines (a list) boxed apart from, and before, the whole column's box
+        ("federal-register-2020-17221.pdf", ["Federal eRulemaking", "Mail: U.S.", "For Boeing service"]),
+    ],
+)
+def test_scanned_first_pages_read_as_born_digital(name, words, tmp_path):
+    src = SHARED_DATA / "long" / name
+    digital = _page_text(src, 1, tmp_path)
+    scanned = document_text(PyMuPDFParser(ocr="always").parse(scanned_pdf(src, [1], dpi=SCAN_DPI), name=name)).text
+    at = [scanned.index(w) for w in words]
+    assert at == sorted(at)
+    truth = "".join(digital.split())
+    assert Levenshtein.distance("".join(scanned.split()), truth) / len(truth) <= 0.03
 
 
 # -- every shared two-column PDF -------------------------------------------------------------------

@@ -10,7 +10,10 @@ split a sentence that continues in column 2. :func:`reading_order` reorders the 
 * boxes crossing a gutter (titles, abstracts, figures and tables spanning the columns) split the
   page into bands; inside a band column 1 is read top to bottom, then column 2, and so on;
 * footnotes come after the body of the page (in reading order among themselves), so a sentence
-  interrupted by them reads on.
+  interrupted by them reads on; so does the text of a margin column (a first or last column much
+  narrower than the others: article history, editor, licence beside the body);
+* a box with an earlier box nested at its top (the model's order is the order in which boxes
+  take their text, so the earlier box took that part) is read from below the nested box.
 
 A page without columns keeps the model's order (apart from footnotes and furniture). Works on
 boxes only (anything with ``x0, y0, x1, y1`` and ``boxclass``), so it is testable on synthetic
@@ -39,6 +42,16 @@ COLUMN_MIN_SHARE = 0.1
 #: points) separates bands too: a full-width figure the layout model did not box
 BAND_GAP_SHARE = 0.06
 BAND_GAP_MIN = 36.0
+
+#: an earlier box nested in a box (within NESTED_SLACK points) whose top is at most NESTED_TOP
+#: points (less than a line of text) below the box's top took the box's text down to its bottom
+NESTED_SLACK = 2.0
+NESTED_TOP = 6.0
+#: a first or last column narrower than this share of every other column is a margin column
+MARGIN_SHARE = 0.5
+#: classes of a margin column's boxes read after the body (notes beside it; not its headings or
+#: figures)
+MARGIN_NOTE_CLASSES = frozenset({"text", "list-item"})
 
 HEADER_CLASSES = frozenset({"page-header"})
 FOOTER_CLASSES = frozenset({"page-footer"})
@@ -126,6 +139,29 @@ def columns(boxes: Sequence[Box]) -> list[float]:
     return kept
 
 
+def _nested(a: Box, b: Box) -> bool:
+    """Whether box ``a`` (not empty) lies inside box ``b``, up to :data:`NESTED_SLACK`."""
+    s = NESTED_SLACK
+    return a.y1 > a.y0 and a.x0 >= b.x0 - s and a.x1 <= b.x1 + s and a.y0 >= b.y0 - s and a.y1 <= b.y1 + s
+
+
+def _own_parts(boxes: Sequence[Box]) -> list[Rect]:
+    """``boxes`` with each box's top lowered below the earlier boxes nested at its top.
+
+    Boxes take their text in the model's order, so a box holding an earlier box at its top has
+    text only below it (a layout model's small box over the first lines of a column and a big
+    box over the whole column): sorted by its own top it would come first and be read too early."""
+    out = [Rect(b.x0, b.y0, b.x1, b.y1, b.boxclass) for b in boxes]
+    for k, b in enumerate(boxes):
+        inner = sorted((a for a in boxes[:k] if _nested(a, b)), key=lambda a: a.y0)
+        top = b.y0
+        for a in inner:  # a stack of nested boxes at the top: below the lowest of them
+            if a.y0 <= top + NESTED_TOP:
+                top = max(top, a.y1)
+        out[k].y0 = min(top, b.y1)
+    return out
+
+
 def _column_of(b: Box, gutters: Sequence[float]) -> int | None:
     """Index of the column ``b`` sits in, or ``None`` when it crosses a gutter."""
     for g in gutters:
@@ -200,6 +236,22 @@ def _bottom_notes(body: list[int], boxes: Sequence[Box], gutters: Sequence[float
     return notes
 
 
+def _margin_notes(body: Sequence[int], boxes: Sequence[Box], gutters: Sequence[float]) -> list[int]:
+    """Text boxes of a margin column: the first or last column when it is narrower than
+    :data:`MARGIN_SHARE` of every other column (columns measured between the gutters and the
+    body's sides). Notes beside the body (article history, editor, licence), read after it."""
+    if not gutters or not body:
+        return []
+    edges = [min(boxes[i].x0 for i in body), *gutters, max(boxes[i].x1 for i in body)]
+    widths = [b - a for a, b in zip(edges, edges[1:], strict=False)]
+    margin = {
+        c
+        for c, others in ((0, widths[1:]), (len(widths) - 1, widths[:-1]))
+        if widths[c] < MARGIN_SHARE * min(others)
+    }
+    return [i for i in body if boxes[i].boxclass in MARGIN_NOTE_CLASSES and _column_of(boxes[i], gutters) in margin]
+
+
 def reading_order(
     boxes: Sequence[Box], small: Sequence[bool] | None = None, follows: Mapping[int, int] | None = None
 ) -> list[int]:
@@ -209,6 +261,7 @@ def reading_order(
     text): a small-print text box at the bottom of a column is read as a footnote.
     ``follows[i] = j`` (optional) reads box ``i`` right after box ``j`` (a table's notes after the
     table), boxes following the same box top to bottom."""
+    boxes = _own_parts(boxes)
     given = dict(follows or {})
     # a box follows one that stays in the page order (no chains), both on the page
     follows = {i: j for i, j in given.items() if j not in given and 0 <= j < len(boxes) and 0 <= i < len(boxes)}
@@ -218,11 +271,12 @@ def reading_order(
     special = {*headers, *footers, *notes, *follows}
     body = [i for i in range(len(boxes)) if i not in special]
     gutters = columns([boxes[i] for i in body])
+    extra = set(_margin_notes(body, boxes, gutters))
     if small is not None and len(small) == len(boxes):
-        extra = set(_bottom_notes(body, boxes, gutters, small))
-        if extra:
-            body = [i for i in body if i not in extra]
-            notes = sorted([*notes, *extra])
+        extra.update(_bottom_notes(body, boxes, gutters, small))
+    if extra:
+        body = [i for i in body if i not in extra]
+        notes = sorted([*notes, *extra])
     ordered = _bands(body, boxes, gutters)
     if gutters and len(notes) > 1:  # footnotes: column by column too
         notes = _bands(notes, boxes, gutters)
