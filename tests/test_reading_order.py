@@ -239,6 +239,35 @@ def _footnote_pdf(path: Path) -> Path:
     return path
 
 
+def _margin_notes_pdf(path: Path) -> Path:
+    """One body column (11 pt) with a narrow margin column of notes (9 pt) beside its lower half,
+    as on a PeerJ first page."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    body = (185, 578)
+    page.insert_text((body[0], 80), "A Study of Margin Notes Beside the Body", fontsize=18, fontname="hebo")
+    page.insert_text((body[0], 110), "Alice Author, Bob Writer and Carol Scholar", fontsize=11)
+    page.insert_text((body[0], 140), "ABSTRACT", fontsize=13, fontname="hebo")
+    _block(page, body, 150, 330, _filler("Alpha", 9), size=11)
+    page.insert_text((body[0], 360), "INTRODUCTION", fontsize=13, fontname="hebo")
+    _block(page, body, 370, 720, _filler("Beta", 17) + " The last body sentence ends here.", size=11)
+    notes = [
+        "Submitted 25 March 2016\nAccepted 9 May 2017\nPublished 5 June 2017",
+        "Corresponding author\nAlice Author,\nalice@example.org",
+        "Academic editor\nDan Editor",
+        "Additional Information and\nDeclarations can be found on\npage 13",
+        "Copyright\n2017 Author et al.",
+        "Distributed under\nCreative Commons CC-BY 4.0",
+    ]
+    y = 420.0
+    for note in notes:
+        height = 12 * (note.count("\n") + 1) + 4
+        _block(page, (35, 160), y, y + height, note, size=9)
+        y += height + 12
+    doc.save(path)
+    return path
+
+
 def _text(path: Path) -> str:
     return document_text(PyMuPDFParser().parse(path)).text
 
@@ -255,6 +284,17 @@ def test_generated_footnote_comes_after_the_sentence_it_interrupts(tmp_path):
     text = _text(_footnote_pdf(tmp_path / "footnote.pdf"))
     assert "with low molecular\n\nweight heparins" in text
     assert text.index("Correspondence") > text.index("Zeta sentence 28")
+
+
+@pytest.mark.slow
+def test_generated_margin_notes_come_after_the_body_born_digital_and_scanned(tmp_path):
+    # on the scan the notes' OCR sizes (from line heights) are not all small print: the rule is
+    # the narrow column, not the print size
+    path = _margin_notes_pdf(tmp_path / "margin.pdf")
+    scan = PyMuPDFParser(ocr="always").parse(scanned_pdf(path, dpi=200), name="margin.pdf")
+    for text in (_text(path), document_text(scan).text):
+        at = [text.index(w) for w in ("Beta sentence 0", "last body sentence", "Submitted", "Distributed under")]
+        assert at == sorted(at)
 
 
 # -- the issue's pages ---------------------------------------------------------------------------
