@@ -11,7 +11,9 @@ pages; :func:`ocr_copy` writes a copy of the PDF in which each such page carries
 invisible text layer (word boxes at the page's coordinates, as in a "sandwich" PDF) instead of
 its own text, so the layout pass, the character boxes and the chunk boxes work on it exactly as
 on a born-digital page. A multi-column page is OCR'd one column at a time
-(:mod:`.ocr_regions`): whole-page segmentation reads lines across dense gutters.
+(:mod:`.ocr_regions`): whole-page segmentation reads lines across dense gutters. Dot leaders
+("Item ........ $85") are erased from the image before OCR (Tesseract reads long runs of dots
+as letters, "cecece") and written back as invisible "." characters at their dots.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import BackendUnavailableError
-from .ocr_regions import Region, page_regions
+from .ocr_regions import Leader, Region, dot_leaders, page_regions
 
 __all__ = [
     "OCRMode",
@@ -232,20 +234,58 @@ def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
     )
 
 
-def _ocr_layers(page: Any, dpi: int, tessdata: str) -> list[tuple[Any, Any]]:
+#: a leader dot is whited out with this many pixels of margin (its anti-aliased rim)
+LEADER_ERASE_PAD = 1
+#: the font of the "." characters written for leader dots (invisible, like Tesseract's text)
+LEADER_FONT = "helv"
+
+
+def _erase(pix: Any, leaders: Sequence[Leader]) -> None:
+    """White out the dots of ``leaders`` in the RGB pixmap ``pix`` (in place)."""
+    import pymupdf
+
+    for leader in leaders:
+        for x0, y0, x1, y1 in leader.dots.tolist():
+            pad = LEADER_ERASE_PAD
+            pix.set_rect(pymupdf.IRect(x0 - pad, y0 - pad, x1 + pad, y1 + pad), (255, 255, 255))
+
+
+def _write_leaders(page: Any, leaders: Sequence[Leader], dpi: int) -> None:
+    """Write each leader dot of ``leaders`` (found in ``page`` rendered at ``dpi``, upright) as an
+    invisible "." centred on it, on the dots' baseline, at the size of the text around them."""
+    import pymupdf
+
+    if not leaders:
+        return
+    font = pymupdf.Font(LEADER_FONT)
+    writer = pymupdf.TextWriter(page.rect)
+    scale = 72.0 / dpi
+    for leader in leaders:
+        half = font.text_length(".", fontsize=leader.fontsize) / 2
+        base = leader.baseline * scale
+        for x0, _, x1, _ in leader.dots.tolist():
+            writer.append(((x0 + x1) / 2 * scale - half, base), ".", font=font, fontsize=leader.fontsize)
+    writer.write_text(page, render_mode=3)
+
+
+def _ocr_layers(page: Any, dpi: int, tessdata: str) -> tuple[list[tuple[Any, Any]], list[Leader]]:
     """(target rect on the displayed ``page``, one-page PDF of Tesseract's invisible text) per
     region OCR'd: one per column of a multi-column upright page (:func:`.ocr_regions.page_regions`,
-    in reading order), else the whole page."""
+    in reading order), else the whole page; and the dot leaders of an upright page (erased from
+    the image Tesseract reads, see :func:`.ocr_regions.dot_leaders`)."""
     import numpy as np
     import pymupdf
 
     pix = page.get_pixmap(dpi=dpi, alpha=False)  # RGB: Tesseract in MuPDF reads no gray pixmaps
     regions: list[Region] = []
+    leaders: list[Leader] = []
     if page.rotation == 0:  # sub-rects are placed in unrotated space only (turned scans: whole page)
         gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
         regions = page_regions(gray, dpi)
+        leaders = dot_leaders(gray, dpi)
+        _erase(pix, leaders)
     if not regions:
-        return [(page.rect, _recognize(pix, dpi, tessdata))]
+        return [(page.rect, _recognize(pix, dpi, tessdata))], leaders
     scale = dpi / 72.0
     out: list[tuple[Any, Any]] = []
     try:
@@ -266,7 +306,7 @@ def _ocr_layers(page: Any, dpi: int, tessdata: str) -> list[tuple[Any, Any]]:
             layer.close()
         raise
     log.debug("OCR'd page %d in %d regions", page.number + 1, len(out))
-    return out
+    return out, leaders
 
 
 def _remove_text(page: Any) -> None:
@@ -298,7 +338,7 @@ def ocr_copy(
     with pymupdf.open(src) as doc:
         for pno in pages:
             page = doc.load_page(pno)
-            layers = _ocr_layers(page, dpi, folder)
+            layers, leaders = _ocr_layers(page, dpi, folder)
             try:
                 if page.get_text("text", flags=0).strip():
                     _remove_text(page)
@@ -307,6 +347,7 @@ def ocr_copy(
                     # each layer is a part of the displayed page; show_pdf_page takes displayed
                     # coordinates (/Rotate kept)
                     page.show_pdf_page(rect, layer, 0, keep_proportion=False, overlay=True)
+                _write_leaders(page, leaders, dpi)
             finally:
                 for _, layer in layers:
                     layer.close()

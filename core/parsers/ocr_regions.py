@@ -23,7 +23,16 @@ import numpy as np
 
 from .column_split import split_box
 
-__all__ = ["DETECT_DPI", "INK_LEVEL", "Blobs", "Region", "ink_blobs", "page_regions"]
+__all__ = [
+    "DETECT_DPI",
+    "INK_LEVEL",
+    "Blobs",
+    "Region",
+    "Leader",
+    "ink_blobs",
+    "page_regions",
+    "dot_leaders",
+]
 
 #: the page image is reduced to about this resolution to find its columns
 DETECT_DPI = 75
@@ -42,6 +51,29 @@ LETTER_PERCENTILE = 90.0
 #: white margin (points) kept around a region when it is cut out of the page image
 REGION_PAD = 4.0
 
+# Dot leaders ("Item ........ $85"): Tesseract reads a long run of dots as letters ("cecece"),
+# so the dots are found in the image, erased before OCR and written back as "." characters.
+#: a dot is a blob at most this share of a letter's height (the median height of the page's
+#: other blobs) wide and tall
+LEADER_DOT_SHARE = 0.4
+#: ... and at most this many times as wide as tall or as tall as wide (round, not a dash)
+LEADER_DOT_ASPECT = 2.0
+#: neighbouring dots of a leader are at most this many letter heights apart
+LEADER_GAP_SHARE = 1.2
+#: neighbouring dots of a leader have their centres at most this share of a letter's height (plus
+#: half a pixel) apart vertically
+LEADER_ALIGN_SHARE = 0.15
+#: a leader's dots are evenly spaced: their pitches differ by at most this share of the median
+#: pitch, plus one pixel (tiny letters of a logo are not)
+LEADER_PITCH_SPREAD = 0.25
+#: a leader has at least this many dots (an ellipsis "..." is read right and left alone)
+LEADER_MIN_DOTS = 5
+#: ... and text (a non-dot blob) on its row at most this many letter heights before or after it
+#: (a dotted rule on its own is not a leader)
+LEADER_TEXT_SHARE = 3.0
+#: a letter's height (as above) is about this share of the text's font size (x-height and capitals)
+BLOB_EM_SHARE = 0.6
+
 
 @dataclass
 class Blobs:
@@ -56,6 +88,20 @@ class Blobs:
 
     def __len__(self) -> int:
         return len(self.chars)
+
+
+@dataclass
+class Leader:
+    """A run of leader dots in a page image: each dot's pixel box (x0, y0, x1, y1, end-exclusive)
+    and the font size (points) of the text around it."""
+
+    dots: np.ndarray
+    fontsize: float
+
+    @property
+    def baseline(self) -> int:
+        """The pixel row the dots sit on (the bottom of the lowest dot)."""
+        return int(self.dots[:, 3].max())
 
 
 @dataclass
@@ -193,4 +239,68 @@ def _padded(parts: Sequence[Region], width: float, height: float) -> list[Region
         y0 = max(0.0, p.y0 - REGION_PAD) if p.y0 <= top else p.y0
         y1 = min(height, p.y1 + REGION_PAD) if p.y1 >= bottom else p.y1
         out.append(Region(left, y0, right, y1, p.boxclass))
+    return out
+
+
+def dot_leaders(gray: np.ndarray, dpi: float) -> list[Leader]:
+    """The dot leaders of a page image ``gray`` (2-D uint8, rendered at ``dpi``): rows of at
+    least :data:`LEADER_MIN_DOTS` small round blobs on one line, close and evenly spaced, with text
+    on their row next to them (see the constants above)."""
+    boxes = _components(gray < INK_LEVEL)
+    if not len(boxes):
+        return []
+    w, h = boxes[:, 2] - boxes[:, 0], boxes[:, 3] - boxes[:, 1]
+    # a letter's height: the median of the blobs that are no dots (a page of leaders has more
+    # dots than letters), judged against the tall letters
+    tall = float(np.percentile(h, LETTER_PERCENTILE))
+    letters = h[h > LEADER_DOT_SHARE * tall]
+    med = float(np.median(letters)) if len(letters) else tall
+    size = LEADER_DOT_SHARE * med
+    dot = (w <= size) & (h <= size) & (w <= LEADER_DOT_ASPECT * h) & (h <= LEADER_DOT_ASPECT * w)
+    cand = np.flatnonzero(dot)
+    if len(cand) < LEADER_MIN_DOTS:
+        return []
+    cy2 = boxes[:, 1] + boxes[:, 3]  # twice the centre row
+    cand = cand[np.argsort(boxes[cand, 0], kind="stable")]
+    # chain dots left to right: a dot continues a run whose last dot ends just before it on its row
+    tol = int(2 * LEADER_ALIGN_SHARE * med) + 1
+    reach = LEADER_GAP_SHARE * med
+    runs: list[list[int]] = []
+    ends: dict[int, list[int]] = {}  # twice the centre row of a run's last dot -> run numbers
+    for i in cand:
+        x0, row = int(boxes[i, 0]), int(cy2[i])
+        found = -1
+        for key in range(row - tol, row + tol + 1):
+            for k in ends.get(key, ()):
+                gap = x0 - int(boxes[runs[k][-1], 2])
+                if 0 < gap <= reach:
+                    found = k
+                    break
+            if found >= 0:
+                ends[key].remove(found)
+                break
+        if found < 0:
+            found = len(runs)
+            runs.append([])
+        runs[found].append(int(i))
+        ends.setdefault(row, []).append(found)
+    text = np.flatnonzero(~dot & (h > size))
+    fontsize = med * 72.0 / dpi / BLOB_EM_SHARE
+    out = []
+    for run in runs:
+        if len(run) < LEADER_MIN_DOTS:
+            continue
+        b = boxes[run]
+        b = b[np.argsort(b[:, 0])]
+        pitch = np.diff(b[:, 0])
+        if np.ptp(pitch) > LEADER_PITCH_SPREAD * float(np.median(pitch)) + 1:
+            continue
+        x0, x1, base = b[0, 0], b[-1, 2], int(b[:, 3].max())
+        span = LEADER_TEXT_SHARE * med
+        row = text[(boxes[text, 1] < base) & (boxes[text, 3] >= base - med)]
+        near = ((boxes[row, 2] <= x0) & (boxes[row, 2] >= x0 - span)) | (
+            (boxes[row, 0] >= x1) & (boxes[row, 0] <= x1 + span)
+        )
+        if near.any():
+            out.append(Leader(b, fontsize))
     return out
