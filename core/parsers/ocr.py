@@ -13,7 +13,9 @@ its own text, so the layout pass, the character boxes and the chunk boxes work o
 on a born-digital page. A multi-column page is OCR'd one column at a time
 (:mod:`.ocr_regions`): whole-page segmentation reads lines across dense gutters. Dot leaders
 ("Item ........ $85") are erased from the image before OCR (Tesseract reads long runs of dots
-as letters, "cecece") and written back as invisible "." characters at their dots.
+as letters, "cecece") and written back as invisible "." characters at their dots; each dash
+Tesseract reads is made a hyphen, en dash or em dash by its width in the image (it reads en
+dashes as hyphens or em dashes).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import BackendUnavailableError
-from .ocr_regions import Leader, Region, dot_leaders, page_regions
+from .ocr_regions import Leader, Region, dash_kind, dot_leaders, page_regions
 
 __all__ = [
     "OCRMode",
@@ -223,15 +225,71 @@ def _text_only(layer: Any) -> Any:
     return layer
 
 
+#: the characters Tesseract writes for a dash (see :func:`.ocr_regions.dash_kind`)
+DASHES = frozenset("-\u2013\u2014")
+#: a word of Tesseract's text layer: its characters as UTF-16BE hex, shown with Tj
+_TJ = re.compile(rb"<([0-9A-Fa-f]*)>\s*Tj")
+
+
+def _fix_dashes(layer: Any, gray: Any, dpi: int) -> int:
+    """Make each dash of ``layer`` (Tesseract's one-page PDF of the image ``gray``, 2-D uint8 at
+    ``dpi``) the one its width in the image shows (:func:`.ocr_regions.dash_kind`), in place;
+    the number of dashes changed. The characters keep their positions (one for one in the
+    words' hex strings)."""
+    page = layer[0]
+    scale = dpi / 72.0
+    found: list[tuple[int, str]] = []  # (index among the layer's characters, dash it is)
+    index = 0
+    for block in page.get_text("rawdict", flags=0)["blocks"]:
+        for line in block.get("lines", []):
+            lbox = [v * scale for v in line["bbox"]]
+            for span in line["spans"]:
+                for ch in span["chars"]:
+                    if ch["c"].isspace():
+                        continue
+                    if ch["c"] in DASHES:
+                        kind = dash_kind(gray, [v * scale for v in ch["bbox"]], lbox)
+                        if kind is not None and kind != ch["c"]:
+                            found.append((index, kind))
+                    index += 1
+    if not found:
+        return 0
+    xrefs = page.get_contents()
+    streams = [layer.xref_stream(x) for x in xrefs]
+    words = [bytes.fromhex(m.group(1).decode()).decode("utf-16-be") for s in streams for m in _TJ.finditer(s)]
+    if sum(len(w) for w in words) != index:
+        log.debug("dashes not checked: text layer and its characters differ")
+        return 0
+    text = list("".join(words))
+    for i, kind in found:
+        text[i] = kind
+    pos = 0
+
+    def encode(match: re.Match[bytes]) -> bytes:
+        nonlocal pos
+        n = len(bytes.fromhex(match.group(1).decode()).decode("utf-16-be"))
+        word = "".join(text[pos : pos + n])
+        pos += n
+        return b"<" + word.encode("utf-16-be").hex().encode() + b">Tj"
+
+    for xref, stream in zip(xrefs, streams, strict=True):
+        layer.update_stream(xref, _TJ.sub(encode, stream))
+    return len(found)
+
+
 def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
-    """Tesseract's invisible text of the pixmap ``pix`` (rendered at ``dpi``) as a one-page PDF
-    (open pymupdf.Document) of its size in points."""
+    """Tesseract's invisible text of the pixmap ``pix`` (RGB, rendered at ``dpi``) as a one-page
+    PDF (open pymupdf.Document) of its size in points, its dashes checked (:func:`_fix_dashes`)."""
+    import numpy as np
     import pymupdf
 
     pix.set_dpi(dpi, dpi)
-    return _text_only(
+    layer = _text_only(
         pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
     )
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
+    _fix_dashes(layer, gray, dpi)
+    return layer
 
 
 #: a leader dot is whited out with this many pixels of margin (its anti-aliased rim)
