@@ -15,7 +15,8 @@ on a born-digital page. A multi-column page is OCR'd one column at a time
 ("Item ........ $85") are erased from the image before OCR (Tesseract reads long runs of dots
 as letters, "cecece") and written back as invisible "." characters at their dots; each dash
 Tesseract reads is made a hyphen, en dash or em dash by its width in the image (it reads en
-dashes as hyphens or em dashes).
+dashes as hyphens or em dashes); superscripts it writes as symbols ("Arg**'" for "Arg" +
+superscript "381") are cut out, scaled up and read again.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ..errors import BackendUnavailableError
-from .ocr_regions import Leader, Region, dash_kind, dot_leaders, page_regions
+from .ocr_regions import DASH_INK_LEVEL, Leader, Region, _components, dash_kind, dot_leaders, page_regions
 
 __all__ = [
     "OCRMode",
@@ -231,50 +232,82 @@ DASHES = frozenset("-\u2013\u2014")
 _TJ = re.compile(rb"<([0-9A-Fa-f]*)>\s*Tj")
 
 
+def _words(layer: Any) -> tuple[list[bytes], list[list[tuple[str, Any, Any]]]] | None:
+    """Per content stream of ``layer``: its bytes; per word (Tj) of Tesseract's text, in stream
+    order: (character, its box, its line's box) in points. None when MuPDF's characters and the
+    words differ (the layer is then left alone)."""
+    page = layer[0]
+    streams = [layer.xref_stream(x) for x in page.get_contents()]
+    texts = [bytes.fromhex(m.group(1).decode()).decode("utf-16-be") for s in streams for m in _TJ.finditer(s)]
+    chars = [
+        (ch["c"], ch["bbox"], line["bbox"])
+        for block in page.get_text("rawdict", flags=0)["blocks"]
+        for line in block.get("lines", [])
+        for span in line["spans"]
+        for ch in span["chars"]
+        if not ch["c"].isspace()
+    ]
+    if "".join(c for c, _, _ in chars) != "".join(texts):
+        return None
+    out, pos = [], 0
+    for t in texts:
+        out.append(chars[pos : pos + len(t)])
+        pos += len(t)
+    return streams, out
+
+
+#: Tesseract's horizontal scaling (set before a word when it changes) or a word
+_TZ_OR_TJ = re.compile(rb"(-?[0-9.]+)\s+Tz\b|<([0-9A-Fa-f]*)>\s*Tj")
+
+
+def _rewrite(layer: Any, streams: list[bytes], new: dict[int, str]) -> None:
+    """Replace the words numbered in ``new`` (stream order) by its text, each still fitted to
+    its box: a changed word gets the horizontal scaling in proportion to its characters, and
+    the scaling in force is set again after it."""
+    count = 0
+    for xref, stream in zip(layer[0].get_contents(), streams, strict=True):
+        out, last, tz = [], 0, 100.0
+        for m in _TZ_OR_TJ.finditer(stream):
+            if m.group(1) is not None:
+                tz = float(m.group(1))
+                continue
+            index, count = count, count + 1
+            if index not in new:
+                continue
+            old = bytes.fromhex(m.group(2).decode()).decode("utf-16-be")
+            scale = tz * len(old) / max(1, len(new[index]))
+            word = new[index].encode("utf-16-be").hex()
+            out.append(stream[last : m.start()])
+            out.append(f"{scale:.2f} Tz <{word}>Tj {tz:g} Tz".encode())
+            last = m.end()
+        out.append(stream[last:])
+        layer.update_stream(xref, b"".join(out))
+
+
 def _fix_dashes(layer: Any, gray: Any, dpi: int) -> int:
     """Make each dash of ``layer`` (Tesseract's one-page PDF of the image ``gray``, 2-D uint8 at
     ``dpi``) the one its width in the image shows (:func:`.ocr_regions.dash_kind`), in place;
-    the number of dashes changed. The characters keep their positions (one for one in the
-    words' hex strings)."""
-    page = layer[0]
+    the number of dashes changed."""
+    found = _words(layer)
+    if found is None:
+        return 0
+    streams, words = found
     scale = dpi / 72.0
-    found: list[tuple[int, str]] = []  # (index among the layer's characters, dash it is)
-    index = 0
-    for block in page.get_text("rawdict", flags=0)["blocks"]:
-        for line in block.get("lines", []):
-            lbox = [v * scale for v in line["bbox"]]
-            for span in line["spans"]:
-                for ch in span["chars"]:
-                    if ch["c"].isspace():
-                        continue
-                    if ch["c"] in DASHES:
-                        kind = dash_kind(gray, [v * scale for v in ch["bbox"]], lbox)
-                        if kind is not None and kind != ch["c"]:
-                            found.append((index, kind))
-                    index += 1
-    if not found:
-        return 0
-    xrefs = page.get_contents()
-    streams = [layer.xref_stream(x) for x in xrefs]
-    words = [bytes.fromhex(m.group(1).decode()).decode("utf-16-be") for s in streams for m in _TJ.finditer(s)]
-    if sum(len(w) for w in words) != index:
-        log.debug("dashes not checked: text layer and its characters differ")
-        return 0
-    text = list("".join(words))
-    for i, kind in found:
-        text[i] = kind
-    pos = 0
-
-    def encode(match: re.Match[bytes]) -> bytes:
-        nonlocal pos
-        n = len(bytes.fromhex(match.group(1).decode()).decode("utf-16-be"))
-        word = "".join(text[pos : pos + n])
-        pos += n
-        return b"<" + word.encode("utf-16-be").hex().encode() + b">Tj"
-
-    for xref, stream in zip(xrefs, streams, strict=True):
-        layer.update_stream(xref, _TJ.sub(encode, stream))
-    return len(found)
+    new: dict[int, str] = {}
+    changed = 0
+    for n, word in enumerate(words):
+        chars = [c for c, _, _ in word]
+        for i, (c, box, line) in enumerate(word):
+            if c in DASHES:
+                kind = dash_kind(gray, [v * scale for v in box], [v * scale for v in line])
+                if kind is not None and kind != c:
+                    chars[i] = kind
+        if chars != [c for c, _, _ in word]:
+            new[n] = "".join(chars)
+            changed += sum(x != c for x, (c, _, _) in zip(chars, word, strict=True))
+    if new:
+        _rewrite(layer, streams, new)
+    return changed
 
 
 def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
@@ -289,7 +322,135 @@ def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
     )
     gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
     _fix_dashes(layer, gray, dpi)
+    _fix_superscripts(layer, gray, dpi, tessdata)
     return layer
+
+
+#: symbols Tesseract writes for superscript digits and letters ("Arg381" -> "Arg**'")
+_SUPER_JUNK = "*°'’‘”“\"®!?^#§>"
+#: a run of at least two of them after a letter or digit is re-read (a single one may be a quote)
+_JUNK_RUN = re.compile(rf"(?<=[A-Za-z0-9)\]])[{re.escape(_SUPER_JUNK)}]{{2,}}")
+#: what a re-read superscript may be (digits, letters, commas, dashes, footnote marks)
+_SUPER_TEXT = re.compile(r"^[0-9A-Za-z,.\-\u2013*†‡§]{1,12}$")
+#: in a superscript with digits these are a "1"
+_DIGIT_ONE = str.maketrans({"]": "1", "|": "1"})
+#: a superscript's ink ends at least this share of the letters' height above their baseline
+SUPER_RAISE_SHARE = 0.3
+#: ... and its top is at least this many of the letters' heights above their baseline (above the
+#: x-height: the upper bowl of a "g" or the dot of an "i" is no superscript)
+SUPER_TOP_SHARE = 1.15
+#: superscripts are re-read scaled up to about this letter height (pixels; Tesseract reads
+#: letters 20-30 pixels tall best)
+SUPER_TARGET_PX = 28
+#: white margin (pixels, after scaling) around each superscript in the image re-read
+SUPER_PAD_PX = 12
+
+
+def _line_ink(gray: Any, box: Sequence[float]) -> tuple[Any, float, float, int, int]:
+    """The ink blobs of the line with pixel ``box`` in ``gray`` (boxes relative to the line's
+    top left), its baseline (the bottom most blobs share) and the median height of the blobs on
+    it (0 without), and the line's top left pixel."""
+    import numpy as np
+
+    x0, y0 = max(0, int(box[0])), max(0, int(box[1]))
+    x1, y1 = min(gray.shape[1], int(np.ceil(box[2]))), min(gray.shape[0], int(np.ceil(box[3])))
+    boxes = _components(gray[y0:y1, x0:x1] < DASH_INK_LEVEL) if x1 > x0 and y1 > y0 else np.empty((0, 4))
+    if not len(boxes):
+        return boxes, 0.0, 0.0, x0, y0
+    bottoms = boxes[:, 3].astype(np.int64)
+    counts = np.bincount(bottoms)
+    near = np.convolve(counts, np.ones(3, dtype=np.int64), mode="same")  # +-1 pixel
+    base = float(np.argmax(near))
+    on = np.abs(bottoms - base) <= 1
+    tall = float(np.median(boxes[on, 3] - boxes[on, 1])) if on.any() else 0.0
+    return boxes, base, tall, x0, y0
+
+
+def _fix_superscripts(layer: Any, gray: Any, dpi: int, tessdata: str) -> int:
+    """Re-read the superscripts Tesseract wrote as symbols ("Arg**'" for "Arg" + superscript
+    "381"): each run of :data:`_SUPER_JUNK` after a letter is looked up in ``gray`` (the image
+    of ``layer``), its raised ink cut out, scaled up and read again, all of the layer's in one
+    Tesseract call; the run is replaced when that reads as a superscript may. The number of
+    runs replaced."""
+    import numpy as np
+    import pymupdf
+
+    found = _words(layer)
+    if found is None:
+        return 0
+    streams, words = found
+    k = dpi / 72.0
+    cuts: list[tuple[int, int, int, Any]] = []  # (word, first, end of the run, ink)
+    lines: dict[tuple[float, ...], tuple[Any, float, float, int, int]] = {}
+    for n, word in enumerate(words):
+        text = "".join(c for c, _, _ in word)
+        for m in _JUNK_RUN.finditer(text):
+            key = tuple(word[0][2])
+            if key not in lines:
+                lines[key] = _line_ink(gray, [v * k for v in key])
+            boxes, base, tall, x0, y0 = lines[key]
+            if not tall:
+                continue
+            raised = (boxes[:, 3] <= base - SUPER_RAISE_SHARE * tall) & (
+                boxes[:, 1] <= base - SUPER_TOP_SHARE * tall
+            )
+            # the run's part of the word (Tesseract's chars are only spread evenly over it)
+            rx0 = word[m.start()][1][0] * k - x0 - tall / 2
+            rx1 = min(word[m.end() - 1][1][2] * k - x0 + tall / 2, word[-1][1][2] * k - x0 + tall / 2)
+            sup = boxes[raised & (boxes[:, 2] > rx0) & (boxes[:, 0] < rx1)]
+            if not len(sup):
+                continue
+            # and the raised ink just before it, up to the word's last letter on the line
+            left = int(sup[:, 0].min())
+            barrier = boxes[~raised & (boxes[:, 2] <= left), 2]
+            stop = int(barrier.max()) if len(barrier) else 0
+            more = boxes[raised & (boxes[:, 2] <= left) & (boxes[:, 0] >= stop)]
+            sup = np.vstack([sup, more])
+            sx0, sy0 = int(sup[:, 0].min()), int(sup[:, 1].min())
+            sx1, sy1 = int(sup[:, 2].max()), int(sup[:, 3].max())
+            cuts.append((n, m.start(), m.end(), gray[y0 + sy0 : y0 + sy1, x0 + sx0 : x0 + sx1]))
+    if not cuts:
+        return 0
+    # one image: each cut scaled (smoothly) to SUPER_TARGET_PX tall, one under the other
+    scaled = []
+    for _, _, _, img in cuts:
+        f = SUPER_TARGET_PX / max(1, img.shape[0])
+        rgb = np.ascontiguousarray(np.repeat(img[:, :, None], 3, axis=2))
+        small = pymupdf.Pixmap(pymupdf.csRGB, img.shape[1], img.shape[0], rgb.tobytes(), False)
+        big = pymupdf.Pixmap(small, max(1, round(img.shape[1] * f)), SUPER_TARGET_PX, None)  # smooth
+        scaled.append(np.frombuffer(big.samples, dtype=np.uint8).reshape(big.h, big.w, big.n).min(axis=2))
+    width = max(s.shape[1] for s in scaled) + 2 * SUPER_PAD_PX
+    height = sum(s.shape[0] + SUPER_PAD_PX for s in scaled) + SUPER_PAD_PX
+    sheet = np.full((height, width), 255, dtype=np.uint8)
+    slots = []
+    y = SUPER_PAD_PX
+    for s in scaled:
+        sheet[y : y + s.shape[0], SUPER_PAD_PX : SUPER_PAD_PX + s.shape[1]] = s
+        slots.append((y, y + s.shape[0]))
+        y += s.shape[0] + SUPER_PAD_PX
+    rgb = np.ascontiguousarray(np.repeat(sheet[:, :, None], 3, axis=2))
+    pix = pymupdf.Pixmap(pymupdf.csRGB, width, height, rgb.tobytes(), False)
+    pix.set_dpi(dpi, dpi)
+    with pymupdf.open(
+        "pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata)
+    ) as read:
+        got = read[0].get_text("words", sort=True)
+    kp = dpi / 72.0
+    new: dict[int, str] = {}
+    for (n, a, b, _), (top, bottom) in zip(cuts, slots, strict=True):
+        text = "".join(
+            w[4] for w in sorted(got, key=lambda w: w[0]) if top <= (w[1] + w[3]) / 2 * kp <= bottom
+        )
+        if any(c.isdigit() for c in text):  # a lone serif "1" reads as "]" or "|"
+            text = text.translate(_DIGIT_ONE)
+        if not _SUPER_TEXT.match(text):
+            continue
+        old = new.get(n, "".join(c for c, _, _ in words[n]))
+        full = "".join(c for c, _, _ in words[n])
+        new[n] = old.replace(full[a:b], text, 1)
+    if new:
+        _rewrite(layer, streams, new)
+    return len(new)
 
 
 #: a leader dot is whited out with this many pixels of margin (its anti-aliased rim)
