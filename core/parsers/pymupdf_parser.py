@@ -187,6 +187,24 @@ OCR_PICTURE_TEXT_MIN_CHARS = 40
 OCR_SHORT_WORD_ZIPF = 4.0
 #: ... a longer one at this (rare technical words and names still count).
 OCR_WORD_ZIPF = 1.0
+#: On an OCR'd page the layout model's picture boxes also swallow real text: a caption set tight
+#: against its figure, a body column beside it. A text-layer block in a picture box that reads as
+#: text (:func:`_reads_as_text`, as picture text) becomes its own element when it lies at the
+#: picture's top or bottom (none of the picture's other OCR'd characters above, or below, it) or
+#: spans at least this share of the picture's width (a caption line between two panels); a
+#: legible label inside a diagram does neither, and Tesseract's reading of a figure stays in it.
+OCR_PICTURE_TEXT_MIN_WIDTH = 0.6
+#: ... a block's lines side by side with an empty gap of at least this many glyph heights
+#: between them are two columns, judged apart (a heading beside a column's end; a caption's
+#: "Figure 2" label sits closer to its text) ...
+OCR_PICTURE_TEXT_GUTTER_EM = 1.5
+#: ... and the picture's other OCR'd characters above (below) a block, but level with none of the
+#: picture's text blocks, count as figure content only from this many on (fewer are scraps of
+#: the text's own lines: a split-off word, specks).
+OCR_PICTURE_SCRAP_CHARS = 10
+#: Page-entry key (``root.metadata["pages"]``) of the OCR'd text taken out of picture boxes as
+#: elements of their own (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): {"elements", "chars"}.
+OCR_FROM_PICTURES_KEY = "ocr_text_from_pictures"
 #: Page-entry key (``root.metadata["pages"]``) of what an OCR'd page's text layer holds that no
 #: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}.
 OCR_LEFT_OUT_KEY = "ocr_text_left_out"
@@ -695,6 +713,9 @@ class PyMuPDFParser(BaseParser):
             left_out = getattr(p, OCR_LEFT_OUT_KEY, None)
             if left_out is not None:
                 entry[OCR_LEFT_OUT_KEY] = left_out
+            from_pictures = getattr(p, OCR_FROM_PICTURES_KEY, None)
+            if from_pictures is not None:
+                entry[OCR_FROM_PICTURES_KEY] = from_pictures
             pages.append(entry)
         root.metadata["pages"] = pages
         root.metadata["ocr"] = {"setting": self.ocr_setting(), "pages": sorted(native.ocr_pages)}
@@ -816,6 +837,144 @@ def _readable_unclaimed(
     return readable, verdicts
 
 
+def _text_in_picture(
+    pc: PageChars,
+    claimed: np.ndarray,
+    box: tuple[float, float, float, float],
+    rects: list[tuple[float, float, float, float]],
+) -> tuple[list[tuple[np.ndarray, bool]], tuple[float, float, float, float] | None]:
+    """OCR'd page: the text-layer blocks (``rects``) of picture ``box`` that are text the picture
+    swallowed (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): per block the indices of its characters
+    no element took and whether it is read before the picture (not at its bottom), and the
+    picture box without them (trimmed at its top and bottom; None when nothing else is left)."""
+    x0, y0, x1, y1 = box
+    solid = _non_space(pc)
+    free = np.zeros(len(pc), dtype=bool)
+    free[pc.select(x0, y0, x1, y1)] = True
+    free &= ~claimed
+    seen = ~free
+    readable: list[np.ndarray] = []
+    for rect in rects:
+        sel = pc.select(*rect)
+        sel = sel[~seen[sel]]
+        seen[sel] = True
+        for part in _side_by_side(pc, sel):
+            if _reads_as_text(build_lines([pc], [part]).text, in_picture=True):
+                readable.append(part)
+    if not readable:
+        return [], box
+    # whole lines: their words outside the picture that no element took come along ("Figure 3")
+    outside = ~claimed & ~free
+    for k, part in enumerate(readable):
+        more = np.flatnonzero(outside & np.isin(pc.line, pc.line[part]))
+        outside[more] = False
+        readable[k] = np.union1d(part, more)
+    rest = free & solid
+    spans = []
+    for sel in readable:
+        rest[sel] = False
+        ink = sel[solid[sel]]
+        spans.append((pc.y0[ink].min(), pc.y1[ink].max()))
+    rest_cy = pc.cy[rest]
+    for span_top, span_bottom in spans:  # what is level with the text is on its rows, not figure content
+        rest_cy = rest_cy[(rest_cy < span_top) | (rest_cy > span_bottom)]
+    top, bottom = y0, y1
+    found = []
+    for sel in readable:
+        ink = sel[solid[sel]]
+        bx0, by0, bx1, by1 = pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max()
+        above = int((rest_cy < by1).sum()) < OCR_PICTURE_SCRAP_CHARS
+        below = int((rest_cy > by0).sum()) < OCR_PICTURE_SCRAP_CHARS
+        if above and below:  # nothing else (to speak of) OCR'd in the picture: the nearer edge
+            above = by0 + by1 < y0 + y1
+            below = not above
+        wide = min(bx1, x1) - max(bx0, x0) >= OCR_PICTURE_TEXT_MIN_WIDTH * (x1 - x0)
+        if not (above or below or wide):
+            continue
+        found.append((sel, not below))
+        if above:
+            top = max(top, float(by1))
+        elif below:
+            bottom = min(bottom, float(by0))
+    if found and not rest.any():  # nothing but text OCR'd in it: a strip thinner than its lines is no figure
+        ink = np.concatenate([sel for sel, _ in found])
+        ink = ink[solid[ink]]
+        if bottom - top < float(np.median(pc.y1[ink] - pc.y0[ink])):
+            return found, None
+    return found, ((x0, top, x1, bottom) if bottom > top else None)
+
+
+def _side_by_side(pc: PageChars, sel: np.ndarray) -> list[np.ndarray]:
+    """``sel`` (a text-layer block's characters) split into groups of lines side by side with an
+    empty gap of at least :data:`OCR_PICTURE_TEXT_GUTTER_EM` glyph heights between them."""
+    ink = sel[_non_space(pc)[sel]]
+    if not len(ink):
+        return []
+    gap = OCR_PICTURE_TEXT_GUTTER_EM * float(np.median(pc.y1[ink] - pc.y0[ink]))
+    spans = sorted(
+        (float(pc.x0[ink][pc.line[ink] == k].min()), float(pc.x1[ink][pc.line[ink] == k].max()), int(k))
+        for k in np.unique(pc.line[ink])
+    )
+    groups: list[list[int]] = []
+    right = -math.inf
+    for left, end, k in spans:
+        if left - right >= gap:
+            groups.append([])
+        groups[-1].append(k)
+        right = max(right, end)
+    cy = {k: float(pc.cy[ink][pc.line[ink] == k].mean()) for k in np.unique(pc.line[ink])}
+    merged: list[list[int]] = []
+    for group in groups:  # lines all level with the next group's first line: its label ("Figure 2")
+        if merged and all(_level(pc, ink, k, min(group, key=cy.__getitem__)) for k in merged[-1]):
+            merged[-1].extend(group)
+        else:
+            merged.append(group)
+    return [sel[np.isin(pc.line[sel], group)] for group in merged]
+
+
+def _level(pc: PageChars, ink: np.ndarray, line: int, other: int) -> bool:
+    """Whether MuPDF line ``line``'s centre lies within line ``other``'s height (``ink``: the
+    characters to measure)."""
+    a, b = ink[pc.line[ink] == line], ink[pc.line[ink] == other]
+    centre = (pc.y0[a].min() + pc.y1[a].max()) / 2
+    return bool(pc.y0[b].min() <= centre <= pc.y1[b].max())
+
+
+def _insert_boxes(
+    boxes: list[Any],
+    small: list[bool],
+    nodes: dict[int, ParsingResult],
+    notes: dict[int, int],
+    added: dict[int, list[tuple[bool, ParsingResult]]],
+    width: float,
+    height: float,
+) -> tuple[list[Any], list[bool], dict[int, ParsingResult], dict[int, int]]:
+    """The page's boxes, small-print flags, elements and table notes (by box index) with the
+    elements ``added`` next to box ``i`` (``added[i]``: each before it or not) as text boxes of
+    their own: where a page without columns reads them (in the model's order)."""
+    out_boxes: list[Any] = []
+    out_small: list[bool] = []
+    out_nodes: dict[int, ParsingResult] = {}
+    moved: dict[int, int] = {}
+
+    def add(node: ParsingResult) -> None:
+        out_nodes[len(out_boxes)] = node
+        out_boxes.append(Rect(*node.geom[0].to_points(width, height), "text"))
+        out_small.append(False)
+
+    for i, box in enumerate(boxes):
+        for node in (n for before, n in added.get(i, []) if before):
+            add(node)
+        moved[i] = len(out_boxes)
+        out_boxes.append(box)
+        out_small.append(small[i])
+        if i in nodes:
+            out_nodes[moved[i]] = nodes[i]
+        for node in (n for before, n in added.get(i, []) if not before):
+            add(node)
+    return out_boxes, out_small, out_nodes, {moved[k]: moved[v] for k, v in notes.items()}
+
+
 def _layout_lost_text(
     pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, readable: np.ndarray | None = None
 ) -> bool:
@@ -859,6 +1018,7 @@ class _TreeBuilder:
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
             log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
         figures = 0
+        pictures: dict[int, int] = {}  # OCR'd page: box index of a picture -> its figure number
         in_picture = np.zeros(len(pc), dtype=bool)
         self._table_leftover: list[np.ndarray] = []
         self._captions: dict[int, ParsingResult] = {}  # id(table) -> its caption taken from its grid
@@ -895,7 +1055,10 @@ class _TreeBuilder:
                 if getattr(box, "panel", None):
                     meta = {**meta, "panel": box.panel}
                 node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
-                node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
+                if pc.page in self.ocr_pages:  # its image once text it swallowed is taken out
+                    pictures[index] = figures
+                else:
+                    node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
             elif label in _TEXT_CLASSES or type_ == T.MISSING:
                 node = self._text(type_, pc, claimed, (x0, y0, x1, y1), geom, meta)
                 if node is None:
@@ -905,6 +1068,10 @@ class _TreeBuilder:
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             nodes[index] = node
+        if pictures:  # an OCR'd page: text the pictures swallowed, next to its picture in the model's order
+            boxes = list(boxes)  # the pictures' boxes shrink: never the layout's own list
+            taken = self._picture_text(page, pc, claimed, pictures, boxes, nodes, layer)
+            boxes, small, nodes, table_notes = _insert_boxes(boxes, small, nodes, table_notes, taken, w, h)
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
             in_output[leftover] = False
@@ -925,6 +1092,57 @@ class _TreeBuilder:
                 self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
         if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
             self.elements.extend(self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer)))
+
+    def _picture_text(
+        self,
+        page: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        pictures: dict[int, int],
+        boxes: list[Any],
+        nodes: dict[int, ParsingResult],
+        layer: TextLayer,
+    ) -> dict[int, list[tuple[bool, ParsingResult]]]:
+        """An OCR'd page: the text its picture boxes swallowed (:func:`_text_in_picture`) as
+        elements of their own (returned per picture's box index, each read before the picture or
+        not; CAPTION when it opens like one, else PARAGRAPH; their characters are marked in
+        ``claimed``). Each picture's box (in ``boxes``, and its FIGURE
+        node's) shrinks to what is left, a picture with nothing left is dropped from ``nodes``;
+        what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``)."""
+        rects = _text_layer_rects(pc, layer)
+        found: dict[int, list[tuple[bool, ParsingResult]]] = {}
+        for index, number in pictures.items():
+            figure = nodes[index]
+            x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
+            blocks, left = _text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
+            for sel, before in blocks:
+                text = build_lines([pc], [sel]).text
+                type_ = T.CAPTION if _FIGURE_CAPTION_START.match(text) else T.PARAGRAPH
+                ink = sel[_non_space(pc)[sel]]
+                rect = _clip(pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max(), pc.width, pc.height)
+                geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
+                others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
+                others[sel] = False
+                meta = {"native_label": "text in picture", "from_picture": True}
+                node = self._text(type_, pc, others, rect, geom, meta)
+                claimed[sel] = True
+                if node is not None and node.content:
+                    found.setdefault(index, []).append((before, node))
+            if left is None:
+                log.debug("%s: page %d: a picture box held nothing but text", self.path, pc.page)
+                del nodes[index]
+                continue
+            if blocks:
+                figure.metadata["text_taken_out"] = len(blocks)
+                figure.geom = [ParsingBoundingBox.from_points(pc.page, *left, pc.width, pc.height)]
+                boxes[index] = Rect(*left, "picture")
+            figure.image = self._figure_image(layer, pc.page, number, left)
+        nodes_taken = [node for taken in found.values() for _, node in taken]
+        setattr(page, OCR_FROM_PICTURES_KEY, {
+            "elements": len(nodes_taken),
+            "chars": sum(sum(not c.isspace() for c in node.content) for node in nodes_taken),
+        })
+        return found
 
     def _ocr_fallback(
         self, page: Any, pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, layer: TextLayer
@@ -1426,6 +1644,10 @@ def _clip(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tup
 Grid = list[list[tuple[float, float, float, float] | None]]
 #: a table's caption: "Table 2", "TABLE IV", "Tab. 3:", "Table S1" at the start of the text
 _CAPTION_START = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*(?:[A-Z]?\d+|[IVXLC]+)\b")
+#: a figure's (or table's, scheme's) caption: "Figure 2", "Fig. 3:", "FIGURE S1", "Scheme 1", "Table IV"
+_FIGURE_CAPTION_START = re.compile(
+    r"^\s*(?:Figure|FIGURE|Fig\.|FIG\.|Scheme|SCHEME|Table|TABLE|Tab\.)\s*(?:[A-Z]?\d+|[IVXLC]+)\b"
+)
 #: a grid row continues the row above when its text goes on at most this many times the table's
 #: line pitch below the text of the row above (no extra space, as between the lines of one cell)
 CONTINUATION_PITCH = 1.25
