@@ -128,6 +128,18 @@ def test_a_caption_swallowed_by_a_picture_box_is_taken_out_as_a_caption(pages):
     assert taken["elements"] == 1 and taken["chars"] == len(_solid(captions[0].content))
 
 
+def test_a_layout_box_over_a_piece_of_the_caption_line_joins_it(pages):
+    # the model boxed the caption's first words as text and the picture swallowed the rest of
+    # its line (Clinical Science p12: "Figure S1 Query fragment that" + "was used to define ...")
+    _, _, ocred = pages
+    piece = ("text", (CAPTION_BOX[0], CAPTION_BOX[1], 160.0, 519.0))
+    elements, _ = _build(ocred, [SWALLOWED[0], piece, *SWALLOWED[1:]], frozenset({1}))
+    with_caption = [e for e in elements if "Figure" in e.content]
+    assert len(with_caption) == 1 and with_caption[0].type == T.CAPTION
+    assert _solid(with_caption[0].content).startswith("Figure3Thebends")
+    assert _solid(with_caption[0].content).endswith("valleyfloor.")
+
+
 def test_born_digital_pages_keep_the_picture_as_it_was(pages):
     source, _, _ = pages
     elements, page = _build(source, SWALLOWED, frozenset())

@@ -1111,11 +1111,14 @@ class _TreeBuilder:
         what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``)."""
         rects = _text_layer_rects(pc, layer)
         found: dict[int, list[tuple[bool, ParsingResult]]] = {}
+        taken_chars = 0
         for index, number in pictures.items():
             figure = nodes[index]
             x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
             blocks, left = _text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
             for sel, before in blocks:
+                taken_chars += int(_non_space(pc)[sel].sum())
+                sel = self._with_line_pieces(pc, claimed, nodes, sel)
                 text = build_lines([pc], [sel]).text
                 type_ = T.CAPTION if _FIGURE_CAPTION_START.match(text) else T.PARAGRAPH
                 ink = sel[_non_space(pc)[sel]]
@@ -1137,12 +1140,35 @@ class _TreeBuilder:
                 figure.geom = [ParsingBoundingBox.from_points(pc.page, *left, pc.width, pc.height)]
                 boxes[index] = Rect(*left, "picture")
             figure.image = self._figure_image(layer, pc.page, number, left)
-        nodes_taken = [node for taken in found.values() for _, node in taken]
         setattr(page, OCR_FROM_PICTURES_KEY, {
-            "elements": len(nodes_taken),
-            "chars": sum(sum(not c.isspace() for c in node.content) for node in nodes_taken),
+            "elements": sum(len(taken) for taken in found.values()),
+            "chars": taken_chars,
         })
         return found
+
+    def _with_line_pieces(
+        self, pc: PageChars, claimed: np.ndarray, nodes: dict[int, ParsingResult], sel: np.ndarray
+    ) -> np.ndarray:
+        """``sel`` (text taken out of a picture) with the layout's paragraphs and captions that
+        hold pieces of its lines and nothing outside its rows (the model boxed "Figure S1 Query
+        fragment that" of a caption line the picture swallowed the rest of): they join it and
+        leave ``nodes``."""
+        lines = np.unique(pc.line[sel])
+        solid = _non_space(pc)
+        ink = sel[solid[sel]]
+        top, bottom = pc.y0[ink].min(), pc.y1[ink].max()
+        for j in [j for j, node in nodes.items() if node.type in (T.PARAGRAPH, T.CAPTION)]:
+            if nodes[j].metadata.get("from_picture") or not nodes[j].geom:
+                continue
+            inside = pc.select(*nodes[j].geom[0].to_points(pc.width, pc.height))
+            piece = inside[claimed[inside]]
+            cy = pc.cy[piece]
+            if len(piece) and np.isin(pc.line[piece], lines).any() and ((cy >= top) & (cy <= bottom)).all():
+                log.debug("%s: page %d: %r joins the text taken out of a picture", self.path, pc.page,
+                          nodes[j].content[:60])
+                sel = np.union1d(sel, piece)
+                del nodes[j]
+        return sel
 
     def _ocr_fallback(
         self, page: Any, pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, layer: TextLayer
