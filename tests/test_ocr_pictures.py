@@ -185,3 +185,44 @@ def test_clinical_science_p5_figure_caption_comes_back(tmp_path):
     root = PyMuPDFParser(ocr="always", ocr_dpi=DPI).parse(scan)
     captions = [_solid(n.content) for n in root.walk() if n.type == T.CAPTION]
     assert any(c.startswith("Figure2") and "Fragmentsuggested" in c and c.endswith("3NXQ[34]") for c in captions)
+
+
+def _chars(lines: list[tuple[float, float, str]]):
+    """A PageChars of text lines (left x, top y, text), 5 pt wide and 10 pt high glyphs, one
+    MuPDF line each."""
+    import numpy as np
+
+    from grounded.parsers.textlayer import PageChars
+
+    chars, x0, y0, line = [], [], [], []
+    for k, (left, top, text) in enumerate(lines):
+        for i, c in enumerate(text):
+            chars.append(c)
+            x0.append(left + 5.0 * i)
+            y0.append(top)
+            line.append(k)
+    xs, ys = np.array(x0), np.array(y0)
+    return PageChars(1, W, H, chars, xs, ys, xs + 5.0, ys + 10.0, np.array(line), np.full(len(chars), 10.0),
+                     np.zeros(len(chars), dtype=bool), [0] * len(lines))
+
+
+def test_a_column_at_the_top_of_a_picture_and_a_heading_beside_it_come_out():
+    # Clinical Science p6: a picture box over the gutter holds the left column's last lines, the
+    # right column's heading beside them, and the figure below
+    import numpy as np
+
+    from grounded.parsers.pymupdf_parser import _text_in_picture
+
+    prose = ["the model also binds the zinc ion in the", "pocket and a water molecule holds it in",
+             "place so that the ring turns away from", "the side chain of the residue next to it"]
+    lines = [(50.0, 100.0 + 12 * k, text) for k, text in enumerate(prose)]
+    lines.append((300.0, 124.0, "DISCUSSION"))
+    lines += [(60.0 + 40 * k, 200.0 + 15 * (k % 3), token) for k, token in
+              enumerate(["OH", "N~", "H3C", "=~", "Ha91", "a3re", "BARN", "Y50!", "\\S"])]
+    pc = _chars(lines)
+    rects = [(50.0, 100.0, 360.0, 146.0), (60.0, 200.0, 440.0, 240.0)]
+    found, left = _text_in_picture(pc, np.zeros(len(pc), dtype=bool), (45.0, 95.0, 450.0, 260.0), rects)
+    texts = ["".join(pc.chars[i] for i in sel) for sel, _ in found]
+    assert [t.startswith("the model") for t in texts] == [True, False] and texts[1] == "DISCUSSION"
+    assert all(before for _, before in found)
+    assert left is not None and left[1] == pytest.approx(146.0) and left[3] == 260.0  # the figure below

@@ -854,6 +854,7 @@ def _text_in_picture(
     free &= ~claimed
     seen = ~free
     readable: list[np.ndarray] = []
+    short: list[np.ndarray] = []  # the rest, by block and column
     for rect in rects:
         sel = pc.select(*rect)
         sel = sel[~seen[sel]]
@@ -861,6 +862,8 @@ def _text_in_picture(
         for part in _side_by_side(pc, sel):
             if _reads_as_text(build_lines([pc], [part]).text, in_picture=True):
                 readable.append(part)
+            else:
+                short.append(part)
     if not readable:
         return [], box
     # whole lines: their words outside the picture that no element took come along ("Figure 3")
@@ -896,12 +899,35 @@ def _text_in_picture(
             top = max(top, float(by1))
         elif below:
             bottom = min(bottom, float(by0))
+    found.extend(_beside_taken(pc, short, found, top, bottom))
     if found and not rest.any():  # nothing but text OCR'd in it: a strip thinner than its lines is no figure
         ink = np.concatenate([sel for sel, _ in found])
         ink = ink[solid[ink]]
         if bottom - top < float(np.median(pc.y1[ink] - pc.y0[ink])):
             return found, None
     return found, ((x0, top, x1, bottom) if bottom > top else None)
+
+
+def _beside_taken(
+    pc: PageChars, parts: list[np.ndarray], taken: list[tuple[np.ndarray, bool]], top: float, bottom: float
+) -> list[tuple[np.ndarray, bool]]:
+    """Of a picture's ``parts`` too short to read as picture text, those on the rows of the text
+    ``taken`` out of it, outside what is left of the picture (between ``top`` and ``bottom``),
+    that read as text by the page's rule (a heading beside a column's lines: "DISCUSSION"), each
+    with whether it is read before the picture."""
+    solid = _non_space(pc)
+    rows = []
+    for sel, _ in taken:
+        ink = sel[solid[sel]]
+        rows.append((pc.y0[ink].min(), pc.y1[ink].max()))
+    out = []
+    for part in parts:
+        cy = pc.cy[part[solid[part]]]
+        if not len(cy) or not ((cy < top) | (cy > bottom)).all():
+            continue
+        if any(((cy >= a) & (cy <= b)).all() for a, b in rows) and _reads_as_text(build_lines([pc], [part]).text):
+            out.append((part, bool(cy.max() < top)))
+    return out
 
 
 def _side_by_side(pc: PageChars, sel: np.ndarray) -> list[np.ndarray]:
