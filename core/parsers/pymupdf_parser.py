@@ -1141,7 +1141,8 @@ class _TreeBuilder:
         for index, number in pictures.items():
             figure = nodes[index]
             x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
-            blocks, left = _text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
+            # top and bottom as displayed: a page laid out turned keeps its pictures whole
+            blocks, left = ([], (x0, y0, x1, y1)) if self._turn else _text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
             for sel, before in blocks:
                 taken_chars += int(_non_space(pc)[sel].sum())
                 sel = self._with_line_pieces(pc, claimed, nodes, sel)
