@@ -108,3 +108,31 @@ def two_column_pdf(
             mid = 54 + width + gutter / 2
             page.draw_line((mid, 100), (mid, 700), width=0.5)
         return bytes(doc.tobytes()), title, paragraphs
+
+
+def figure_over_columns_pdf(*, columns: int = 3, fontsize: float = 8.0) -> tuple[bytes, list[str]]:
+    """A born-digital page like a Federal Register page with a figure: a full-width raster figure
+    (boxed lines of text, an image) over the top half, then ``columns`` justified columns of
+    prose. The figure's lines cross the gutters, so the ink of the page as a whole has none.
+    Returns (PDF bytes, the text of each column paragraph in reading order)."""
+    left, right, gutter, top, bottom = 54.0, 558.0, 12.0, 400.0, 740.0
+    paragraphs = [column_text(seed, 70) for seed in range(10, 10 + 2 * columns)]
+    with pymupdf.open() as fig:
+        panel = fig.new_page(width=right - left, height=320)
+        panel.draw_rect(pymupdf.Rect(6, 6, panel.rect.width - 6, 314), width=1.0)
+        lines = [f"({k + 1}) {column_text(100 + k, 14)}" for k in range(10)]
+        panel.insert_textbox(pymupdf.Rect(16, 16, panel.rect.width - 16, 308), "\n".join(lines), fontsize=11)
+        image = panel.get_pixmap(dpi=150, alpha=False)
+    with pymupdf.open() as doc:
+        page = doc.new_page(width=612, height=792)
+        page.insert_image(pymupdf.Rect(left, 50, right, 370), pixmap=image)
+        width = (right - left - (columns - 1) * gutter) / columns
+        for col in range(columns):
+            x0 = left + col * (width + gutter)
+            y = top
+            for text in paragraphs[2 * col : 2 * col + 2]:
+                rect = pymupdf.Rect(x0, y, x0 + width, bottom)
+                rest = page.insert_textbox(rect, text, fontsize=fontsize, fontname="tiro", align=3)
+                assert rest >= 0, "constructed column text does not fit"
+                y = rect.y1 - rest + fontsize  # a blank line between paragraphs
+        return bytes(doc.tobytes()), paragraphs

@@ -51,6 +51,10 @@ RULE_THIN = 0.6
 LETTER_PERCENTILE = 90.0
 #: white margin (points) kept around a region when it is cut out of the page image
 REGION_PAD = 4.0
+#: a page whose ink as a whole has no gutter is cut into bands at blank strips at least this many
+#: line heights (median blob height: the blobs are grown to a character's height) high, and the
+#: columns are looked for band by band (a full-width figure over columns hides their gutter)
+BAND_GAP_SHARE = 1.5
 
 # Dot leaders ("Item ........ $85"): Tesseract reads a long run of dots as letters ("cecece"),
 # so the dots are found in the image, erased before OCR and written back as "." characters.
@@ -230,7 +234,8 @@ def ink_blobs(gray: np.ndarray, dpi: float) -> Blobs:
 def page_regions(gray: np.ndarray, dpi: float) -> list[Region]:
     """The regions to OCR one by one (in reading order, displayed-page points) of a page image
     ``gray`` rendered at ``dpi``: one per column of each column segment, one per full-width
-    segment; ``[]`` when the page has no gutter (OCR the whole page)."""
+    segment; ``[]`` when the page has no gutter (OCR the whole page). When the ink as a whole has
+    no gutter, the columns are looked for band by band (:func:`_banded`)."""
     blobs = ink_blobs(gray, dpi)
     if not len(blobs):
         return []
@@ -239,8 +244,54 @@ def page_regions(gray: np.ndarray, dpi: float) -> list[Region]:
     # whole columns: blob heights are evened out, so no small print is told apart here
     parts = split_box(ink, blobs, small_print=False)
     if len(parts) == 1:
-        return []
+        parts = _banded(ink, blobs)
+        if len(parts) <= 1:
+            return []
     return _padded(parts, width, height)
+
+
+def _bands(ink: Region, blobs: Blobs) -> list[Region]:
+    """``ink`` (the box around all ``blobs``) cut into horizontal bands at its blank strips (rows
+    without ink at least :data:`BAND_GAP_SHARE` line heights high), top down; neighbours meet
+    half-way across the strip between them."""
+    line = float(np.median(blobs.y1 - blobs.y0))
+    order = np.argsort(blobs.y0, kind="stable")
+    cuts: list[float] = []
+    bottom = float(blobs.y1[order[0]])
+    for top, low in zip(blobs.y0[order].tolist(), blobs.y1[order].tolist(), strict=True):
+        if top - bottom >= BAND_GAP_SHARE * line:
+            cuts.append((bottom + top) / 2)
+        bottom = max(bottom, low)
+    edges = [ink.y0, *cuts, ink.y1]
+    return [Region(ink.x0, a, ink.x1, b) for a, b in zip(edges, edges[1:], strict=False)]
+
+
+def _banded(ink: Region, blobs: Blobs) -> list[Region]:
+    """The parts of a page whose ink as a whole has no gutter (a full-width figure, table or
+    title block over or under columns covers it): the page's bands (:func:`_bands`) with their
+    columns (:func:`.column_split.split_box` per band), top down; a run of neighbouring column
+    bands is split as one box when that finds its columns (a column's text goes on across a blank
+    strip), and neighbouring bands without columns are one full-width part. ``[ink]`` when no
+    band has columns."""
+    bands = _bands(ink, blobs)
+    split = [split_box(b, blobs, small_print=False) for b in bands]
+    if all(len(s) == 1 for s in split):
+        return [ink]
+    parts: list[Region] = []
+    k = 0
+    while k < len(bands):
+        columns = len(split[k]) > 1
+        end = k + 1
+        while end < len(bands) and (len(split[end]) > 1) == columns:
+            end += 1
+        run = Region(ink.x0, bands[k].y0, ink.x1, bands[end - 1].y1)
+        if not columns:
+            parts.append(run)
+        else:
+            whole = split_box(run, blobs, small_print=False) if end - k > 1 else split[k]
+            parts.extend(whole if len(whole) > 1 else [p for s in split[k:end] for p in s])
+        k = end
+    return parts
 
 
 def _padded(parts: Sequence[Region], width: float, height: float) -> list[Region]:
