@@ -378,7 +378,9 @@ def test_regions_of_a_constructed_two_column_page(gutter: float, fontsize: float
 
 def test_regions_of_shared_pages() -> None:
     """One-column PeerJ: the whole page (no regions); Federal Register: its header line, then
-    three columns side by side."""
+    three columns side by side; its page 14 (a full-width figure over three columns, which hides
+    their gutters from the page's ink as a whole): the figure, then the three columns down to the
+    last line (a justified line ending in a gutter does not make the last row full-width)."""
     assert page_regions(_gray(scanned_pdf(PEERJ, [ONE_COLUMN_PAGE], dpi=SCAN_DPI)), SCAN_DPI) == []
     regions = page_regions(_gray(scanned_pdf(FEDREG, [3], dpi=SCAN_DPI)), SCAN_DPI)
     assert len(regions) == 4, _spans(regions)
@@ -386,6 +388,12 @@ def test_regions_of_shared_pages() -> None:
     assert header.y1 <= min(c.y0 for c in columns)
     assert [c.x0 < d.x0 for c, d in zip(columns, columns[1:])] == [True, True]
     assert all(c.y1 - c.y0 > 600 and 150 < c.x1 - c.x0 < 200 for c in columns), _spans(columns)
+    regions = page_regions(_gray(scanned_pdf(FEDREG, [14], dpi=SCAN_DPI)), SCAN_DPI)
+    assert len(regions) == 4, _spans(regions)
+    figure, *columns = regions
+    assert figure.x1 - figure.x0 > 500 and figure.y1 <= min(c.y0 for c in columns), _spans(regions)
+    assert [c.x0 < d.x0 for c, d in zip(columns, columns[1:])] == [True, True]
+    assert all(c.y1 > 745 and 150 < c.x1 - c.x0 < 200 for c in columns), _spans(columns)
 
 
 @pytest.mark.parametrize("columns", [2, 3])

@@ -149,16 +149,20 @@ def _full_width(row: _Row, gutters: Sequence[tuple[float, float]]) -> bool:
     (at least ``TABLE_GAPS`` gaps as wide as a gutter between runs of text, besides the
     gutter's own)."""
     text = [(a, b) for a, b in row.runs if b - a >= CROSS_MIN_EM * row.em]
-    for g0, g1 in gutters:
-        lo, hi = g0 + min(GUTTER_EDGE, (g1 - g0) / 4), g1 - min(GUTTER_EDGE, (g1 - g0) / 4)
+    # each gutter's core less GUTTER_EDGE at both sides
+    cores = [
+        (g0 + min(GUTTER_EDGE, (g1 - g0) / 4), g1 - min(GUTTER_EDGE, (g1 - g0) / 4)) for g0, g1 in gutters
+    ]
+    for lo, hi in cores:
         # a letter inside the core, in a run of text ('_' or '|' read from a column rule is no text)
         if any(a < hi and b > lo and any(ra <= a and b <= rb for ra, rb in text) for a, b in row.letters):
             return True
     width = GUTTER_MIN_EM * row.em
+    # the gap at a gutter is the gutter's own, also when a justified line's end reaches into it
     gaps = [
         (b, a2)
         for (_, b), (a2, _) in zip(text, text[1:], strict=False)
-        if a2 - b >= width and not any(b <= g0 and a2 >= g1 for g0, g1 in gutters)
+        if a2 - b >= width and not any(b <= lo and a2 >= hi for lo, hi in cores)
     ]
     return len(gaps) >= TABLE_GAPS
 
