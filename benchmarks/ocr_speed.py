@@ -331,7 +331,7 @@ def measure_documents(tmp: Path, dpi: int | None) -> dict:
     import grounded.parsers.pymupdf_parser as pymupdf_parser
     from tests.scanned import scanned_pdf
 
-    layer = tmp / "documents_ocr_layer.pdf"  # the OCR'd copy the parse reads: recognition CER
+    layer = tmp / f"documents_ocr_layer_{os.getpid()}.pdf"  # the OCR'd copy the parse reads
     inner = pymupdf_parser.ocr_copy
 
     def keeping(src, pages, target, **kw):  # type: ignore[no-untyped-def]
@@ -374,6 +374,7 @@ def measure_documents(tmp: Path, dpi: int | None) -> dict:
                     f"recognition {rd / max(1, rc):.2%})",
                     file=sys.stderr,
                 )
+        layer.unlink()
         dist, chars, pages = dist + d_doc, chars + c_doc, pages + count
         per_page.append({"pdf": name, "page": "all", "cer": d_doc / c_doc})
     return {

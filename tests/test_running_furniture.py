@@ -81,6 +81,35 @@ def test_noisy_running_header_and_page_numbers_become_furniture() -> None:
     assert all(n.metadata["running_furniture"] for n in found)
 
 
+def test_only_the_given_pages_are_relabelled() -> None:
+    """The parser passes its OCR'd pages: elsewhere the model's labels stand (all pages still count
+    as evidence), so numbered headings at the top of born-digital pages are never dropped."""
+    nodes = _document()
+    found = mark_running_furniture(nodes, pages={2, 4})
+    assert {n.geom[0].page for n in found} == {2, 4}
+    assert [n.type for n in nodes if n.content in NOISY_HEADERS] == [T.PAGE_HEADER, T.PAGE_HEADER, T.PARAGRAPH, T.PAGE_HEADER]
+    headings = [_node(p, T.SECTION_HEADER, f"Section {p}: dosing", 0.03, 0.05) for p in (1, 2, 3)]
+    assert mark_running_furniture(headings, pages=set()) == []
+    assert all(n.type == T.SECTION_HEADER for n in headings)
+
+
+def test_born_digital_numbered_headings_at_the_top_of_each_page_stay(tmp_path: Path) -> None:
+    """Born-digital pages keep the layout model's labels: a numbered heading set at the same place
+    on every page ("Section 1: dosing", "Section 2: dosing") is content, not a running header."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for k in range(1, 4):
+        page = doc.new_page()
+        page.insert_text((60, 40), f"Section {k}: dosing", fontsize=16, fontname="hebo")
+        for i in range(12):
+            page.insert_text((60, 80 + 14 * i), f"Body line {i} of section {k} about renal dosing intervals.", fontsize=10)
+    path = tmp_path / "sections.pdf"
+    doc.save(path)
+    text = document_text(PyMuPDFParser(ocr="never").parse(path)).text
+    assert all(f"Section {k}: dosing" in text for k in range(1, 4)), text[:300]
+
+
 def test_repeated_body_lines_outside_the_band_stay() -> None:
     nodes = _document()
     mark_running_furniture(nodes)

@@ -1384,11 +1384,11 @@ class _TreeBuilder:
 
     def finish(self) -> list[ParsingResult]:
         """Document-wide part: line-break hyphens, first-line headings, running headers/footers the
-        model gave a text type (OCR'd pages); returns the root's children (heading levels and lists
+        model gave a text type on OCR'd pages; returns the root's children (heading levels and lists
         are post-processing's, as for every backend)."""
         self._resolve_hyphens()
         self._first_line_headings()
-        mark_running_furniture(self.elements)
+        mark_running_furniture(self.elements, pages=self.ocr_pages)
         return self.elements
 
     def _resolve_hyphens(self) -> None:

@@ -9,14 +9,16 @@ page's top or bottom band whose text -- OCR noise and page numbers tolerated -- 
 the same height on another page (as an element the model labelled PAGE_HEADER/PAGE_FOOTER, or
 as another such band element) is page furniture. :func:`mark_running_furniture` relabels it
 PAGE_HEADER (top band) or PAGE_FOOTER (bottom band); post-processing then drops it like any
-furniture. It applies to every page: a born-digital element it catches is furniture too.
+furniture. The PyMuPDF parser applies it to OCR'd pages only (``pages=``): on a born-digital page
+the model has the font evidence, and the rule cannot tell a running header from a numbered
+heading at the top of every page ("Section 1: dosing", "Section 2: dosing" on slides or forms).
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from rapidfuzz import process
@@ -111,16 +113,19 @@ def _repeats(line: _Line, by_key: dict[str, list[_Line]], fuzzy_keys: Sequence[s
     return any(_near(line, other) for key, _, _ in similar if key != line.key for other in by_key[key])
 
 
-def mark_running_furniture(elements: Iterable[ParsingResult]) -> list[ParsingResult]:
+def mark_running_furniture(
+    elements: Iterable[ParsingResult], pages: Collection[int] | None = None
+) -> list[ParsingResult]:
     """Relabel the running headers/footers among ``elements`` (the document's top-level elements)
     that the layout model gave a text type: each band element (see :data:`BAND_SHARE`,
     :data:`MAX_LINES`) whose text matches (:data:`SIMILARITY`, :data:`MIN_FUZZY_CHARS`) a band
     element at about the same height (:data:`POSITION_TOLERANCE`) on another page -- one the model
     labelled furniture or another candidate -- becomes PAGE_HEADER (top band) or PAGE_FOOTER
     (bottom band), ``metadata["relabeled_from"]`` naming its old type and
-    ``metadata["running_furniture"] = True``. Returns the relabelled elements."""
+    ``metadata["running_furniture"] = True``. ``pages`` (1-based, optional): only elements on
+    these pages are relabelled (all pages still count as evidence). Returns the relabelled elements."""
     lines = [line for line in map(_band_line, elements) if line is not None and line.node.type in _TYPES]
-    candidates = [line for line in lines if line.node.type in _RELABEL]
+    candidates = [line for line in lines if line.node.type in _RELABEL and (pages is None or line.page in pages)]
     if not candidates:
         return []
     by_key: dict[str, list[_Line]] = {}
