@@ -103,6 +103,17 @@ def test_small_print_closing_a_column_is_read_as_a_footnote():
     assert reading_order(boxes, [False, True, False, True, False]) == [0, 1, 4, 2, 3]
 
 
+def test_small_print_over_the_columns_closing_them_is_read_with_the_notes():
+    boxes = [
+        _col(LEFT, 70, 600),  # 0
+        _col(RIGHT, 70, 600),  # 1
+        B(50, 640, 460, 650),  # 2 affiliations over both columns (small print)
+        _col(LEFT, 652, 660),  # 3 their last line
+        B(50, 670, 520, 690),  # 4 a note over both columns
+    ]
+    assert reading_order(boxes, [False, False, True, True, True]) == [0, 1, 2, 3, 4]
+
+
 def _margin_page() -> list[B]:
     """A page with a narrow margin column left of the body (PeerJ's first page): a logo, then the
     article's history, editor and licence beside the lower half of the body."""

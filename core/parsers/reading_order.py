@@ -214,7 +214,8 @@ def _bands(body: Sequence[int], boxes: Sequence[Box], gutters: Sequence[float]) 
 
 def _bottom_notes(body: list[int], boxes: Sequence[Box], gutters: Sequence[float], small: Sequence[bool]) -> list[int]:
     """Small-print text boxes (``small``) closing a column in the lower half of the page's body:
-    footnotes or affiliations the layout model called text."""
+    footnotes or affiliations the layout model called text. A box crossing the gutters closes
+    every column it crosses (small print over the columns, with more of it in a column below)."""
     if not gutters or not body:
         return []
     top, bottom = min(boxes[i].y0 for i in body), max(boxes[i].y1 for i in body)
@@ -224,12 +225,17 @@ def _bottom_notes(body: list[int], boxes: Sequence[Box], gutters: Sequence[float
         if not small[i] or b.boxclass != "text" or b.y0 < (top + bottom) / 2:
             continue
         col = _column_of(b, gutters)
-        if col is None:
-            continue
         below = [
             j
             for j in body
-            if j != i and j not in notes and boxes[j].y0 >= b.y1 - 1 and _column_of(boxes[j], gutters) in (col, None)
+            if j != i
+            and j not in notes
+            and boxes[j].y0 >= b.y1 - 1
+            and (
+                _column_of(boxes[j], gutters) in (col, None)
+                if col is not None
+                else boxes[j].x0 < b.x1 and boxes[j].x1 > b.x0
+            )
         ]
         if all(small[j] and boxes[j].boxclass == "text" for j in below):  # only more small print below
             notes.append(i)
