@@ -103,6 +103,34 @@ def test_small_print_closing_a_column_is_read_as_a_footnote():
     assert reading_order(boxes, [False, True, False, True, False]) == [0, 1, 4, 2, 3]
 
 
+C1, C2, C3 = (45.0, 212.0), (222.0, 385.0), (399.0, 566.0)
+
+
+def test_boxes_alone_in_their_band_do_not_hide_the_gutters_of_columns_below():
+    # a scan: a figure's lines (list items, each alone in its band) over three columns, the
+    # columns' text cut from two layout boxes stacked at y=599 (as on Federal Register p14)
+    figure = [
+        B(197, 59, 414, 70, "section-header"),  # 0 its title
+        *(B(x0, y, x1, y + 10, "list-item") for x0, y, x1 in ((96, 159, 387), (118, 177, 411), (118, 399, 361))),
+        B(117, 418, 379, 428, "list-item"),  # 4
+    ]
+    cols = [
+        _col(C1, 476, 599),  # 5
+        _col(C2, 476, 599),  # 6
+        _col(C3, 476, 624),  # 7
+        _col(C1, 599, 741),  # 8
+        _col(C2, 599, 741),  # 9
+        _col(C3, 624, 741),  # 10
+    ]
+    boxes = [*figure, *cols]
+    left, right = columns(boxes)
+    assert C1[1] < left < C2[0] and C2[1] < right < C3[0]
+    assert reading_order(boxes) == [0, 1, 2, 3, 4, 5, 8, 6, 9, 7, 10]
+    # without text side by side across a strip, boxes alone in their band still close it
+    stacked = [*figure, _col(C1, 476, 599), _col(C2, 610, 650), _col(C3, 660, 741)]
+    assert columns(stacked) == []
+
+
 def test_small_print_over_the_columns_closing_them_is_read_with_the_notes():
     boxes = [
         _col(LEFT, 70, 600),  # 0
@@ -441,3 +469,15 @@ def test_turned_pages_are_ordered_as_the_reader_sees_them(turn):
     back = upright(displayed, turn, dw, dh)
     assert [(r.x0, r.y0, r.x1, r.y1) for r in back] == [(b.x0, b.y0, b.x1, b.y1) for b in seen]
     assert reading_order(back) == [0, 3, 4, 1, 2, 5]
+
+
+@pytest.mark.slow
+def test_scanned_federal_register_page_14_reads_column_by_column():
+    # a figure's lines over three columns whose text the layout model boxed as two boxes each
+    # spanning the columns, stacked at y=599: column 1 is read to its end before column 2
+    src = SHARED_DATA / "long" / "federal-register-2020-17221.pdf"
+    text = document_text(PyMuPDFParser(ocr="always").parse(scanned_pdf(src, [14], dpi=SCAN_DPI))).text
+    words = ["Note 2 to paragraph", "Installation/Verification", "Horizontal Stabilizer Trim", "AOA Sensor System"]
+    words += ["Operational Readiness Flight", "Special Flight Permits", "Credit for Previous Actions"]
+    at = [text.index(w) for w in words]
+    assert at == sorted(at)

@@ -6,7 +6,8 @@ split a sentence that continues in column 2. :func:`reading_order` reorders the 
 
 * page headers first and page footers last (in the model's order);
 * columns are found from the body boxes' horizontal extents: a gutter is a vertical strip that
-  (almost) no narrow box crosses;
+  (almost) no narrow box crosses; a box with nothing beside it (a title, a figure's text over the
+  columns) does not close a strip that has text side by side across it;
 * boxes crossing a gutter (titles, abstracts, figures and tables spanning the columns) split the
   page into bands; inside a band column 1 is read top to bottom, then column 2, and so on;
 * footnotes come after the body of the page (in reading order among themselves), so a sentence
@@ -36,6 +37,8 @@ GUTTER_COVER = 0.05
 GUTTER_MARGIN = 0.15
 #: narrowest gutter (points)
 GUTTER_MIN = 4.0
+#: boxes sharing more than this height (points) sit side by side (less: a line's slack)
+BESIDE_MIN = 2.0
 #: each column holds at least this share of the narrow boxes' total height
 COLUMN_MIN_SHARE = 0.1
 #: a horizontal strip without any box at least this high (share of the body's height, and
@@ -114,9 +117,20 @@ def columns(boxes: Sequence[Box]) -> list[float]:
         return []
     lo, hi = int(left + GUTTER_MARGIN * width), int(right - GUTTER_MARGIN * width)
     cover = [0.0] * max(hi - lo, 0)
-    for b in narrow:
-        for x in range(max(int(b.x0), lo), min(int(b.x1) + 1, hi)):
-            cover[x - lo] += b.y1 - b.y0
+    alone_cover = [0.0] * max(hi - lo, 0)  # by boxes with nothing beside them
+    alone = [not any(_beside(a, b) for b in narrow) for a in narrow]
+    for a, solo in zip(narrow, alone, strict=True):
+        for x in range(max(int(a.x0), lo), min(int(a.x1) + 1, hi)):
+            (alone_cover if solo else cover)[x - lo] += a.y1 - a.y0
+    # a strip with text on both sides at the same height is a gutter even when boxes alone in
+    # their band (a title, a figure's text over the columns) cross it: they are read as bands
+    paired = [False] * len(cover)
+    for a in narrow:
+        for b in narrow:
+            if _beside(a, b) and a.x1 < b.x0:
+                for x in range(max(int(a.x1) + 1, lo), min(int(b.x0), hi)):
+                    paired[x - lo] = True
+    cover = [c if p else c + s for c, s, p in zip(cover, alone_cover, paired, strict=True)]
     gutters: list[float] = []
     start: int | None = None
     for i, c in enumerate([*cover, total]):  # sentinel closes a trailing strip
@@ -137,6 +151,12 @@ def columns(boxes: Sequence[Box]) -> list[float]:
         if share_left >= COLUMN_MIN_SHARE * total and share_right >= COLUMN_MIN_SHARE * total:
             kept.append(g)
     return kept
+
+
+def _beside(a: Box, b: Box) -> bool:
+    """Whether boxes ``a`` and ``b`` sit side by side: apart horizontally, sharing more than
+    :data:`BESIDE_MIN` points of height."""
+    return (a.x1 < b.x0 or b.x1 < a.x0) and min(a.y1, b.y1) - max(a.y0, b.y0) > BESIDE_MIN
 
 
 def _nested(a: Box, b: Box) -> bool:
