@@ -8,6 +8,8 @@ truth the OCR'd copy is compared with).
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -136,3 +138,32 @@ def figure_over_columns_pdf(*, columns: int = 3, fontsize: float = 8.0) -> tuple
                 assert rest >= 0, "constructed column text does not fit"
                 y = rect.y1 - rest + fontsize  # a blank line between paragraphs
         return bytes(doc.tobytes()), paragraphs
+
+
+def draw_molecule_figure(
+    page: pymupdf.Page,
+    rect: pymupdf.Rect,
+    rng: random.Random,
+    *,
+    bonds: int,
+    labels: Sequence[str],
+    label_count: int,
+    label_size: float | None = None,
+    label_bottom_margin: float = 0.0,
+) -> None:
+    """Draw a chemistry-like figure into ``rect`` of ``page``: 60 hexagon rings, ``bonds`` random
+    bond lines and ``label_count`` atom labels drawn from ``labels`` (size ``label_size``, or
+    random 6-11 pt). Scanned, Tesseract writes garbage for it -- what the figure-OCR tests need."""
+    for _ in range(60):
+        cx, cy = rng.uniform(rect.x0 + 20, rect.x1 - 20), rng.uniform(rect.y0 + 20, rect.y1 - 20)
+        r = rng.uniform(6, 16)
+        ring = [pymupdf.Point(cx + r * math.cos(a * math.pi / 3 + 0.3), cy + r * math.sin(a * math.pi / 3 + 0.3))
+                for a in range(7)]
+        page.draw_polyline(ring, color=(0, 0, 0), width=rng.uniform(0.6, 1.6))
+    for _ in range(bonds):
+        x, y = rng.uniform(rect.x0, rect.x1), rng.uniform(rect.y0, rect.y1)
+        page.draw_line((x, y), (x + rng.uniform(-18, 18), y + rng.uniform(-18, 18)), width=rng.uniform(0.5, 2))
+    for _ in range(label_count):
+        x, y = rng.uniform(rect.x0, rect.x1 - 10), rng.uniform(rect.y0 + 8, rect.y1 - label_bottom_margin)
+        label = rng.choice(list(labels))
+        page.insert_text((x, y), label, fontsize=label_size if label_size is not None else rng.uniform(6, 11))

@@ -5,7 +5,6 @@ was left out (real Tesseract on constructed and shared pages)."""
 
 from __future__ import annotations
 
-import math
 import random
 import re
 from pathlib import Path
@@ -26,7 +25,7 @@ from grounded.parsers.pymupdf_parser import (
 from grounded.parsers.textlayer import TextLayer
 
 from .conftest import shared
-from .scanned import born_digital_words, scanned_pdf
+from .scanned import born_digital_words, draw_molecule_figure, scanned_pdf
 
 DPI = 300
 TOP = (
@@ -49,19 +48,9 @@ def _figure_page(path: Path) -> Path:
     page = doc.new_page(width=612, height=792)
     page.insert_textbox(pymupdf.Rect(72, 72, 540, 200), TOP, fontsize=12, fontname="helv")
     fig = pymupdf.Rect(*FIGURE)
-    for _ in range(60):
-        cx, cy = rng.uniform(fig.x0 + 20, fig.x1 - 20), rng.uniform(fig.y0 + 20, fig.y1 - 20)
-        r = rng.uniform(6, 16)
-        ring = [pymupdf.Point(cx + r * math.cos(a * math.pi / 3 + 0.3), cy + r * math.sin(a * math.pi / 3 + 0.3))
-                for a in range(7)]
-        page.draw_polyline(ring, color=(0, 0, 0), width=rng.uniform(0.6, 1.6))
-    for _ in range(120):
-        x, y = rng.uniform(fig.x0, fig.x1), rng.uniform(fig.y0, fig.y1)
-        page.draw_line((x, y), (x + rng.uniform(-18, 18), y + rng.uniform(-18, 18)), width=rng.uniform(0.5, 2))
-    for _ in range(40):
-        x, y = rng.uniform(fig.x0, fig.x1 - 10), rng.uniform(fig.y0 + 8, fig.y1)
-        label = rng.choice(["N", "OH", "H", "O", "NH2", "R1", "S", "~", "Y3", "Cl"])
-        page.insert_text((x, y), label, fontsize=rng.uniform(6, 11))
+    draw_molecule_figure(
+        page, fig, rng, bonds=120, labels=["N", "OH", "H", "O", "NH2", "R1", "S", "~", "Y3", "Cl"], label_count=40
+    )
     page.draw_rect(fig, width=1)
     page.insert_textbox(pymupdf.Rect(72, 530, 540, 560), CAPTION, fontsize=10, fontname="helv")
     page.insert_textbox(pymupdf.Rect(72, 575, 540, 700), BOTTOM, fontsize=12, fontname="helv")
