@@ -14,14 +14,8 @@ import pytest
 
 from grounded.chunking import document_text
 from grounded.parsers.ocr import ocr_copy, tessdata_dir
-from grounded.parsers.pymupdf_parser import (
-    OCR_LEFT_OUT_KEY,
-    OCR_TEXT_MIN_WORD_SHARE,
-    PyMuPDFParser,
-    _reads_as_text,
-    _TreeBuilder,
-    _word_share,
-)
+from grounded.parsers.ocr_text import OCR_LEFT_OUT_KEY, OCR_TEXT_MIN_WORD_SHARE, reads_as_text, word_share
+from grounded.parsers.pymupdf_parser import PyMuPDFParser, _TreeBuilder
 from grounded.parsers.textlayer import TextLayer
 
 from .conftest import shared
@@ -88,8 +82,8 @@ def test_the_figure_is_read_as_garbage(ocred):
     # the premise: Tesseract writes text inside the raster figure, and it does not read as text
     garbage = _figure_ocr(ocred)
     assert len(_solid(garbage)) >= 40
-    assert _word_share(garbage) < OCR_TEXT_MIN_WORD_SHARE and not _reads_as_text(garbage, True)
-    assert all(_reads_as_text(t) for t in (TOP, CAPTION, BOTTOM))
+    assert word_share(garbage) < OCR_TEXT_MIN_WORD_SHARE and not reads_as_text(garbage, True)
+    assert all(reads_as_text(t) for t in (TOP, CAPTION, BOTTOM))
 
 
 #: Tesseract's text layer of the scanned Clinical Science pages (300 dpi): figure OCR ...
@@ -109,17 +103,17 @@ OCR_TEXT = [
 
 @pytest.mark.parametrize("text", FIGURE_OCR)
 def test_figure_ocr_does_not_read_as_text(text):
-    assert not _reads_as_text(text) and not _reads_as_text(text, in_picture=True)
+    assert not reads_as_text(text) and not reads_as_text(text, in_picture=True)
 
 
 @pytest.mark.parametrize("text", OCR_TEXT)
 def test_ocr_text_reads_as_text(text):
-    assert _reads_as_text(text) and _reads_as_text(text, in_picture=True)
+    assert reads_as_text(text) and reads_as_text(text, in_picture=True)
 
 
 def test_short_legible_labels_in_a_picture_are_the_figure_s():
     # a flowchart's boxes (PeerJ p5): words, but labels, not a caption or body text
-    assert _reads_as_text("Homology Searching") and not _reads_as_text("Homology Searching", in_picture=True)
+    assert reads_as_text("Homology Searching") and not reads_as_text("Homology Searching", in_picture=True)
 
 
 def test_scanned_figure_page_keeps_the_body_and_counts_the_figure_text(scan, ocred):
@@ -171,7 +165,7 @@ def test_fallback_on_an_ocr_page_takes_the_lost_body_not_the_figure(ocred):
     fallback = [e for e in elements if e.metadata.get("layout_fallback") or e.metadata.get("from_picture")]
     text = _solid(" ".join(e.content for e in elements))
     assert "Figure1Asketch" in text and "Farmershavealwayssettled" in text  # lost text, taken back
-    assert fallback and all(_reads_as_text(e.content) for e in fallback)
+    assert fallback and all(reads_as_text(e.content) for e in fallback)
     for e in fallback:  # nothing from inside the figure
         box = e.geom[0].to_points(612.0, 792.0)
         assert box[1] >= FIGURE[3] - 5, e.content
@@ -209,7 +203,7 @@ def test_fallback_on_an_ocr_page_without_any_box_takes_only_text(ocred):
     text = _solid(" ".join(e.content for e in elements))
     for words in ("Riverscarrywater", "Figure1Asketch", "Farmershavealwayssettled"):
         assert words in text
-    assert all(_reads_as_text(e.content) for e in elements)
+    assert all(reads_as_text(e.content) for e in elements)
     assert getattr(page, OCR_LEFT_OUT_KEY)["unreadable_chars"] >= 40
 
 

@@ -16,12 +16,8 @@ import pytest
 from grounded.chunking import document_text
 from grounded.model import ParsingResultType as T
 from grounded.parsers.ocr import ocr_copy, tessdata_dir
-from grounded.parsers.pymupdf_parser import (
-    OCR_FROM_PICTURES_KEY,
-    PyMuPDFParser,
-    _reads_as_text,
-    _TreeBuilder,
-)
+from grounded.parsers.ocr_text import OCR_FROM_PICTURES_KEY, reads_as_text, text_in_picture
+from grounded.parsers.pymupdf_parser import PyMuPDFParser, _TreeBuilder
 from grounded.parsers.textlayer import TextLayer
 
 from .conftest import shared
@@ -160,7 +156,7 @@ def test_a_picture_of_nothing_but_text_is_no_figure(pages):
 
 
 def test_short_legible_labels_stay_in_the_picture():
-    assert not _reads_as_text("Homology Searching", in_picture=True)
+    assert not reads_as_text("Homology Searching", in_picture=True)
 
 
 def test_scanned_page_parsed_for_real_has_the_caption_as_caption_text(pages):
@@ -208,8 +204,6 @@ def test_a_column_at_the_top_of_a_picture_and_a_heading_beside_it_come_out():
     # right column's heading beside them, and the figure below
     import numpy as np
 
-    from grounded.parsers.pymupdf_parser import _text_in_picture
-
     prose = ["the model also binds the zinc ion in the", "pocket and a water molecule holds it in",
              "place so that the ring turns away from", "the side chain of the residue next to it"]
     lines = [(50.0, 100.0 + 12 * k, text) for k, text in enumerate(prose)]
@@ -218,7 +212,7 @@ def test_a_column_at_the_top_of_a_picture_and_a_heading_beside_it_come_out():
               enumerate(["OH", "N~", "H3C", "=~", "Ha91", "a3re", "BARN", "Y50!", "\\S"])]
     pc = _chars(lines)
     rects = [(50.0, 100.0, 360.0, 146.0), (60.0, 200.0, 440.0, 240.0)]
-    found, left = _text_in_picture(pc, np.zeros(len(pc), dtype=bool), (45.0, 95.0, 450.0, 260.0), rects)
+    found, left = text_in_picture(pc, np.zeros(len(pc), dtype=bool), (45.0, 95.0, 450.0, 260.0), rects)
     texts = ["".join(pc.chars[i] for i in sel) for sel, _ in found]
     assert [t.startswith("the model") for t in texts] == [True, False] and texts[1] == "DISCUSSION"
     assert all(before for _, before in found)

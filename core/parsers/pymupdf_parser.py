@@ -37,7 +37,7 @@ from ._process import ParentInfo, die_with_parent
 from .base import BaseParser, map_label
 from .column_split import split_columns
 from .hierarchy import HeadingStyle, all_caps
-from .hyphenation import HYPHENS_KEY, _zipf, resolve_document
+from .hyphenation import HYPHENS_KEY, resolve_document
 from .ocr import (
     DEFAULT_OCR,
     DEFAULT_OCR_DPI,
@@ -50,10 +50,17 @@ from .ocr import (
     require_ocr,
     tessdata_dir,
 )
+from .ocr_text import (
+    OCR_FROM_PICTURES_KEY,
+    OCR_LEFT_OUT_KEY,
+    readable_unclaimed,
+    text_in_picture,
+    text_layer_rects,
+)
 from .pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from .reading_order import Rect, reading_order, upright
 from .running_furniture import mark_running_furniture
-from .textlayer import PageChars, TextLayer, build_lines, lines_to_spans
+from .textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans, solid_chars
 
 __all__ = ["PyMuPDFParser", "PyMuPDFNative"]
 
@@ -169,45 +176,6 @@ FALLBACK_UNCLAIMED_SHARE = 0.50
 #: running furniture (slugs, side stamps) when the layout put it in no box: it neither triggers
 #: the fallback nor is taken by it.
 FALLBACK_MARGIN_SHARE = 0.06
-#: On an OCR'd page Tesseract also "reads" the inside of raster figures (molecules, plots, photos)
-#: and writes mostly garbage there ("S N-ter =~ VN ~<A GS"); a born-digital raster figure holds no
-#: text. There, text the layout put in no text or table box (pictures' included: on scans the model's
-#: picture boxes also swallow captions and body columns) counts as lost, and is taken by the fallback,
-#: only where it reads as text: at least this share of its non-space characters is in words
-#: (:func:`_word_share`) -- on the scanned long PDFs prose and reference lists score 0.65-1, figure
-#: OCR 0-0.6; so do residue/atom tables and chemistry (0.4-0.6), which the rule leaves out too ...
-OCR_TEXT_MIN_WORD_SHARE = 0.65
-#: ... and it has at least this many non-space characters (shorter scraps are figure labels) ...
-OCR_TEXT_MIN_CHARS = 8
-#: ... or this many when most of it lies in the layout's picture boxes: a caption or a body column
-#: the model's picture swallowed, not a legible label of a flowchart or plot ("Homology Searching").
-OCR_PICTURE_TEXT_MIN_CHARS = 40
-#: A token of one or two letters counts as a word at this Zipf frequency (of, in, to, an, by ...:
-#: figure OCR is full of letter pairs like "ee", "oc", "Ph") ...
-OCR_SHORT_WORD_ZIPF = 4.0
-#: ... a longer one at this (rare technical words and names still count).
-OCR_WORD_ZIPF = 1.0
-#: On an OCR'd page the layout model's picture boxes also swallow real text: a caption set tight
-#: against its figure, a body column beside it. A text-layer block in a picture box that reads as
-#: text (:func:`_reads_as_text`, as picture text) becomes its own element when it lies at the
-#: picture's top or bottom (none of the picture's other OCR'd characters above, or below, it) or
-#: spans at least this share of the picture's width (a caption line between two panels); a
-#: legible label inside a diagram does neither, and Tesseract's reading of a figure stays in it.
-OCR_PICTURE_TEXT_MIN_WIDTH = 0.6
-#: ... a block's lines side by side with an empty gap of at least this many glyph heights
-#: between them are two columns, judged apart (a heading beside a column's end; a caption's
-#: "Figure 2" label sits closer to its text) ...
-OCR_PICTURE_TEXT_GUTTER_EM = 1.5
-#: ... and the picture's other OCR'd characters above (below) a block, but level with none of the
-#: picture's text blocks, count as figure content only from this many on (fewer are scraps of
-#: the text's own lines: a split-off word, specks).
-OCR_PICTURE_SCRAP_CHARS = 10
-#: Page-entry key (``root.metadata["pages"]``) of the OCR'd text taken out of picture boxes as
-#: elements of their own (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): {"elements", "chars"}.
-OCR_FROM_PICTURES_KEY = "ocr_text_from_pictures"
-#: Page-entry key (``root.metadata["pages"]``) of what an OCR'd page's text layer holds that no
-#: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}.
-OCR_LEFT_OUT_KEY = "ocr_text_left_out"
 #: A page is laid out turned upright when at least this share of its characters reads in one
 #: direction other than left to right as displayed (a /Rotate page whose content was not turned
 #: with it, a landscape table set sideways): the model labels sideways text page header/footer.
@@ -750,220 +718,11 @@ _FURNITURE_STYLE_KEY = "_furniture_style"  # PAGE_HEADER style [size, caps, bold
 HEADING_SIZE_RATIO = 1.15
 
 
-def _non_space(pc: PageChars) -> np.ndarray:
-    return np.fromiter((not c.isspace() for c in pc.chars), dtype=bool, count=len(pc.chars))
-
-
 def _in_margin(pc: PageChars) -> np.ndarray:
     """Characters whose centre lies in the page's outer FALLBACK_MARGIN_SHARE band."""
     cx, cy = (pc.x0 + pc.x1) / 2, (pc.y0 + pc.y1) / 2
     mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
     return np.asarray((cx < mx) | (cx > pc.width - mx) | (cy < my) | (cy > pc.height - my))
-
-
-_TOKEN = re.compile(r"\S+")
-_TOKEN_EDGE = re.compile(r"^\W+|\W+$")
-_LETTER_WORD = re.compile(r"^[^\W\d_]+(?:[-'\u2019.][^\W\d_]+)*$")
-_NUMBER = re.compile(r"^[-+]?\d+(?:[.,/:]\d+)*%?$")
-
-
-def _is_word(token: str) -> bool:
-    """A number, or letters (inner hyphens, apostrophes, dots) that English uses often enough."""
-    core = _TOKEN_EDGE.sub("", token)
-    if _NUMBER.match(core):
-        return True
-    if not _LETTER_WORD.match(core):
-        return False
-    return _zipf(core) >= (OCR_SHORT_WORD_ZIPF if len(core) <= 2 else OCR_WORD_ZIPF)
-
-
-def _word_share(text: str) -> float:
-    """Share of ``text``'s non-space characters that are in words (:func:`_is_word`)."""
-    tokens = _TOKEN.findall(text)
-    total = sum(len(t) for t in tokens)
-    return sum(len(t) for t in tokens if _is_word(t)) / total if total else 0.0
-
-
-def _reads_as_text(text: str, in_picture: bool = False) -> bool:
-    """Whether OCR output reads as text, not as Tesseract's reading of a figure's inside (see
-    :data:`OCR_TEXT_MIN_WORD_SHARE`); ``in_picture``: it lies in a picture box of the layout."""
-    solid = sum(not c.isspace() for c in text)
-    least = OCR_PICTURE_TEXT_MIN_CHARS if in_picture else OCR_TEXT_MIN_CHARS
-    return solid >= least and _word_share(text) >= OCR_TEXT_MIN_WORD_SHARE
-
-
-def _text_layer_rects(pc: PageChars, layer: TextLayer) -> list[tuple[float, float, float, float]]:
-    """MuPDF's text blocks of the page, on the displayed page and clipped to it (empty ones dropped)."""
-    import pymupdf
-
-    pdf_page = layer._doc.load_page(pc.page - 1)
-    m = pdf_page.rotation_matrix
-    rects = []
-    for block in pdf_page.get_text("blocks", flags=0):
-        if block[6] != 0:
-            continue
-        r = (pymupdf.Rect(block[:4]) * m).normalize()
-        x0, y0, x1, y1 = _clip(r.x0, r.y0, r.x1, r.y1, pc.width, pc.height)
-        if x1 - x0 > 0 and y1 - y0 > 0:
-            rects.append((x0, y0, x1, y1))
-    return rects
-
-
-def _readable_unclaimed(
-    path: Path,
-    pc: PageChars,
-    claimed: np.ndarray,
-    in_picture: np.ndarray,
-    rects: list[tuple[float, float, float, float]],
-) -> tuple[np.ndarray, list[bool]]:
-    """OCR'd page: the unclaimed characters that read as text (:func:`_reads_as_text`, judged per
-    text block on the characters no element took; mostly in picture boxes: as such), and per block
-    whether it reads as text (one with nothing left to take does). The rest is logged (debug): it is
-    left out of the tree, and counted in the page's :data:`OCR_LEFT_OUT_KEY`."""
-    readable = np.zeros(len(pc), dtype=bool)
-    seen = claimed.copy()
-    verdicts = []
-    for rect in rects:
-        sel = pc.select(*rect)
-        sel = sel[~seen[sel]]
-        seen[sel] = True
-        text = "".join(pc.chars[i] for i in sel)
-        pictured = 2 * int(in_picture[sel].sum()) > len(sel)
-        ok = not text.strip() or _reads_as_text(text, pictured)  # nothing left to take: no figure's
-        readable[sel] = ok
-        verdicts.append(ok)
-        if not ok:
-            log.debug("%s: page %d: OCR text left out (a figure's, not text): %r", path, pc.page, text[:120])
-    return readable, verdicts
-
-
-def _text_in_picture(
-    pc: PageChars,
-    claimed: np.ndarray,
-    box: tuple[float, float, float, float],
-    rects: list[tuple[float, float, float, float]],
-) -> tuple[list[tuple[np.ndarray, bool]], tuple[float, float, float, float] | None]:
-    """OCR'd page: the text-layer blocks (``rects``) of picture ``box`` that are text the picture
-    swallowed (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): per block the indices of its characters
-    no element took and whether it is read before the picture (not at its bottom), and the
-    picture box without them (trimmed at its top and bottom; None when nothing else is left)."""
-    x0, y0, x1, y1 = box
-    solid = _non_space(pc)
-    free = np.zeros(len(pc), dtype=bool)
-    free[pc.select(x0, y0, x1, y1)] = True
-    free &= ~claimed
-    seen = ~free
-    readable: list[np.ndarray] = []
-    short: list[np.ndarray] = []  # the rest, by block and column
-    for rect in rects:
-        sel = pc.select(*rect)
-        sel = sel[~seen[sel]]
-        seen[sel] = True
-        for part in _side_by_side(pc, sel):
-            if _reads_as_text(build_lines([pc], [part]).text, in_picture=True):
-                readable.append(part)
-            else:
-                short.append(part)
-    if not readable:
-        return [], box
-    # whole lines: their words outside the picture that no element took come along ("Figure 3")
-    outside = ~claimed & ~free
-    for k, part in enumerate(readable):
-        more = np.flatnonzero(outside & np.isin(pc.line, pc.line[part]))
-        outside[more] = False
-        readable[k] = np.union1d(part, more)
-    rest = free & solid
-    spans = []
-    for sel in readable:
-        rest[sel] = False
-        ink = sel[solid[sel]]
-        spans.append((pc.y0[ink].min(), pc.y1[ink].max()))
-    rest_cy = pc.cy[rest]
-    for span_top, span_bottom in spans:  # what is level with the text is on its rows, not figure content
-        rest_cy = rest_cy[(rest_cy < span_top) | (rest_cy > span_bottom)]
-    top, bottom = y0, y1
-    found = []
-    for sel in readable:
-        ink = sel[solid[sel]]
-        bx0, by0, bx1, by1 = pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max()
-        above = int((rest_cy < by1).sum()) < OCR_PICTURE_SCRAP_CHARS
-        below = int((rest_cy > by0).sum()) < OCR_PICTURE_SCRAP_CHARS
-        if above and below:  # nothing else (to speak of) OCR'd in the picture: the nearer edge
-            above = by0 + by1 < y0 + y1
-            below = not above
-        wide = min(bx1, x1) - max(bx0, x0) >= OCR_PICTURE_TEXT_MIN_WIDTH * (x1 - x0)
-        if not (above or below or wide):
-            continue
-        found.append((sel, not below))
-        if above:
-            top = max(top, float(by1))
-        elif below:
-            bottom = min(bottom, float(by0))
-    found.extend(_beside_taken(pc, short, found, top, bottom))
-    if found and not rest.any():  # nothing but text OCR'd in it: a strip thinner than its lines is no figure
-        ink = np.concatenate([sel for sel, _ in found])
-        ink = ink[solid[ink]]
-        if bottom - top < float(np.median(pc.y1[ink] - pc.y0[ink])):
-            return found, None
-    return found, ((x0, top, x1, bottom) if bottom > top else None)
-
-
-def _beside_taken(
-    pc: PageChars, parts: list[np.ndarray], taken: list[tuple[np.ndarray, bool]], top: float, bottom: float
-) -> list[tuple[np.ndarray, bool]]:
-    """Of a picture's ``parts`` too short to read as picture text, those on the rows of the text
-    ``taken`` out of it, outside what is left of the picture (between ``top`` and ``bottom``),
-    that read as text by the page's rule (a heading beside a column's lines: "DISCUSSION"), each
-    with whether it is read before the picture."""
-    solid = _non_space(pc)
-    rows = []
-    for sel, _ in taken:
-        ink = sel[solid[sel]]
-        rows.append((pc.y0[ink].min(), pc.y1[ink].max()))
-    out = []
-    for part in parts:
-        cy = pc.cy[part[solid[part]]]
-        if not len(cy) or not ((cy < top) | (cy > bottom)).all():
-            continue
-        if any(((cy >= a) & (cy <= b)).all() for a, b in rows) and _reads_as_text(build_lines([pc], [part]).text):
-            out.append((part, bool(cy.max() < top)))
-    return out
-
-
-def _side_by_side(pc: PageChars, sel: np.ndarray) -> list[np.ndarray]:
-    """``sel`` (a text-layer block's characters) split into groups of lines side by side with an
-    empty gap of at least :data:`OCR_PICTURE_TEXT_GUTTER_EM` glyph heights between them."""
-    ink = sel[_non_space(pc)[sel]]
-    if not len(ink):
-        return []
-    gap = OCR_PICTURE_TEXT_GUTTER_EM * float(np.median(pc.y1[ink] - pc.y0[ink]))
-    spans = sorted(
-        (float(pc.x0[ink][pc.line[ink] == k].min()), float(pc.x1[ink][pc.line[ink] == k].max()), int(k))
-        for k in np.unique(pc.line[ink])
-    )
-    groups: list[list[int]] = []
-    right = -math.inf
-    for left, end, k in spans:
-        if left - right >= gap:
-            groups.append([])
-        groups[-1].append(k)
-        right = max(right, end)
-    cy = {k: float(pc.cy[ink][pc.line[ink] == k].mean()) for k in np.unique(pc.line[ink])}
-    merged: list[list[int]] = []
-    for group in groups:  # lines all level with the next group's first line: its label ("Figure 2")
-        if merged and all(_level(pc, ink, k, min(group, key=cy.__getitem__)) for k in merged[-1]):
-            merged[-1].extend(group)
-        else:
-            merged.append(group)
-    return [sel[np.isin(pc.line[sel], group)] for group in merged]
-
-
-def _level(pc: PageChars, ink: np.ndarray, line: int, other: int) -> bool:
-    """Whether MuPDF line ``line``'s centre lies within line ``other``'s height (``ink``: the
-    characters to measure)."""
-    a, b = ink[pc.line[ink] == line], ink[pc.line[ink] == other]
-    centre = (pc.y0[a].min() + pc.y1[a].max()) / 2
-    return bool(pc.y0[b].min() <= centre <= pc.y1[b].max())
 
 
 def _insert_boxes(
@@ -1007,10 +766,10 @@ def _layout_lost_text(
     """Whether the layout pass lost enough of the page's text to take it from the text layer:
     no character claimed at all, or the characters in no box (or in none but pictures) are at
     least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text.
-    On an OCR'd page (``readable`` given, see :func:`_readable_unclaimed`) only unclaimed text
+    On an OCR'd page (``readable`` given, see :func:`readable_unclaimed`) only unclaimed text
     that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
     page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
-    text = _non_space(pc) if readable is None else _non_space(pc) & (claimed | readable)
+    text = solid_chars(pc) if readable is None else solid_chars(pc) & (claimed | readable)
     total = int(text.sum())
     if total < FALLBACK_MIN_CHARS:
         return False
@@ -1066,7 +825,7 @@ class _TreeBuilder:
             if index in table_notes:  # a table's notes: footnotes read right after the table
                 meta = {**meta, "table_note": True}
                 type_ = T.FOOTNOTE
-            x0, y0, x1, y1 = _clip(box.x0, box.y0, box.x1, box.y1, w, h)
+            x0, y0, x1, y1 = clip_to_page(box.x0, box.y0, box.x1, box.y1, w, h)
             if x1 - x0 <= 0 or y1 - y0 <= 0:
                 continue
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
@@ -1117,7 +876,7 @@ class _TreeBuilder:
                 caption = self._captions.pop(id(nodes[i]), None)
                 self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
         if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
-            self.elements.extend(self._text_layer_blocks(pc, in_output, _text_layer_rects(pc, layer)))
+            self.elements.extend(self._text_layer_blocks(pc, in_output, text_layer_rects(pc, layer)))
 
     def _picture_text(
         self,
@@ -1129,27 +888,27 @@ class _TreeBuilder:
         nodes: dict[int, ParsingResult],
         layer: TextLayer,
     ) -> dict[int, list[tuple[bool, ParsingResult]]]:
-        """An OCR'd page: the text its picture boxes swallowed (:func:`_text_in_picture`) as
+        """An OCR'd page: the text its picture boxes swallowed (:func:`text_in_picture`) as
         elements of their own (returned per picture's box index, each read before the picture or
         not; CAPTION when it opens like one, else PARAGRAPH; their characters are marked in
         ``claimed``). Each picture's box (in ``boxes``, and its FIGURE
         node's) shrinks to what is left, a picture with nothing left is dropped from ``nodes``;
         what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``)."""
-        rects = _text_layer_rects(pc, layer)
+        rects = text_layer_rects(pc, layer)
         found: dict[int, list[tuple[bool, ParsingResult]]] = {}
         taken_chars = 0
         for index, number in pictures.items():
             figure = nodes[index]
             x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
             # top and bottom as displayed: a page laid out turned keeps its pictures whole
-            blocks, left = ([], (x0, y0, x1, y1)) if self._turn else _text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
+            blocks, left = ([], (x0, y0, x1, y1)) if self._turn else text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
             for sel, before in blocks:
-                taken_chars += int(_non_space(pc)[sel].sum())
+                taken_chars += int(solid_chars(pc)[sel].sum())
                 sel = self._with_line_pieces(pc, claimed, nodes, sel)
                 text = build_lines([pc], [sel]).text
                 type_ = T.CAPTION if _FIGURE_CAPTION_START.match(text) else T.PARAGRAPH
-                ink = sel[_non_space(pc)[sel]]
-                rect = _clip(pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max(), pc.width, pc.height)
+                ink = sel[solid_chars(pc)[sel]]
+                rect = clip_to_page(pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max(), pc.width, pc.height)
                 geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
                 others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
                 others[sel] = False
@@ -1181,7 +940,7 @@ class _TreeBuilder:
         fragment that" of a caption line the picture swallowed the rest of): they join it and
         leave ``nodes``."""
         lines = np.unique(pc.line[sel])
-        solid = _non_space(pc)
+        solid = solid_chars(pc)
         ink = sel[solid[sel]]
         top, bottom = pc.y0[ink].min(), pc.y1[ink].max()
         for j in [j for j, node in nodes.items() if node.type in (T.PARAGRAPH, T.CAPTION)]:
@@ -1204,12 +963,12 @@ class _TreeBuilder:
         lost enough of them (:func:`_layout_lost_text`), never a figure's OCR; what stays out is
         counted in the page's :data:`OCR_LEFT_OUT_KEY` (set on ``page``, the layout object, which
         travels back from worker processes)."""
-        rects = _text_layer_rects(pc, layer)
-        readable, verdicts = _readable_unclaimed(self.path, pc, claimed, in_picture, rects)
+        rects = text_layer_rects(pc, layer)
+        readable, verdicts = readable_unclaimed(self.path, pc, claimed, in_picture, rects)
         found = []
         if _layout_lost_text(pc, claimed, in_picture, readable):
             found = self._text_layer_blocks(pc, claimed, rects, keep_out=~readable)
-        left_out = _non_space(pc) & ~claimed
+        left_out = solid_chars(pc) & ~claimed
         setattr(page, OCR_LEFT_OUT_KEY, {
             "chars": int(left_out.sum()),
             "in_pictures": int((left_out & in_picture).sum()),
@@ -1229,10 +988,10 @@ class _TreeBuilder:
         fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs (returned)
         holding the characters no element took (``metadata["layout_fallback"]``; they are marked in
         ``claimed``), so no text is lost without a trace. ``keep_out``: characters never taken (on
-        an OCR'd page, those that do not read as text: a figure's OCR, see :func:`_readable_unclaimed`)."""
+        an OCR'd page, those that do not read as text: a figure's OCR, see :func:`readable_unclaimed`)."""
         log.warning(
             "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
-            self.path, int((~claimed & _non_space(pc)).sum()), int(_non_space(pc).sum()), pc.page,
+            self.path, int((~claimed & solid_chars(pc)).sum()), int(solid_chars(pc).sum()), pc.page,
         )
         taken = claimed if keep_out is None else claimed | keep_out
         found: list[ParsingResult] = []
@@ -1312,7 +1071,7 @@ class _TreeBuilder:
             self._captions[id(table)] = caption
             grid = grid[1:]
             rest = [b for row_boxes in grid for b in row_boxes if b is not None]
-            x0, y0, x1, y1 = _clip(min(b[0] for b in rest), min(b[1] for b in rest), max(b[2] for b in rest),
+            x0, y0, x1, y1 = clip_to_page(min(b[0] for b in rest), min(b[1] for b in rest), max(b[2] for b in rest),
                                    max(b[3] for b in rest), pc.width, pc.height)
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             table.geom = [geom]
@@ -1323,7 +1082,7 @@ class _TreeBuilder:
                 if cell_box is None:
                     continue
                 cx0, cy0, cx1, cy1 = cell_box
-                x0, y0, x1, y1 = _clip(cx0, cy0, cx1, cy1, pc.width, pc.height)
+                x0, y0, x1, y1 = clip_to_page(cx0, cy0, cx1, cy1, pc.width, pc.height)
                 if x1 - x0 <= 0 or y1 - y0 <= 0:
                     continue
                 cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
@@ -1357,7 +1116,7 @@ class _TreeBuilder:
             return None
         x0, y0 = min(b[0] for b in cells), min(b[1] for b in cells)
         x1, y1 = max(b[2] for b in cells), max(b[3] for b in cells)
-        x0, y0, x1, y1 = _clip(x0, y0, x1, y1, pc.width, pc.height)
+        x0, y0, x1, y1 = clip_to_page(x0, y0, x1, y1, pc.width, pc.height)
         if x1 <= x0 or y1 <= y0:
             return None
         sel = pc.select(x0, y0, x1, y1)
@@ -1451,7 +1210,7 @@ def _small_print(boxes: Sequence[Any], pc: PageChars, w: float, h: float) -> lis
     sizes: dict[int, np.ndarray] = {}
     for i, box in enumerate(boxes):
         if box.boxclass == "text":
-            sel = pc.select(*_clip(box.x0, box.y0, box.x1, box.y1, w, h))
+            sel = pc.select(*clip_to_page(box.x0, box.y0, box.x1, box.y1, w, h))
             if len(sel):
                 sizes[i] = pc.size[sel]
     if len(sizes) < 2:
@@ -1492,7 +1251,7 @@ def _table_notes(boxes: Sequence[Any], seen: Sequence[Any], small: Sequence[bool
             if b.x0 < table.x0 - slack or b.x1 > table.x1 + slack:
                 continue
             d = boxes[i]
-            sel = pc.select(*_clip(d.x0, d.y0, d.x1, d.y1, pc.width, pc.height))
+            sel = pc.select(*clip_to_page(d.x0, d.y0, d.x1, d.y1, pc.width, pc.height))
             text = "".join(pc.chars[k] for k in sel[:40])
             marked = bool(_NOTE_MARKER.match(text))
             if not (marked or (b.boxclass != "section-header" and (small[i] or b.boxclass == "footnote"))):
@@ -1516,7 +1275,7 @@ def _split_table_notes(
     for i, b in enumerate(boxes):
         parts = [b]
         if i in notes:
-            sel = pc.select(*_clip(b.x0, b.y0, b.x1, b.y1, pc.width, pc.height))
+            sel = pc.select(*clip_to_page(b.x0, b.y0, b.x1, b.y1, pc.width, pc.height))
             built = build_lines([pc], [sel])
             starts = [
                 ln.y0 for k, ln in enumerate(built.lines)
@@ -1690,10 +1449,6 @@ def _grown_box(geom: ParsingBoundingBox, spans: Sequence[ParsingBoundingBox], ho
     return ParsingBoundingBox(geom.page, grown.left, grown.top, grown.right, grown.bottom)
 
 
-def _clip(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tuple[float, float, float, float]:
-    return (min(max(x0, 0.0), w), min(max(y0, 0.0), h), min(max(x1, 0.0), w), min(max(y1, 0.0), h))
-
-
 Grid = list[list[tuple[float, float, float, float] | None]]
 #: a table's caption: "Table 2", "TABLE IV", "Tab. 3:", "Table S1" at the start of the text
 _CAPTION_START = re.compile(r"^\s*(?:Table|TABLE|Tab\.)\s*(?:[A-Z]?\d+|[IVXLC]+)\b")
@@ -1717,7 +1472,7 @@ def _grid_line_tops(grid: Grid, pc: PageChars, claimed: np.ndarray, turn: int) -
         for cell_box in row_boxes:
             lines: list[float] = []
             if cell_box is not None:
-                x0, y0, x1, y1 = _clip(*cell_box, pc.width, pc.height)
+                x0, y0, x1, y1 = clip_to_page(*cell_box, pc.width, pc.height)
                 sel = pc.select(x0, y0, x1, y1) if x1 > x0 and y1 > y0 else np.empty(0, dtype=np.int64)
                 sel = sel[~taken[sel]]
                 taken[sel] = True

@@ -40,6 +40,7 @@ from .hyphenation import DROP, Lexicon, decide
 __all__ = [
     "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
     "hyphen_join", "JOIN_SPACE", "JOIN_DROP", "JOIN_KEEP", "RIGHT", "DOWN", "LEFT", "UP",
+    "solid_chars", "clip_to_page",
 ]
 
 #: Hyphen characters that may be dropped when a word is broken across lines.
@@ -716,3 +717,13 @@ def lines_to_spans(
             ParsingBoundingBox(ln.page, ln.x0 / w, ln.y0 / h, ln.x1 / w, ln.y1 / h, **kwargs)
         )
     return out
+
+
+def solid_chars(pc: PageChars) -> np.ndarray:
+    """Per character of ``pc``: not whitespace."""
+    return np.fromiter((not c.isspace() for c in pc.chars), dtype=bool, count=len(pc.chars))
+
+
+def clip_to_page(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tuple[float, float, float, float]:
+    """The box clipped to a ``w`` x ``h`` page."""
+    return (min(max(x0, 0.0), w), min(max(y0, 0.0), h), min(max(x1, 0.0), w), min(max(y1, 0.0), h))
