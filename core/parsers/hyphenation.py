@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DROP", "KEEP", "HYPHENS_KEY", "Lexicon", "decide", "split_parts", "resolve_document"]
+__all__ = ["DROP", "KEEP", "HYPHENS_KEY", "Lexicon", "decide", "split_parts", "resolve_document", "zipf"]
 
 DROP, KEEP = "drop", "keep"
 #: Temporary element metadata: ``[[position, left, right], ...]`` of line-break hyphens kept in
@@ -87,7 +87,8 @@ def _zipf_function():
 
 
 @lru_cache(maxsize=65536)
-def _zipf(word: str) -> float:
+def zipf(word: str) -> float:
+    """English word frequency of ``word`` on wordfreq's Zipf scale (0 without wordfreq); cached."""
     fn = _zipf_function()
     if fn is None:  # pragma: no cover
         return 0.0
@@ -184,9 +185,9 @@ def decide(left: str, right: str, lexicon: Lexicon | None = None) -> str:
     if _zipf_function() is None:  # pragma: no cover
         return DROP if a[-1].islower() and b[0].islower() and left == a else KEEP
     al, bl = a.lower(), b.lower()
-    zj = _zipf(al + bl)
-    za = _zipf(al)
-    zb = _zipf(bl)
+    zj = zipf(al + bl)
+    za = zipf(al)
+    zb = zipf(bl)
     if al in PREFIXES:
         za = max(za, zb)  # a frequent prefix is no evidence either way: judge by the base word
     if zj >= JOINED_WORD_ZIPF:

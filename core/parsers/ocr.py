@@ -437,10 +437,9 @@ def _fix_superscripts(layer: Any, gray: Any, dpi: int, tessdata: str) -> int:
         got = read[0].get_text("words", sort=True)
     kp = dpi / 72.0
     new: dict[int, str] = {}
+    left_to_right = sorted(got, key=lambda w: w[0])
     for (n, a, b, _), (top, bottom) in zip(cuts, slots, strict=True):
-        text = "".join(
-            w[4] for w in sorted(got, key=lambda w: w[0]) if top <= (w[1] + w[3]) / 2 * kp <= bottom
-        )
+        text = "".join(w[4] for w in left_to_right if top <= (w[1] + w[3]) / 2 * kp <= bottom)
         if any(c.isdigit() for c in text):  # a lone serif "1" reads as "]" or "|"
             text = text.translate(_DIGIT_ONE)
         if not _SUPER_TEXT.match(text):

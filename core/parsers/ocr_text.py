@@ -22,8 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .hyphenation import _zipf
-from .textlayer import PageChars, TextLayer, build_lines, clip_to_page, solid_chars
+from .hyphenation import zipf
+from .textlayer import PageChars, TextLayer, build_lines, clip_to_page
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def is_word(token: str) -> bool:
         return True
     if not _LETTER_WORD.match(core):
         return False
-    return _zipf(core) >= (OCR_SHORT_WORD_ZIPF if len(core) <= 2 else OCR_WORD_ZIPF)
+    return zipf(core) >= (OCR_SHORT_WORD_ZIPF if len(core) <= 2 else OCR_WORD_ZIPF)
 
 
 def word_share(text: str) -> float:
@@ -178,7 +178,7 @@ def text_in_picture(
     no element took and whether it is read before the picture (not at its bottom), and the
     picture box without them (trimmed at its top and bottom; None when nothing else is left)."""
     x0, y0, x1, y1 = box
-    solid = solid_chars(pc)
+    solid = pc.solid
     free = np.zeros(len(pc), dtype=bool)
     free[pc.select(x0, y0, x1, y1)] = True
     free &= ~claimed
@@ -245,7 +245,7 @@ def beside_taken(
     ``taken`` out of it, outside what is left of the picture (between ``top`` and ``bottom``),
     that read as text by the page's rule (a heading beside a column's lines: "DISCUSSION"), each
     with whether it is read before the picture."""
-    solid = solid_chars(pc)
+    solid = pc.solid
     rows = []
     for sel, _ in taken:
         ink = sel[solid[sel]]
@@ -263,7 +263,7 @@ def beside_taken(
 def side_by_side(pc: PageChars, sel: np.ndarray) -> list[np.ndarray]:
     """``sel`` (a text-layer block's characters) split into groups of lines side by side with an
     empty gap of at least :data:`OCR_PICTURE_TEXT_GUTTER_EM` glyph heights between them."""
-    ink = sel[solid_chars(pc)[sel]]
+    ink = sel[pc.solid[sel]]
     if not len(ink):
         return []
     gap = OCR_PICTURE_TEXT_GUTTER_EM * float(np.median(pc.y1[ink] - pc.y0[ink]))

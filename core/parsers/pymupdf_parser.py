@@ -60,7 +60,7 @@ from .ocr_text import (
 from .pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from .reading_order import Rect, reading_order, upright
 from .running_furniture import mark_running_furniture
-from .textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans, solid_chars
+from .textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
 
 __all__ = ["PyMuPDFParser", "PyMuPDFNative"]
 
@@ -769,7 +769,7 @@ def _layout_lost_text(
     On an OCR'd page (``readable`` given, see :func:`readable_unclaimed`) only unclaimed text
     that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
     page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
-    text = solid_chars(pc) if readable is None else solid_chars(pc) & (claimed | readable)
+    text = pc.solid if readable is None else pc.solid & (claimed | readable)
     total = int(text.sum())
     if total < FALLBACK_MIN_CHARS:
         return False
@@ -853,9 +853,11 @@ class _TreeBuilder:
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             nodes[index] = node
+        # an OCR'd page: its text-layer blocks, for the text pictures swallowed and the fallback
+        rects = text_layer_rects(pc, layer) if pc.page in self.ocr_pages else []
         if pictures:  # an OCR'd page: text the pictures swallowed, next to its picture in the model's order
             boxes = list(boxes)  # the pictures' boxes shrink: never the layout's own list
-            taken = self._picture_text(page, pc, claimed, pictures, boxes, nodes, layer)
+            taken = self._picture_text(page, pc, claimed, pictures, boxes, nodes, layer, rects)
             boxes, small, nodes, table_notes = _insert_boxes(boxes, small, nodes, table_notes, taken, w, h)
         in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
         for leftover in self._table_leftover:
@@ -863,7 +865,7 @@ class _TreeBuilder:
         if pc.page in self.ocr_pages:
             # an OCR'd page: the fallback's elements are read in the page's reading order with the
             # rest (a born-digital page keeps them after the rest, as before)
-            for node in self._ocr_fallback(page, pc, in_output, in_picture, layer):
+            for node in self._ocr_fallback(page, pc, in_output, in_picture, rects):
                 nodes[len(boxes)] = node
                 x0, y0, x1, y1 = node.geom[0].to_points(w, h)
                 boxes = [*boxes, Rect(x0, y0, x1, y1, "text")]
@@ -887,14 +889,15 @@ class _TreeBuilder:
         boxes: list[Any],
         nodes: dict[int, ParsingResult],
         layer: TextLayer,
+        rects: list[tuple[float, float, float, float]],
     ) -> dict[int, list[tuple[bool, ParsingResult]]]:
         """An OCR'd page: the text its picture boxes swallowed (:func:`text_in_picture`) as
         elements of their own (returned per picture's box index, each read before the picture or
         not; CAPTION when it opens like one, else PARAGRAPH; their characters are marked in
         ``claimed``). Each picture's box (in ``boxes``, and its FIGURE
         node's) shrinks to what is left, a picture with nothing left is dropped from ``nodes``;
-        what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``)."""
-        rects = text_layer_rects(pc, layer)
+        what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``);
+        ``rects``: the page's text-layer blocks (:func:`text_layer_rects`)."""
         found: dict[int, list[tuple[bool, ParsingResult]]] = {}
         taken_chars = 0
         for index, number in pictures.items():
@@ -903,11 +906,11 @@ class _TreeBuilder:
             # top and bottom as displayed: a page laid out turned keeps its pictures whole
             blocks, left = ([], (x0, y0, x1, y1)) if self._turn else text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
             for sel, before in blocks:
-                taken_chars += int(solid_chars(pc)[sel].sum())
+                taken_chars += int(pc.solid[sel].sum())
                 sel = self._with_line_pieces(pc, claimed, nodes, sel)
                 text = build_lines([pc], [sel]).text
                 type_ = T.CAPTION if _FIGURE_CAPTION_START.match(text) else T.PARAGRAPH
-                ink = sel[solid_chars(pc)[sel]]
+                ink = sel[pc.solid[sel]]
                 rect = clip_to_page(pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max(), pc.width, pc.height)
                 geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
                 others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
@@ -940,7 +943,7 @@ class _TreeBuilder:
         fragment that" of a caption line the picture swallowed the rest of): they join it and
         leave ``nodes``."""
         lines = np.unique(pc.line[sel])
-        solid = solid_chars(pc)
+        solid = pc.solid
         ink = sel[solid[sel]]
         top, bottom = pc.y0[ink].min(), pc.y1[ink].max()
         for j in [j for j, node in nodes.items() if node.type in (T.PARAGRAPH, T.CAPTION)]:
@@ -957,18 +960,22 @@ class _TreeBuilder:
         return sel
 
     def _ocr_fallback(
-        self, page: Any, pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, layer: TextLayer
+        self,
+        page: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        in_picture: np.ndarray,
+        rects: list[tuple[float, float, float, float]],
     ) -> list[ParsingResult]:
         """An OCR'd page's layout fallback: the text-layer blocks that read as text when the layout
         lost enough of them (:func:`_layout_lost_text`), never a figure's OCR; what stays out is
         counted in the page's :data:`OCR_LEFT_OUT_KEY` (set on ``page``, the layout object, which
-        travels back from worker processes)."""
-        rects = text_layer_rects(pc, layer)
+        travels back from worker processes); ``rects``: the page's text-layer blocks."""
         readable, verdicts = readable_unclaimed(self.path, pc, claimed, in_picture, rects)
         found = []
         if _layout_lost_text(pc, claimed, in_picture, readable):
             found = self._text_layer_blocks(pc, claimed, rects, keep_out=~readable)
-        left_out = solid_chars(pc) & ~claimed
+        left_out = pc.solid & ~claimed
         setattr(page, OCR_LEFT_OUT_KEY, {
             "chars": int(left_out.sum()),
             "in_pictures": int((left_out & in_picture).sum()),
@@ -991,12 +998,13 @@ class _TreeBuilder:
         an OCR'd page, those that do not read as text: a figure's OCR, see :func:`readable_unclaimed`)."""
         log.warning(
             "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
-            self.path, int((~claimed & solid_chars(pc)).sum()), int(solid_chars(pc).sum()), pc.page,
+            self.path, int((~claimed & pc.solid).sum()), int(pc.solid.sum()), pc.page,
         )
         taken = claimed if keep_out is None else claimed | keep_out
         found: list[ParsingResult] = []
         mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
         for x0, y0, x1, y1 in rects:
+            # blocks already taken (this loop takes more) make a margin block a printer's mark
             any_taken = claimed.any() if keep_out is None else (taken & ~keep_out).any()
             if any_taken and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
                 continue  # a printer's mark in the margin, not text the layout lost

@@ -25,6 +25,7 @@ Line boxes are kept tight, so a highlighted line does not cover its neighbours:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -40,7 +41,7 @@ from .hyphenation import DROP, Lexicon, decide
 __all__ = [
     "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
     "hyphen_join", "JOIN_SPACE", "JOIN_DROP", "JOIN_KEEP", "RIGHT", "DOWN", "LEFT", "UP",
-    "solid_chars", "clip_to_page",
+    "clip_to_page",
 ]
 
 #: Hyphen characters that may be dropped when a word is broken across lines.
@@ -87,7 +88,7 @@ class PageChars:
         n = len(self.chars)
         if not n:
             return np.empty(0), np.empty(0)
-        space = np.fromiter((c.isspace() for c in self.chars), dtype=bool, count=n)
+        space = ~self.solid
         new = np.ones(n, dtype=bool)
         new[1:] = space[1:] | space[:-1] | (self.line[1:] != self.line[:-1])
         starts = np.flatnonzero(new)
@@ -95,6 +96,13 @@ class PageChars:
         cx = (np.minimum.reduceat(self.x0, starts) + np.maximum.reduceat(self.x1, starts)) * 0.5
         cy = (np.minimum.reduceat(self.y0, starts) + np.maximum.reduceat(self.y1, starts)) * 0.5
         return cx[word], cy[word]
+
+    @functools.cached_property
+    def solid(self) -> np.ndarray:
+        """Per character: not whitespace (read-only; computed once per page)."""
+        out = np.fromiter((not c.isspace() for c in self.chars), dtype=bool, count=len(self.chars))
+        out.setflags(write=False)
+        return out
 
     @property
     def cx(self) -> np.ndarray:
@@ -717,11 +725,6 @@ def lines_to_spans(
             ParsingBoundingBox(ln.page, ln.x0 / w, ln.y0 / h, ln.x1 / w, ln.y1 / h, **kwargs)
         )
     return out
-
-
-def solid_chars(pc: PageChars) -> np.ndarray:
-    """Per character of ``pc``: not whitespace."""
-    return np.fromiter((not c.isspace() for c in pc.chars), dtype=bool, count=len(pc.chars))
 
 
 def clip_to_page(x0: float, y0: float, x1: float, y1: float, w: float, h: float) -> tuple[float, float, float, float]:
