@@ -103,7 +103,7 @@ def _shift(box: dict, offset: int) -> None:
 def worker(method: str, copies: int) -> dict:
     """Run one method on the document once (after a warm-up on the 1x text) and report."""
     from grounded.chunking import Chunker, document_text
-    from grounded.chunking.tokenizer import minilm_tokenizer
+    from grounded.text.tokenizer import minilm_tokenizer
 
     root = load_document(copies)
     text = document_text(root).text

@@ -37,7 +37,7 @@ GRID_STEP = ("chunking_grid", ["eval", "chunking", "--suite", "grid", "--sizes",
 
 def main(argv: list[str] | None = None) -> int:
     from grounded import __version__
-    from grounded.cli import main as grounded_main
+    from grounded.cli.main import main as grounded_main
     from grounded.serialization import atomic_write_text
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -5,7 +5,7 @@ first words) and every list container (type, item count, first item's first word
 
 * the default PyMuPDF backend's trees of the PDFs under ``../shared/data/long`` and
   ``../shared/data/pdfs/docling_groundtruth`` (the real tool runs), and
-* the recorded backends of ``tests/test_backend_contract.py`` (recorded or re-encoded outputs
+* the recorded backends of ``tests/parse/backends/test_backend_contract.py`` (recorded or re-encoded outputs
   replayed with ``parse_native``).
 
 ``--compare BEFORE AFTER`` prints, per document, the headings whose type or level changed and the
@@ -62,8 +62,9 @@ def dump(out: Path) -> None:
         result[f"pymupdf/{pdf.name}"] = summary(parser.parse(pdf))
         print(f"pymupdf/{pdf.name}", file=sys.stderr)
     sys.path.insert(0, str(REPO))
-    from tests.conftest import shared
     from tests.test_backend_contract import cases
+
+    from tests.conftest import shared
 
     for name, case in cases(shared("long", "cermine_web_example3_clinsci.pdf")).items():
         if case.native is None:
@@ -71,10 +72,11 @@ def dump(out: Path) -> None:
         result[f"{name}/{case.pdf.name}"] = summary(case.output().root)
         print(f"{name}/{case.pdf.name}", file=sys.stderr)
     # the other recorded Docling outputs with their PDFs
-    from grounded.parsers.docling_parser import DoclingParser
-    from grounded.parsers.granite_docling_parser import DocTagsPages, GraniteDoclingParser
     from tests.test_backend_docling import RecordedConverter
     from tests.test_backend_docling_granite import RecordedVlmConverter
+
+    from grounded.parsers.backends.docling import DoclingParser
+    from grounded.parsers.backends.granite_docling import DocTagsPages, GraniteDoclingParser
 
     pdf = shared("native", "docling", "multi_page.pdf")
     docling = DoclingParser(converter=RecordedConverter())

@@ -121,7 +121,7 @@ def measure_baseline(corpus: Path, embed: bool) -> dict:
     import pymupdf4llm
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from grounded.chunking.tokenizer import minilm_tokenizer
+    from grounded.text.tokenizer import minilm_tokenizer
 
     tokenizer = minilm_tokenizer()
     splitter = RecursiveCharacterTextSplitter(chunk_size=N, chunk_overlap=0, length_function=tokenizer.count)
@@ -171,7 +171,7 @@ def measure_docling_chunk(times: int, quick: bool) -> dict:
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
     from transformers import PreTrainedTokenizerFast
 
-    from grounded.chunking.tokenizer import minilm_tokenizer
+    from grounded.text.tokenizer import minilm_tokenizer
 
     root = chunk_speed.load_document(times)
     if quick:  # the quick corpus is one of the three documents

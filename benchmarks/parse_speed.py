@@ -60,8 +60,8 @@ def concatenated(times: int) -> Path:
 
 
 def measure(pdf: Path, workers: int, layout_threads: int | None, warm: bool) -> dict:
+    from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
     from grounded.parsers.pdf_input import inspect_pdf
-    from grounded.parsers.pymupdf_parser import PyMuPDFParser
 
     parser = PyMuPDFParser(workers=workers, layout_threads=layout_threads)
     if warm:  # load the model / start the worker pool on a small document first

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import _offline  # noqa: F401  (first: sets ORT_DISABLE_TELEMETRY etc. before onnxruntime can load, #14.9)
 from .errors import GroundedError
 from .model import (
     BoxMode,
@@ -19,8 +18,8 @@ from .model import (
     ParsingResultType,
     RichToken,
 )
-
-__version__ = "0.1.0"
+from .runtime import offline as _offline  # noqa: F401  (sets ORT_DISABLE_TELEMETRY etc. before any backend can load onnxruntime, #14.9)
+from .runtime.version import __version__
 
 # name -> module holding it; resolved on first attribute access (keeps `import grounded` light)
 _LAZY = {
@@ -31,11 +30,11 @@ _LAZY = {
     "Chunker": "grounded.chunking",
     "highlight": "grounded.attribution",
     "render": "grounded.attribution",
-    "to_markdown": "grounded.markdown",
-    "load_parsing_result": "grounded.serialization",
-    "save_parsing_result": "grounded.serialization",
-    "load_chunking_result": "grounded.serialization",
-    "save_chunking_result": "grounded.serialization",
+    "to_markdown": "grounded.io.markdown",
+    "load_parsing_result": "grounded.io.codec",
+    "save_parsing_result": "grounded.io.codec",
+    "load_chunking_result": "grounded.io.codec",
+    "save_chunking_result": "grounded.io.codec",
 }
 
 __all__ = [

@@ -11,10 +11,11 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .model import ChunkingResult, ParsingResult
+from .model.chunk import ChunkingResult
+from .model.elements import ParsingResult
 
 if TYPE_CHECKING:
-    from .parsers._source import PDFSource
+    from .parsers.source import PDFSource
 
 __all__ = ["parse", "chunk"]
 
@@ -49,7 +50,7 @@ def chunk(
     ``options`` go to the :class:`~grounded.chunking.Chunker` (``tokenizer``, ``box_mode`` and the
     strategy's options such as ``heading_budget``)."""
     from .chunking import Chunker
-    from .serialization import load_parsing_result
+    from .io.codec import load_parsing_result
 
     if isinstance(source, ParsingResult):
         root = source

@@ -148,3 +148,7 @@ class ModelOutputError(ModelError, ValueError):
         self.what = what
         self.cause = cause
         super().__init__(f"{what}: {cause}")
+
+
+class UsageError(GroundedError, ValueError):
+    """Options that cannot be used together or do not apply to the given input."""

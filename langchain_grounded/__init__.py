@@ -10,7 +10,12 @@ Importing this package imports ``langchain_core``; without it an
 
 from __future__ import annotations
 
-from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
+from grounded.io.chunk_metadata import (
+    GroundingWarning,
+    boxes_from_metadata,
+    boxes_to_metadata,
+    unflatten_metadata,
+)
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings

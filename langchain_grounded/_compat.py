@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from grounded._optional import require
+from grounded.runtime.optional import require
 
 for _module in ("langchain_core", "langchain_text_splitters"):
     require(_module, extra="langchain", what="langchain_grounded", package="langchain-core langchain-text-splitters")

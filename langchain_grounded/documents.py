@@ -12,7 +12,7 @@ Metadata conventions (every mode):
   page numbers;
 * ``text_hash`` of the ``page_content`` (see :func:`grounded.metadata.boxes_from_metadata`);
 * ``grounded_tree_ref``: a ~100-byte reference to the parse tree in a
-  :class:`~grounded.parse_cache.ParseCache` (never the tree itself), so
+  :class:`~grounded.parsers.cache.ParseCache` (never the tree itself), so
   :class:`~langchain_grounded.GroundedTextSplitter` can split these Documents again with exact boxes.
 
 By default (``flat=True``) every value is a scalar: lists are compact JSON strings, so Chroma,
@@ -27,11 +27,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from grounded.chunking.assembly import ChunkAssembler
-from grounded.chunking.ids import stable_hash
-from grounded.chunking.stream import build_stream, document_text
-from grounded.chunking.tokenizer import Tokenizer
-from grounded.metadata import (
+from grounded.io.chunk_metadata import (
     BOXES_KEY,
     PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
@@ -42,7 +38,11 @@ from grounded.metadata import (
     text_hash,
 )
 from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from grounded.text.assembly import ChunkAssembler
+from grounded.text.ids import stable_hash
+from grounded.text.stream import build_stream, document_text
+from grounded.text.tokenizer import Tokenizer
 
 from .elements import ELEMENT_KEY, Block, iter_blocks
 

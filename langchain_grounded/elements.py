@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grounded.chunking.stream import document_text
 from grounded.errors import SchemaError
 from grounded.model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from grounded.text.stream import document_text
 
 __all__ = ["Block", "iter_blocks", "tree_from_payloads", "ELEMENT_KEY"]
 

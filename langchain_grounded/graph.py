@@ -15,7 +15,7 @@ from langchain_core.documents import Document
 
 from grounded.graph.export import node_metadata
 from grounded.graph.nodes import NodeGraph
-from grounded.metadata import flatten_metadata
+from grounded.io.chunk_metadata import flatten_metadata
 
 __all__ = ["graph_to_documents"]
 

@@ -31,11 +31,10 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from grounded.chunking.ids import chunk_id, source_key, stable_hash
 from grounded.errors import ChunkingError, SchemaError
 from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.wrappers import grounding_fields, splitter_fingerprint
-from grounded.metadata import (
+from grounded.io.chunk_metadata import (
     BOXES_KEY,
     TEXT_HASH_KEY,
     TREE_KEY,
@@ -46,7 +45,8 @@ from grounded.metadata import (
     unflatten_metadata,
 )
 from grounded.model import ParsingResult
-from grounded.parse_cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.text.ids import chunk_id, source_key, stable_hash
 
 from .documents import KIND_KEY, SPANS_KEY, page_keys
 from .elements import ELEMENT_KEY
@@ -70,7 +70,7 @@ class GroundingSplitter(TextSplitter):
     char offsets. See the module docstring for the metadata.
 
     ``tree``: the parse tree for Documents that carry no ``grounded_tree_ref``. ``cache``: the
-    :class:`~grounded.parse_cache.ParseCache` (or its directory) the loader used. ``min_score``,
+    :class:`~grounded.parsers.cache.ParseCache` (or its directory) the loader used. ``min_score``,
     ``tokenizer`` and ``box_mode`` go to the :class:`~grounded.grounding.Grounder` (one per
     source tree, the four most recent kept). ``flat_metadata`` (default True): lists as compact
     JSON strings; ``line_boxes``: keep each box's line boxes. ``password``: of encrypted source PDFs, so

@@ -12,13 +12,13 @@ from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
 from grounded.chunking.chunker import Chunker
-from grounded.chunking.tokenizer import load_tokenizer
 from grounded.errors import ChunkingError, InputError
-from grounded.metadata import pdf_metadata, source_info
+from grounded.io.chunk_metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
-from grounded.parsers.ocr import OCRMode
+from grounded.parsers.cache import ParseCache, cached_parse, with_ocr
+from grounded.parsers.ocr.engine import OCRMode
+from grounded.text.tokenizer import load_tokenizer
 
 from .documents import (
     SpanBoxer,
@@ -183,7 +183,7 @@ class GroundedPDFLoader(_Configured, BaseLoader):
     ``boxes_from_metadata``); ``flat_metadata=False`` keeps lists. ``add_start_index=True`` adds
     ``start_index`` as LangChain's splitters do.
 
-    The parse tree is stored once in a :class:`~grounded.parse_cache.ParseCache` (``cache``: a
+    The parse tree is stored once in a :class:`~grounded.parsers.cache.ParseCache` (``cache``: a
     cache, a directory, ``None`` for the default directory or ``False`` for none) and Documents
     carry only a reference to it, so splitting them again gives exact boxes per part; an unchanged
     PDF (same bytes, parser, options and grounded version) is not parsed again unless

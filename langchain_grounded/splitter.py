@@ -16,10 +16,8 @@ from langchain_text_splitters import TextSplitter
 
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
-from grounded.chunking.ids import chunk_id, source_key, stable_hash, text_key
-from grounded.chunking.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
 from grounded.errors import ChunkingError, SchemaError
-from grounded.metadata import (
+from grounded.io.chunk_metadata import (
     BOXES_KEY,
     TEXT_HASH_KEY,
     GroundingWarning,
@@ -31,7 +29,9 @@ from grounded.metadata import (
     unflatten_metadata,
 )
 from grounded.model import Chunk, ParsingBoundingBox
-from grounded.parse_cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.text.ids import chunk_id, source_key, stable_hash, text_key
+from grounded.text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
 
 from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, SpanBoxer, chunk_document, page_keys
 from .elements import ELEMENT_KEY, iter_blocks, tree_from_payloads

@@ -9,8 +9,13 @@ Importing this package imports ``llama_index.core``; without it an
 
 from __future__ import annotations
 
-from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
-from grounded.parse_cache import TREE_REF_KEY, ParseCache
+from grounded.io.chunk_metadata import (
+    GroundingWarning,
+    boxes_from_metadata,
+    boxes_to_metadata,
+    unflatten_metadata,
+)
+from grounded.parsers.cache import TREE_REF_KEY, ParseCache
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding

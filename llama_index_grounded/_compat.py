@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from grounded._optional import require
+from grounded.runtime.optional import require
 
 require("llama_index.core", extra="llama-index", what="llama_index_grounded", package="llama-index-core")

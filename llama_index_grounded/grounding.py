@@ -1,7 +1,7 @@
 """Parse trees behind Documents and nodes, and the boxes of any node's own text.
 
 Documents of :class:`~llama_index_grounded.GroundedPDFReader` carry a compact reference to their
-parse tree (``grounded_tree_ref``, see :mod:`grounded.parse_cache`), never the tree itself.
+parse tree (``grounded_tree_ref``, see :mod:`grounded.parsers.cache`), never the tree itself.
 :func:`tree_for` resolves it (process memory -> cache directory -> re-parse of an unchanged PDF),
 restricted to one page for the reader's per-page Documents. :func:`node_boxes` gives the boxes of a
 node's *own* text: the recorded boxes when the node is the chunk they were made for, else (a part
@@ -25,14 +25,11 @@ from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 
-from grounded.chunking.assembly import ChunkAssembler
 from grounded.chunking.chunker import Chunker
-from grounded.chunking.ids import chunk_id, source_key, stable_hash
-from grounded.chunking.stream import document_text
 from grounded.errors import SchemaError
 from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.wrappers import GROUNDING_KEYS, grounding_fields, splitter_fingerprint
-from grounded.metadata import (
+from grounded.io.chunk_metadata import (
     PAYLOAD_KEYS,
     TREE_KEY,
     GroundingWarning,
@@ -43,7 +40,10 @@ from grounded.metadata import (
     text_hash,
 )
 from grounded.model import ParsingBoundingBox, ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.text.assembly import ChunkAssembler
+from grounded.text.ids import chunk_id, source_key, stable_hash
+from grounded.text.stream import document_text
 
 __all__ = [
     "PAGE_KEY",

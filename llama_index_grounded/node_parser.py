@@ -22,15 +22,22 @@ from llama_index.core.schema import (
 from llama_index.core.utils import get_tqdm_iterable
 from pydantic import AliasChoices, ConfigDict
 
-from grounded.chunking.assembly import BOX_MODES
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
-from grounded.chunking.ids import chunk_id, source_key, text_key
-from grounded.chunking.tokenizer import Tokenizer
 from grounded.errors import ChunkingError
-from grounded.metadata import PAYLOAD_KEYS, TREE_KEY, GroundingWarning, chunk_metadata, source_info, text_tree
+from grounded.io.chunk_metadata import (
+    PAYLOAD_KEYS,
+    TREE_KEY,
+    GroundingWarning,
+    chunk_metadata,
+    source_info,
+    text_tree,
+)
 from grounded.model import Chunk, ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from grounded.text.assembly import BOX_MODES
+from grounded.text.ids import chunk_id, source_key, text_key
+from grounded.text.tokenizer import Tokenizer
 
 from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
 

@@ -1,6 +1,6 @@
 """``GroundedPDFReader``: PDFs -> LlamaIndex Documents that refer to their parse tree.
 
-A Document never carries the tree: the reader stores it in a :class:`~grounded.parse_cache.ParseCache`
+A Document never carries the tree: the reader stores it in a :class:`~grounded.parsers.cache.ParseCache`
 and puts a ~100-byte reference (``grounded_tree_ref``) into the metadata, so docstores, ingestion
 caches, vector stores and node relationships stay small whatever the splitter.
 :class:`~llama_index_grounded.GroundedNodeParser` resolves the reference to chunk with boxes.
@@ -20,11 +20,11 @@ from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
 from grounded.errors import EmptyDocumentError, InputError
-from grounded.metadata import TREE_KEY, pdf_metadata, source_info
+from grounded.io.chunk_metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parse_cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from grounded.parsers import BaseParser, get_parser
-from grounded.parsers.ocr import OCRMode
+from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
+from grounded.parsers.ocr.engine import OCRMode
 
 from .grounding import PAGE_KEY, document_text_of, page_tree
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup_venv.sh test
-# strace lets tests/test_no_network.py prove that no native code (onnxruntime) opens a socket
+# strace lets tests/project/test_no_network.py prove that no native code (onnxruntime) opens a socket
 if ! command -v strace >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     apt-get update -qq && apt-get install -y -qq strace >/dev/null || echo "strace unavailable: the native no-network test will skip" >&2

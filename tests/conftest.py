@@ -1,4 +1,5 @@
-"""Shared test fixtures. Real data is read from ``../shared/data`` (never copied into the repo)."""
+"""Session fixtures. Paths and shared helpers live in :mod:`tests.support` (test modules import from
+there, never from each other); real data is read from ``../shared/data``."""
 
 from __future__ import annotations
 
@@ -6,18 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED_DATA = (REPO / ".." / "shared" / "data").resolve()
-LONG_PDFS = sorted((SHARED_DATA / "long").glob("*.pdf"))
-DOCLING_GT_PDFS = sorted((SHARED_DATA / "pdfs" / "docling_groundtruth").glob("*.pdf"))
-
-
-def shared(*parts: str) -> Path:
-    """Path under ../shared/data; skips the test when the shared data is not beside the repo."""
-    path = SHARED_DATA.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"shared data not available: {path}")
-    return path
+from tests.support.data import shared
 
 
 @pytest.fixture(scope="session")
@@ -29,13 +19,3 @@ def shared_data() -> Path:
 def clinsci_pdf() -> Path:
     """13 pages, two columns, 5 tables (the issue's reference document)."""
     return shared("long", "cermine_web_example3_clinsci.pdf")
-
-
-def parse_default(pdfs: list[Path], what: str) -> dict:
-    """grounded's default parse of ``pdfs`` by file name (module fixtures of the shared-PDF measurements)."""
-    if not pdfs:
-        pytest.skip(f"{what} not available")
-    from grounded import get_parser
-
-    parser = get_parser("pymupdf")
-    return {p.name: parser.parse(p) for p in pdfs}

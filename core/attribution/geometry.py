@@ -24,7 +24,9 @@ from ..errors import (
     InputNotFoundError,
     NotAPDFError,
 )
-from ..model import Chunk, ChunkingResult, ParsingBoundingBox
+from ..io.chunk_metadata import FURNITURE_BOXES_KEY
+from ..model.boxes import ParsingBoundingBox
+from ..model.chunk import Chunk, ChunkingResult
 
 __all__ = ["AttributionError", "ChunkNotFoundError", "ChunkPageError", "FURNITURE_BOXES_KEY", "PageRegions", "chunk_boxes", "open_pdf", "as_chunks", "page_regions",
            "displayed_rect", "to_page_quad", "to_page_rect", "Color", "parse_color", "mupdf_errors"]
@@ -150,7 +152,6 @@ class PageRegions:
 
 #: chunk metadata key of the page text a grounded chunk holds outside the parse tree (running
 #: headers/footers: :mod:`grounded.grounding.furniture`), rows ``[page, left, top, right, bottom]``
-FURNITURE_BOXES_KEY = "grounding_furniture_boxes"
 
 
 def chunk_boxes(chunk: Chunk, source: str | Path) -> list[ParsingBoundingBox]:

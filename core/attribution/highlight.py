@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any, overload
 
 from ..errors import CorruptPDFError
-from ..model import Chunk, ChunkingResult
-from ..serialization import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
+from ..model.chunk import Chunk, ChunkingResult
 from .geometry import (
     Color,
     PageRegions,

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import Chunk, ChunkingResult
-from ..serialization import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
+from ..model.chunk import Chunk, ChunkingResult
 from .geometry import (
     AttributionError,
     Color,

@@ -12,17 +12,17 @@ from typing import Any
 _LAZY = {
     "Chunker": "grounded.chunking.chunker",
     "chunk": "grounded.chunking.chunker",
-    "document_text": "grounded.chunking.stream",
-    "DocumentText": "grounded.chunking.stream",
-    "TokenStream": "grounded.chunking.stream",
-    "build_stream": "grounded.chunking.stream",
-    "load_tokenizer": "grounded.chunking.tokenizer",
-    "Tokenizer": "grounded.chunking.tokenizer",
+    "document_text": "grounded.text.stream",
+    "DocumentText": "grounded.text.stream",
+    "TokenStream": "grounded.text.stream",
+    "build_stream": "grounded.text.stream",
+    "load_tokenizer": "grounded.text.tokenizer",
+    "Tokenizer": "grounded.text.tokenizer",
     "ChunkingStrategy": "grounded.chunking.base",
     "TokenGroup": "grounded.chunking.base",
     "register_strategy": "grounded.chunking.base",
     "STRATEGIES": "grounded.chunking.base",
-    "BOX_MODES": "grounded.chunking.assembly",
+    "BOX_MODES": "grounded.text.assembly",
 }
 
 __all__ = list(_LAZY)
@@ -34,6 +34,6 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'grounded.chunking' has no attribute {name!r}")
     value = getattr(importlib.import_module(module), name)
     if name == "STRATEGIES":
-        importlib.import_module("grounded.chunking.strategies")
+        importlib.import_module("grounded.chunking.base").load_strategies()
     globals()[name] = value
     return value

@@ -3,58 +3,16 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
 from ..errors import ChunkingError
-from ..model import ParsingResult
-from .stream import TokenStream
+from ..model.elements import ParsingResult
+from ..text.groups import TokenGroup
+from ..text.stream import TokenStream
 
-__all__ = ["TokenGroup", "ChunkingStrategy", "STRATEGIES", "register_strategy", "strategy_class"]
-
-
-@dataclass(frozen=True, slots=True)
-class TokenGroup:
-    """One chunk-to-be: body tokens ``[start, end)`` of the stream plus the text-node indices of
-    headings prepended to it (hierarchical strategy).
-
-    ``char_start`` / ``char_end`` (document-text offsets) cut the body inside its first / last
-    token; only the token bound sets them (:mod:`grounded.chunking.bound`), for a token whose text
-    alone re-tokenizes to more than N tokens."""
-
-    start: int
-    end: int
-    headings: tuple[int, ...] = ()
-    char_start: int | None = None
-    char_end: int | None = None
-
-    def __len__(self) -> int:
-        return self.end - self.start
-
-    def char_span(self, stream: TokenStream) -> tuple[int, int]:
-        """Document-text span of the body: the tokens' span, cut at ``char_start`` / ``char_end``."""
-        start, end = stream.char_span(self.start, self.end)
-        if self.char_start is not None:
-            start = max(start, self.char_start)
-        if self.char_end is not None:
-            end = min(end, self.char_end)
-        return start, end
-
-    def clip_extents(self, extents: Sequence[Any], stream: TokenStream) -> Sequence[Any]:
-        """Cut the element extents of the chunk assembly (objects with ``node``, ``char_lo``,
-        ``char_hi``) at ``char_start`` / ``char_end``; unchanged without a cut."""
-        if self.char_start is None and self.char_end is None:
-            return extents
-        offsets = stream.doc.element_offsets
-        for ext in extents:
-            base = offsets[ext.node.id]
-            if self.char_start is not None:
-                ext.char_lo = max(ext.char_lo, self.char_start - base)
-            if self.char_end is not None:
-                ext.char_hi = min(ext.char_hi, self.char_end - base)
-        return extents
+__all__ = ["TokenGroup", "ChunkingStrategy", "STRATEGIES", "register_strategy", "strategy_class", "load_strategies"]
 
 
 class ChunkingStrategy(ABC):
@@ -107,11 +65,35 @@ def register_strategy(cls: S) -> S:
     return cls
 
 
+#: strategies that live above this layer or in another distribution, imported on first use: grounded's
+#: model-driven strategies (:mod:`grounded.llm`) and the entry points of the group ``grounded.strategies``
+#: (``name = "package.module"``: importing the module registers its class with :func:`register_strategy`).
+PLUGIN_MODULES: dict[str, str] = {"llm": "grounded.llm.llm_strategy", "vision": "grounded.llm.vision_strategy"}
+ENTRY_POINT_GROUP = "grounded.strategies"
+_loaded = False
+
+
+def load_strategies() -> dict[str, type[ChunkingStrategy]]:
+    """Import every known strategy (built-ins, grounded's plugins, installed entry points) once and
+    return the registry."""
+    global _loaded
+    if not _loaded:
+        import importlib
+        from importlib.metadata import entry_points
+
+        from . import strategies  # noqa: F401  (registers the built-in strategies)
+
+        modules = dict(PLUGIN_MODULES)
+        modules.update({ep.name: ep.value.split(":")[0] for ep in entry_points(group=ENTRY_POINT_GROUP)})
+        for module in modules.values():
+            importlib.import_module(module)
+        _loaded = True
+    return STRATEGIES
+
+
 def strategy_class(name: str) -> type[ChunkingStrategy]:
-    from . import strategies  # noqa: F401  (registers the built-in strategies)
-
+    registry = STRATEGIES if name in STRATEGIES else load_strategies()
     try:
-        return STRATEGIES[name]
+        return registry[name]
     except KeyError:
-        raise ChunkingError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(STRATEGIES))}") from None
-
+        raise ChunkingError(f"unknown strategy {name!r}; choose one of: {', '.join(sorted(registry))}") from None

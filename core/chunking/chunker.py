@@ -12,15 +12,16 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from ..errors import ChunkingError
-from ..model import Chunk, ChunkingResult, ParsingResult
-from ..model import ParsingResultType as T
-from .assembly import BOX_MODES, ChunkAssembler
+from ..model.chunk import Chunk, ChunkingResult
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
+from ..text.assembly import BOX_MODES, ChunkAssembler
+from ..text.bound import enforce_bound
+from ..text.ids import source_key as _source_key
+from ..text.ids import stable_hash
+from ..text.stream import TokenStream, build_stream, document_text
+from ..text.tokenizer import Tokenizer, load_tokenizer
 from .base import ChunkingStrategy, strategy_class
-from .bound import enforce_bound
-from .ids import source_key as _source_key
-from .ids import stable_hash
-from .stream import TokenStream, build_stream, document_text
-from .tokenizer import Tokenizer, load_tokenizer
 
 __all__ = ["Chunker", "chunk", "GroundedTextStrategy"]
 
@@ -51,7 +52,7 @@ class Chunker:
     Strategy-specific options (``delimiters``, ``percentile``, ``min_tokens``, ``embedder``,
     ``heading_budget``) are passed through ``**options``.
 
-    Token bound (:mod:`grounded.chunking.bound`): every chunk's ``content``, headings included,
+    Token bound (:mod:`grounded.text.bound`): every chunk's ``content``, headings included,
     encodes to at most ``max_tokens`` tokens by the chunker's tokenizer (no special tokens), except
     a chunk that holds one single character (with its combining marks) that alone encodes to more.
     """
@@ -124,7 +125,7 @@ class Chunker:
     def iter_chunks(self, root: ParsingResult, *, source_key: str | None = None) -> Iterator[Chunk]:
         """Lazily yield chunks in reading order.
 
-        Chunk ids come from :func:`grounded.chunking.ids.chunk_id` of the source key (default: the
+        Chunk ids come from :func:`grounded.text.ids.chunk_id` of the source key (default: the
         PDF's sha256 + parser from the root metadata, or a hash of the text), :attr:`fingerprint`
         and the chunk's char span. Pass ``source_key`` to name the source yourself (an adapter
         chunking plain text passes its document id, so equal texts of two documents differ)."""

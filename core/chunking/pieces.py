@@ -1,6 +1,6 @@
 """The strategy-authoring interface: pieces in, token ranges out (see ``docs/strategies.md``).
 
-A :class:`PieceStrategy` never touches :class:`~grounded.chunking.stream.TokenStream` internals. It
+A :class:`PieceStrategy` never touches :class:`~grounded.text.stream.TokenStream` internals. It
 declares which pieces it wants (``piece_kind``: document elements, sentences, words, or small runs of
 at most N tokens, N from :meth:`PieceStrategy.piece_options`) and gets them as a list of
 :class:`Piece` (text, token count, token range, element index and type, heading flag, whether the piece starts an element). It returns chunks
@@ -8,7 +8,7 @@ as token ranges: ``(start, end)`` tuples, :class:`Span` s (a range plus prepende
 :func:`join` of a run of pieces. The base class validates every range (ints, inside the stream, in
 reading order, heading indices that name text elements) and converts it to a
 :class:`~grounded.chunking.base.TokenGroup`; the chunker then enforces the token bound
-(:mod:`grounded.chunking.bound`) on every group, so a range above ``max_tokens`` is split, never
+(:mod:`grounded.text.bound`) on every group, so a range above ``max_tokens`` is split, never
 dropped. :class:`Document` offers the splitting helpers the built-in strategies use (windows,
 recursive delimiter splitting) on token ranges.
 """
@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from ..errors import ChunkingError
-from ..model import HEADING_TYPES, ParsingResult
-from ..model import ParsingResultType as T
+from ..model.elements import HEADING_TYPES, ParsingResult
+from ..model.elements import ParsingResultType as T
+from ..text.splitting import DEFAULT_DELIMITERS, recursive_split, window_split, word_ranges
 from .base import ChunkingStrategy, TokenGroup, _is_int
-from .splitting import DEFAULT_DELIMITERS, recursive_split, window_split, word_ranges
 
 if TYPE_CHECKING:
-    from .stream import TokenStream
+    from ..text.stream import TokenStream
 
 __all__ = ["Piece", "Span", "Document", "PieceStrategy", "PieceKind", "join"]
 

@@ -6,7 +6,7 @@ length in cl100k tokens, and then *searches* every chunk string in the corpus to
 Here the offsets come from the splitters themselves: both algorithms are re-stated on
 ``(start, end)`` spans, step for step (separator choice, keep-separator-at-start splitting, the
 merge/overlap loop, whitespace stripping; token windows of ``N`` advancing by ``N - O``), so
-``text[start:end]`` is exactly the string LangChain returns (``tests/test_eval_chunking.py``
+``text[start:end]`` is exactly the string LangChain returns (``tests/evaluation/test_eval_chunking.py``
 checks this against ``langchain_text_splitters`` itself on the Chroma corpora).
 """
 

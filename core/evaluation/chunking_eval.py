@@ -151,7 +151,7 @@ class GroundedCorpusChunker:
     def params(self) -> dict[str, Any]:
         options = {k: v for k, v in self.options.items() if k not in ("llm", "model")}
         if self.options.get("llm") is not None:  # an injected model: its stable identity, not the object
-            from ..models import as_model
+            from ..llm import as_model
 
             options["llm"] = as_model(self.options["llm"], model=self.options.get("model")).identity
         return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap": self.overlap,
@@ -202,7 +202,7 @@ class GroundedSplitter:
         from ..chunking import document_text
         from ..grounding import Grounder
         from ..grounding.wrappers import text_of
-        from ..model import ParsingBoundingBox
+        from ..model.boxes import ParsingBoundingBox
         from .text_reader import read_text
 
         root = read_text(text, source=corpus_id, id_prefix=corpus_id)

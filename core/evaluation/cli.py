@@ -7,8 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli.llm_options import add_model_options, model_spec
 from ..errors import InputError
-from ..models.cli import ModelSpec, add_model_options, model_spec, strategy_options
+from ..llm.spec import ModelSpec, strategy_options
 from .runs import EvaluationError as EvalUsageError
 
 __all__ = ["register"]
@@ -118,7 +119,7 @@ def _emit(args: argparse.Namespace, markdown: str, payload: Any, plot: Any = Non
 
     sys.stdout.write(markdown if markdown.endswith("\n") else markdown + "\n")
     if args.out is not None:
-        from ..serialization import atomic_write_text
+        from ..io.atomic import atomic_write_text
 
         write_json(payload, args.out / f"{args.name}.json")
         atomic_write_text(args.out / f"{args.name}.md", markdown)
@@ -145,7 +146,7 @@ def run_dla(args: argparse.Namespace) -> int:
             if args.predictions is not None:
                 results["PubLayNet"] = run_dla_publaynet(gt, args.predictions)
             elif args.trees is not None:
-                from ..serialization import load_parsing_result
+                from ..io.codec import load_parsing_result
 
                 trees = [load_parsing_result(p) for p in sorted(args.trees.glob("*.json"))]
                 if not trees:
@@ -217,7 +218,7 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         if any(not 0 < q < 1 for q in percentiles):
             raise EvalUsageError(f"--percentiles must lie in (0, 1), got {args.percentiles!r}")
         strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
-        from ..chunking.cli import strategy_names
+        from ..cli.chunk import strategy_names
 
         unknown = set(strategies) - set(strategy_names())
         if unknown:

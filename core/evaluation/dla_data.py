@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, InputNotFoundError, SchemaError
-from ..model import ParsingBoundingBox, ParsingResult
-from ..model import ParsingResultType as T
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
 from .dla import Layout, LayoutBox
 from .runs import EvaluationDataError
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..serialization import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
 
 __all__ = ["CachedEmbedder", "minilm_embedder", "default_cache_dir", "text_hash", "MINILM_KEY"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailableError
-from ..serialization import atomic_write_bytes, atomic_write_text
+from ..io.atomic import atomic_write_bytes, atomic_write_text
 from .chunking_eval import METRICS, ChunkingEvaluation, published_row
 from .content_eval import aggregate
 from .dla import DLAResult

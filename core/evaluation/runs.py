@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GroundedError, InputNotFoundError, SchemaError
-from ..model import ParsingResult
-from ..serialization import load_parse_pair, save_parse_pair
+from ..io.codec import load_parse_pair, save_parse_pair
+from ..model.elements import ParsingResult
 from .dla import DLAResult, Layout, evaluate_layout, require_alignment
 
 __all__ = [
@@ -98,8 +98,9 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
                  use_cache: bool = True, parser: Any = None) -> ParsedDocument:
     """Parse ``pdf`` (or load the cached parse). A parser failure is returned as ``error`` (logged),
     so one bad file cannot stop a benchmark; callers score it as an empty prediction."""
-    from .. import __version__
-    from ..parse_cache import file_sha256, parser_code_version
+    from ..parsers.cache import file_sha256
+    from ..runtime.code_version import parser_code_version
+    from ..runtime.version import __version__
 
     if parser is None:
         parser = _parser(parser_name)

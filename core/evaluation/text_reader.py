@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError
-from ..model import ParsingResult
-from ..model import ParsingResultType as T
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
 
 __all__ = ["read_text", "read_text_file"]
 

@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InputError, ModelError, ModelOutputError
-from ..model import ParsingBoundingBox, ParsingResult
-from ..model import ParsingResultType as T
-from ..models import Model, as_model
+from ..llm import Model, as_model
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
 from .nodes import TextPiece
 
 __all__ = ["Assembly", "RegionReading", "assemble", "TABLE_PROMPT", "FIGURE_PROMPT"]
@@ -92,7 +93,7 @@ def assemble(
 
     ``pdf`` renders the regions for the LLM (default: the source path in the tree's metadata).
     ``on_error="raise"`` raises :class:`~grounded.errors.ModelError` instead of flagging a region.
-    ``client_options`` go to :class:`~grounded.models.Model` (retries, backoff, sleep)."""
+    ``client_options`` go to :class:`~grounded.llm.Model` (retries, backoff, sleep)."""
     if fast.type != T.ROOT:
         raise InputError("<tree>", f"the assembler needs a ROOT node, got {fast.type}")
     pages = sorted(int(p["page"]) for p in fast.metadata.get("pages", ()))

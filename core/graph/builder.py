@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..chunking.chunker import Chunker
-from ..chunking.ids import source_key as tree_source_key
-from ..chunking.stream import document_text
 from ..errors import ChunkingError
 from ..grounding.normalize import alnum_text, strip_markup
-from ..model import CONTAINER_TYPES, HEADING_TYPES, ParsingBoundingBox, ParsingResult
-from ..model import ParsingResultType as T
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, ParsingResult
+from ..model.elements import ParsingResultType as T
+from ..text.ids import source_key as tree_source_key
+from ..text.stream import document_text
 from .assembler import Assembly, RegionReading
 from .nodes import CONTENT_KINDS, GraphNode, NodeGraph, NodeKind, TextPiece, node_id
 from .tables import append_rows, continued_tables

@@ -7,7 +7,7 @@ named ``n1``, ``n2``, ... in the prompt and the model answers with JSON
 
 Bad output never loses a node: malformed JSON is asked for once more, then every node of the
 batch is flagged; an item left out, an empty summary or questions that are not a list of strings
-flag that node; a call that fails after :class:`~grounded.models.Model`'s retries (429,
+flag that node; a call that fails after :class:`~grounded.llm.Model`'s retries (429,
 timeout) flags the batch - or, with ``on_error="raise"``, raises the typed error.
 """
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ModelError, ModelOutputError
-from ..models import Model, as_model
+from ..llm import Model, as_model
 from .nodes import GraphNode, NodeGraph, NodeKind, TextPiece, node_id
 
 __all__ = ["enrich", "Enrichment", "ENRICH_PROMPT", "parse_items"]

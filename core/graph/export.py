@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..metadata import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, flatten_metadata, text_hash
+from ..io.chunk_metadata import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, flatten_metadata, text_hash
 from .nodes import GraphNode, NodeGraph, NodeKind
 
 __all__ = ["node_metadata", "PAYLOAD_KEYS", "LLM_KEYS"]

@@ -1,9 +1,9 @@
-"""Backward-compatible names of the graph's model client, now :mod:`grounded.models`:
-``ModelClient`` is :class:`grounded.models.Model`, ``as_client`` is :func:`grounded.models.as_model`."""
+"""Backward-compatible names of the graph's model client, now :mod:`grounded.llm`:
+``ModelClient`` is :class:`grounded.llm.Model`, ``as_client`` is :func:`grounded.llm.as_model`."""
 
 from __future__ import annotations
 
-from ..models import Model as ModelClient
-from ..models import as_model as as_client
+from ..llm import Model as ModelClient
+from ..llm import as_model as as_client
 
 __all__ = ["ModelClient", "as_client"]

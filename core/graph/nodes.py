@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from ..chunking.ids import stable_hash
 from ..errors import SchemaError
-from ..model import ParsingBoundingBox
+from ..model.boxes import ParsingBoundingBox
+from ..text.ids import stable_hash
 
 __all__ = ["NodeKind", "TextPiece", "GraphNode", "NodeGraph", "node_id"]
 
@@ -55,7 +55,7 @@ CONTENT_KINDS = frozenset({NodeKind.HEADER, NodeKind.TEXT, NodeKind.TABLE, NodeK
 def node_id(source: str, kind: NodeKind, key: str) -> str:
     """Deterministic id ``<source 12 hex>-<kind>-<10 hex>`` of the node of ``kind`` anchored at
     ``key`` (an element id, a page number, a question) in one source (see
-    :func:`grounded.chunking.ids.source_key`); same inputs, same id, across runs."""
+    :func:`grounded.text.ids.source_key`); same inputs, same id, across runs."""
     if not source:
         raise ValueError("node_id needs a non-empty source key")
     return f"{source[:12]}-{kind.value}-{stable_hash([source, kind.value, key], 10)}"

@@ -10,8 +10,8 @@ without a repeated header row.
 
 from __future__ import annotations
 
-from ..model import ParsingResult
-from ..model import ParsingResultType as T
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
 
 __all__ = ["continued_tables", "append_rows", "TOP", "BOTTOM"]
 

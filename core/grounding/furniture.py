@@ -23,7 +23,8 @@ import numpy as np
 from rapidfuzz.distance import Indel
 
 from ..errors import InputError
-from ..model import ParsingBoundingBox, ParsingResult
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import ParsingResult
 from .normalize import alnum_text
 
 __all__ = ["FurnitureIndex", "FurnitureMatch", "source_pdf"]

@@ -2,7 +2,7 @@
 
 Algorithm (linear-ish in the document length):
 
-1. The document text (:func:`~grounded.chunking.stream.document_text`) is reduced once to its
+1. The document text (:func:`~grounded.text.stream.document_text`) is reduced once to its
    letter/digit stream (:mod:`.normalize`: whitespace, hyphenation, ligatures, quotes, dashes, markup
    and case no longer matter) and every k-gram (k=12) of that stream is indexed (:mod:`.index`).
 2. A query text is reduced the same way (after :func:`strip_markup`). Its k-grams are looked up in
@@ -21,7 +21,7 @@ Algorithm (linear-ish in the document length):
 4. ``coverage`` = query letters explained, ``precision`` = matched share of the chosen document
    spans; ``score`` = their harmonic mean. Below ``min_score`` (or ``min_coverage``) the text is
    refused: no spans, no boxes, a reason. Otherwise the spans' boxes are made by the chunk
-   assembly itself (:meth:`~grounded.chunking.assembly.ChunkAssembler.boxes_for_chars`).
+   assembly itself (:meth:`~grounded.text.assembly.ChunkAssembler.boxes_for_chars`).
 """
 
 from __future__ import annotations
@@ -38,12 +38,13 @@ from typing import Any, Literal
 import numpy as np
 from rapidfuzz.distance import Levenshtein
 
-from ..chunking.assembly import ChunkAssembler
-from ..chunking.stream import TokenStream, build_stream, document_text
-from ..chunking.tokenizer import load_tokenizer
 from ..errors import ChunkingError, InputError
-from ..model import ParsingBoundingBox, ParsingResult
-from ..model import ParsingResultType as T
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
+from ..text.assembly import ChunkAssembler
+from ..text.stream import TokenStream, build_stream, document_text
+from ..text.tokenizer import load_tokenizer
 from .furniture import FurnitureIndex, FurnitureMatch, source_pdf
 from .index import KgramIndex, kgram_hashes
 from .normalize import AlnumText, alnum_text, max_word_run, strip_markup

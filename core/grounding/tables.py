@@ -17,8 +17,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from ..model import ParsingResult
-from ..model import ParsingResultType as T
+from ..model.elements import ParsingResult
+from ..model.elements import ParsingResultType as T
 from .normalize import AlnumText, max_word_run
 
 __all__ = ["TableRun", "looks_like_table_serialization", "table_ranges", "align_table"]

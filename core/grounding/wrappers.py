@@ -12,7 +12,7 @@ the previous one's end so repeated passages resolve to the right occurrence) in 
   (``exact``/``fuzzy``/``partial``/``furniture``/``refused``), ``grounding_score``, ``grounding_reason``,
   ``grounding_furniture_boxes`` (page text outside the tree: ``[[page, left, top, right, bottom]]``);
 * ``geom`` = the grounded boxes. A refused text gets no boxes, no offsets and no pages;
-* ``id`` = :func:`grounded.chunking.ids.chunk_id` of the source (PDF sha256 + parser), a
+* ``id`` = :func:`grounded.text.ids.chunk_id` of the source (PDF sha256 + parser), a
   fingerprint of the wrapped splitter (class + scalar parameters) and the span.
 
 Accepted items: strings, objects with ``.text`` (chonkie ``Chunk``, docling-core ``DocChunk``: the
@@ -26,11 +26,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ..attribution.geometry import FURNITURE_BOXES_KEY
-from ..chunking.ids import chunk_id, source_key, stable_hash
 from ..errors import ChunkingError
-from ..metadata import text_hash
-from ..model import Chunk, ParsingBoundingBox, ParsingResult
+from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
+from ..model.boxes import ParsingBoundingBox
+from ..model.chunk import Chunk
+from ..model.elements import ParsingResult
+from ..text.ids import chunk_id, source_key, stable_hash
 from .grounder import Grounder, Grounding
 
 __all__ = [

@@ -31,7 +31,7 @@ documents one after the other and spreads each over all workers by pages
 (:mod:`grounded.ingest.split`), with the same rows as one worker per document.
 
 Determinism: a document's rows depend only on its bytes and the configuration (chunk ids are
-:func:`grounded.chunking.ids.chunk_id` of its sha256, parser and chunker fingerprint), never on
+:func:`grounded.text.ids.chunk_id` of its sha256, parser and chunker fingerprint), never on
 the worker count or the order in which documents finish.
 """
 
@@ -55,13 +55,14 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from .. import __version__
-from ..chunking.ids import stable_hash
 from ..errors import GroundedError, InputError, InputNotFoundError, OutputError
-from ..models.cli import ModelSpec
-from ..parse_cache import chunking_code_version, file_sha256, parser_code_version
-from ..parsers._process import ParentInfo
-from ..serialization import atomic_write_bytes
+from ..io.atomic import atomic_write_bytes
+from ..llm.spec import ModelSpec
+from ..parsers.cache import file_sha256
+from ..runtime.code_version import chunking_code_version, parser_code_version
+from ..runtime.processes import ParentInfo
+from ..runtime.version import __version__
+from ..text.ids import stable_hash
 from .progress import Progress, page_count
 from .rows import _pa, documents_schema, errors_schema
 from .worker import (
@@ -472,7 +473,7 @@ def ingest(
     joins a cluster, else a local runtime with ``workers`` CPUs) and writes the same files.
     ``sink="lancedb"`` also (re)builds the searchable LanceDB table ``out/lancedb`` from the Parquet
     parts at the end (:mod:`grounded.ingest.lance_sink`). ``model``: the model of a model-driven
-    strategy (llm, vision) as :class:`~grounded.models.cli.ModelSpec` (built in every worker). Returns an
+    strategy (llm, vision) as :class:`~grounded.cli.llm_options.ModelSpec` (built in every worker). Returns an
     :class:`IngestReport`; raises :class:`IngestError` only when the job itself cannot run.
     """
     started = time.perf_counter()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..model import Chunk
+from ..model.chunk import Chunk
 
 
 def _pa() -> Any:

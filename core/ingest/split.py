@@ -1,6 +1,6 @@
 """One long document across all the local engine's workers (a run with fewer documents than workers).
 
-The parent parses with a :class:`~grounded.parsers.pymupdf_parser.PyMuPDFParser` that borrows
+The parent parses with a :class:`~grounded.parsers.backends.pymupdf.PyMuPDFParser` that borrows
 the ingest pool for its page tasks (layout + elements of page ranges, merged in page order by the
 parser exactly as with its own pool), chunks in the parent, and sends the fixed embedding slices
 (:func:`~grounded.ingest.worker.embed_slices`) to the pool. The rows are the ones a whole-document
@@ -34,7 +34,7 @@ def split_document(
     :class:`~concurrent.futures.process.BrokenProcessPool` (possibly as the cause of a
     ``ParserError``) when a worker died: the caller retries the document on its own.
     """
-    from ..parsers.pymupdf_parser import PyMuPDFParser
+    from ..parsers.backends.pymupdf.parser import PyMuPDFParser
 
     parser = PyMuPDFParser(workers=workers, pool=executor, progress=on_pages)
     embed_map: EmbedMap | None = None

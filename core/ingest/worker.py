@@ -4,7 +4,7 @@ A worker process builds its parser, chunker and embedder once (:func:`init_worke
 initializer) and then takes one document per task (:func:`process_document`). The PyMuPDF layout
 model runs with one ONNX Runtime thread per process (no busy-waiting threads), so ``K`` worker
 processes use ``K`` cores without fighting; every worker exits when its parent dies
-(:func:`grounded.parsers._process.die_with_parent`).
+(:func:`grounded.runtime.processes.die_with_parent`).
 
 Errors never escape a task: a :class:`~grounded.errors.GroundedError` (corrupt, encrypted,
 image-only PDF, ...) or any other exception comes back as an ``error`` result naming its type.
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import GroundedError
-from ..models.cli import ModelSpec, strategy_options
-from ..parsers._process import ParentInfo, die_with_parent
+from ..llm.spec import ModelSpec, strategy_options
+from ..runtime.processes import ParentInfo, die_with_parent
 
 log = logging.getLogger(__name__)
 

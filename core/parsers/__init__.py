@@ -1,7 +1,7 @@
 """Parser backends behind one interface; ``get_parser(name)`` imports a backend only when asked.
 
 Importing this package never imports a backend SDK: each backend checks its optional dependencies
-with :func:`grounded._optional.require`, which raises :class:`grounded.errors.BackendUnavailableError`
+with :func:`grounded.runtime.optional.require`, which raises :class:`grounded.errors.BackendUnavailableError`
 (an ImportError naming the ``pip install``) when the object is built without its extra. The backend
 contract (``_parse``, ``_transform``, ``LABEL_MAP``) is described in :mod:`grounded.parsers.base` and
 ``docs/backends/writing_a_backend.md``.
@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from ._native import NodeFactory
 from .base import DEFAULT_DROP_TYPES, BaseParser, ParseOutput, map_label
+from .native import NodeFactory
 
 __all__ = [
     "BaseParser",
@@ -28,15 +28,15 @@ __all__ = [
 
 #: registry name -> "module:Class" (relative to this package)
 PARSERS: dict[str, str] = {
-    "pymupdf": "pymupdf_parser:PyMuPDFParser",
-    "docling": "docling_parser:DoclingParser",
-    "granite_docling": "granite_docling_parser:GraniteDoclingParser",
-    "mineru_pipeline": "mineru_parser:MinerUPipelineParser",
-    "mineru_vlm": "mineru_parser:MinerUVLMParser",
-    "unstructured": "unstructured_parser:UnstructuredParser",
-    "gemini": "gemini_parser:GeminiParser",
-    "llamaparse": "llamaparse_parser:LlamaParseParser",
-    "documentai": "documentai_parser:DocumentAIParser",
+    "pymupdf": "backends.pymupdf:PyMuPDFParser",
+    "docling": "backends.docling:DoclingParser",
+    "granite_docling": "backends.granite_docling:GraniteDoclingParser",
+    "mineru_pipeline": "backends.mineru:MinerUPipelineParser",
+    "mineru_vlm": "backends.mineru:MinerUVLMParser",
+    "unstructured": "backends.unstructured:UnstructuredParser",
+    "gemini": "backends.gemini:GeminiParser",
+    "llamaparse": "backends.llamaparse:LlamaParseParser",
+    "documentai": "backends.documentai:DocumentAIParser",
 }
 
 

@@ -3,14 +3,14 @@
 A backend implements two steps and a label table:
 
 * ``_parse(pdf_path) -> native``: call the tool (behind its optional extra, see
-  :func:`grounded._optional.require`),
+  :func:`grounded.runtime.optional.require`),
 * ``_transform(native) -> ParsingResult``: native output -> ROOT tree with normalized boxes, every
   native label mapped through :attr:`BaseParser.label_map` (the class's ``LABEL_MAP`` plus the
   ``label_map=`` overrides given to the constructor),
 * ``LABEL_MAP``: native label -> :class:`~grounded.model.ParsingResultType`.
 
 Optionally ``_get_md(native) -> str`` returns the tool's own Markdown; without it (the default
-returns None) the Markdown is rendered from the post-processed tree (:func:`grounded.markdown.to_markdown`).
+returns None) the Markdown is rendered from the post-processed tree (:func:`grounded.io.markdown.to_markdown`).
 Recorded native outputs are replayed with the public :meth:`BaseParser.load_native` and
 :meth:`BaseParser.parse_native`.
 
@@ -35,13 +35,14 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import EmptyDocumentError, GroundedError, ParserError
-from ..markdown import to_markdown
-from ..model import ParsingResult, ParsingResultType
-from ..serialization import refuse_overwriting_inputs, save_parse_pair
+from ..io.atomic import refuse_overwriting_inputs
+from ..io.codec import save_parse_pair
+from ..io.markdown import to_markdown
+from ..model.elements import ParsingResult, ParsingResultType
+from ..runtime.memory import release_memory
 from . import hierarchy, postprocess
-from ._memory import release_memory
-from ._source import BYTES_NAME, PDFSource, prepared_source
 from .pdf_input import PDFInfo
+from .source import BYTES_NAME, PDFSource, prepared_source
 
 __all__ = ["BaseParser", "ParseOutput", "DEFAULT_DROP_TYPES", "map_label", "checked_label_map"]
 

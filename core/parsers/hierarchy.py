@@ -54,7 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..model import HEADING_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
 from .textlayer import TextLayer
 
 __all__ = [

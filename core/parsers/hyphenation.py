@@ -39,7 +39,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..model import ParsingResult
+    from ..model.elements import ParsingResult
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from ..errors import (
     NoTextLayerError,
     PageTooLargeError,
 )
-from .ocr import ENABLE_HINT, text_layer_verdict
+from .ocr.engine import ENABLE_HINT, text_layer_verdict
 
 __all__ = [
     "PDFInfo",
@@ -99,9 +99,9 @@ class PDFInfo:
     """Facts about a readable PDF. ``page_sizes`` are (width, height) in points of the page as
     displayed (rotation and crop box applied); ``text_pages`` are the 1-based pages with text;
     ``page_chars`` the non-space characters of each page's text layer; ``text_verdicts`` per page
-    (0-based list) why its text layer needs OCR (:func:`~grounded.parsers.ocr.text_layer_verdict`:
+    (0-based list) why its text layer needs OCR (:func:`~grounded.parsers.ocr.engine.text_layer_verdict`:
     ``"image_only"``, ``"garbage_text: ..."``, ``"blank"``) or None -- judged on the text read
-    here, so the OCR decision (:func:`~grounded.parsers.ocr.plan_ocr`) reads no page again.
+    here, so the OCR decision (:func:`~grounded.parsers.ocr.engine.plan_ocr`) reads no page again.
 
     ``warnings`` are MuPDF's messages while opening the file (e.g. a repaired xref);
     ``page_warnings`` its messages while reading each 1-based page, and ``damaged_pages`` the
@@ -203,7 +203,7 @@ def _page_count(path: Path, doc: Any) -> int:
 
 def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], bool]:
     """Load page ``index``: (page, its text, whether it needs OCR (see
-    :func:`~grounded.parsers.ocr.text_layer_verdict`), MuPDF's messages, whether its content is
+    :func:`~grounded.parsers.ocr.engine.text_layer_verdict`), MuPDF's messages, whether its content is
     damaged)."""
     page = doc.load_page(index)
     load_messages = _mupdf_messages()

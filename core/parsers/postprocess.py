@@ -33,14 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..model import (
-    CONTAINER_TYPES,
-    HEADING_TYPES,
-    TEXT_TYPES,
-    ParsingBoundingBox,
-    ParsingResult,
-    ParsingResultType,
-)
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from .hierarchy import assign_heading_levels, group_lists, numbering_level
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 

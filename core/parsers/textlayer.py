@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ..model import ParsingBoundingBox
+from ..model.boxes import ParsingBoundingBox
 from .hyphenation import DROP, Lexicon, decide
 
 __all__ = [

@@ -205,7 +205,7 @@ def page_reason(page_meta: Any) -> str | None:
 
 def _root_text(root: Any) -> tuple[str, set[int]]:
     """The document text the chunker sees and the pages its text nodes lie on."""
-    from grounded.chunking.stream import document_text
+    from grounded.text.stream import document_text
 
     doc = document_text(root)
     pages = {box.page for node in doc.nodes if node.content.strip() for box in node.geom}

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pymupdf
 
-from ..conftest import SHARED_DATA
-from ..pdf_builders import add_scanned_page, raw_pdf
+from tests.support.data import SHARED_DATA
+from tests.support.pdf_builders import add_scanned_page, raw_pdf
 
 __all__ = [
     "Case",

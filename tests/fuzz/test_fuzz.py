@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from ..conftest import shared
+from tests.support.data import shared
+
 from .contract import check_api, check_cli, expected_text
 from .corpus import KINDS, TEST_COUNTS, Case, build_corpus
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from ...errors import ChunkingError
-from ...model import HEADING_TYPES, ParsingResult
+from grounded.errors import ChunkingError
+from grounded.model.elements import HEADING_TYPES, ParsingResult
+
 from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy, Span
 

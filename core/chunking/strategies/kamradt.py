@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import ChunkingError
+from grounded.errors import ChunkingError
+
 from ..base import _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 from .semantic import Embedder, minilm_embedder

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ...errors import ChunkingError
+from grounded.errors import ChunkingError
+from grounded.text.splitting import DEFAULT_DELIMITERS
+
 from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy
-from ..splitting import DEFAULT_DELIMITERS
 
 
 @register_strategy

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import BackendUnavailableError, ChunkingError
+from grounded.errors import BackendUnavailableError, ChunkingError
+
 from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 

@@ -1,0 +1,170 @@
+"""``grounded ground PDF|parsed.json CHUNKS.txt|CHUNKS.jsonl`` - boxes for chunks another tool made.
+
+Chunk files:
+
+* ``.jsonl``: one JSON object per line with a ``text`` field (other fields are ignored; blank lines
+  are skipped);
+* any other name (``.txt``, ``.md``): UTF-8 text. When it contains a line that is exactly ``---``
+  (surrounding spaces allowed), the chunks are the pieces between such lines; otherwise every
+  paragraph (text between blank lines) is one chunk. Empty pieces are skipped.
+
+The output (``-o OUT.jsonl`` or ``.json``) has the schema of ``grounded chunk -o`` - so ``grounded
+highlight PDF OUT.jsonl`` draws the chunks - with each chunk's text as given, ``start_char`` /
+``end_char`` of its grounded span in the document text, its boxes and ``grounding_status`` /
+``grounding_score`` / ``grounding_reason`` in its metadata. Chunks that cannot be grounded are
+kept (in input order) with no boxes and ``grounding_status`` ``refused``; page text the parse tree
+does not hold (running headers/footers) is in ``grounding_furniture_boxes`` (status ``furniture`` when
+a chunk is nothing else).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
+from ..parsers import PARSERS
+from .main import add_password_option
+
+__all__ = ["register", "read_chunk_texts", "run"]
+
+_SEPARATOR = re.compile(r"^[ \t]*---[ \t]*$", re.MULTILINE)
+_BLANK = re.compile(r"\n[ \t]*\n")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ground",
+        help="find chunks made by another tool in a PDF: char offsets and source boxes",
+        description=(
+            "Ground chunk texts made by any splitter (LangChain, LlamaIndex, chonkie, docling, an LLM) in a PDF "
+            "(parsed first with --parser) or a tree written by `grounded parse`. CHUNKS is a .jsonl file (one object "
+            "with a 'text' field per line) or a text file: chunks separated by lines that are exactly '---', or - "
+            "when there is no such line - by blank lines. Writes chunks in the format of `grounded chunk -o` "
+            "(`grounded highlight` draws them) and prints how many were grounded, partial and refused."
+        ),
+    )
+    p.add_argument("input", type=Path, help="a PDF file, or a .json parse tree written by `grounded parse`")
+    p.add_argument("chunks", type=Path, help="CHUNKS.jsonl (objects with a 'text' field) or CHUNKS.txt ('---' lines or blank lines)")
+    p.add_argument(
+        "-o", "--out", type=Path, default=None,
+        help="output .jsonl (one chunk per line) or .json; default: the summary only. Never an input file",
+    )
+    p.add_argument(
+        "--min-score", type=_score, default=None, metavar="S",
+        help="refuse chunks whose alignment score is below S in (0, 1] (default: the grounder's, 0.45)",
+    )
+    p.add_argument(
+        "--parser", default=None, choices=sorted(PARSERS), metavar="NAME",
+        help=f"parser for PDF input (default: pymupdf); one of: {', '.join(PARSERS)}. PDF input only",
+    )
+    p.add_argument("--tokenizer", default=None, help="tokenizer for token counts and line boxes (default: all-MiniLM-L6-v2)")
+    add_password_option(p)
+    p.set_defaults(func=run)
+
+
+def _score(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0.0 < value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must lie in (0, 1], got {value}")
+    return value
+
+
+def read_chunk_texts(path: Path) -> list[str]:
+    """The chunk texts of a ``.jsonl`` or text file (see the module docstring)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(path, f"cannot read ({exc.strerror or exc})") from exc
+    try:
+        content = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(path, f"not UTF-8 text (byte {exc.start})") from exc
+    content = content.replace("\r\n", "\n").replace("\r", "\n")
+    texts: list[str] = []
+    if path.suffix.lower() == ".jsonl":
+        for n, line in enumerate(content.split("\n"), 1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise SchemaError(f"{path}: line {n}: not valid JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
+                raise SchemaError(f"{path}: line {n}: expected an object with a string 'text' field")
+            if obj["text"].strip():
+                texts.append(obj["text"])
+    else:
+        pieces = _SEPARATOR.split(content) if _SEPARATOR.search(content) else _BLANK.split(content)
+        texts = [p.strip("\n") for p in pieces if p.strip()]
+    if not texts:
+        raise InputError(path, "no chunks in the file (expected .jsonl objects with 'text', or text separated by '---' or blank lines)")
+    return texts
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..grounding.grounder import Grounder
+    from ..grounding.wrappers import ground_chunks, status_counts
+    from ..io.atomic import refuse_overwriting_inputs
+    from ..io.codec import load_parsing_result, save_chunking_result, write_chunks_jsonl
+    from ..model.chunk import ChunkingResult
+    from ..parsers import get_parser
+    from .chunk import _is_pdf
+    from .parse import password_kwargs
+
+    path: Path = args.input
+    for given in (path, args.chunks):
+        if not given.is_file():
+            raise InputNotFoundError(given, "no such file" if not given.exists() else "not a regular file")
+    if args.out is not None:
+        refuse_overwriting_inputs([args.out], [path, args.chunks])
+    texts = read_chunk_texts(args.chunks)
+    options: dict[str, object] = {"tokenizer": args.tokenizer}
+    if _is_pdf(path):
+        parser = get_parser(args.parser or "pymupdf")
+        secret = password_kwargs(parser, args)
+        root = parser.parse(path, **secret)
+        options.update(secret)  # the page furniture index reads the same (encrypted) PDF
+    else:
+        given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
+        if given:
+            raise UsageError(f"{' and '.join(given)}: PDF input only; {path} is a parse tree (parsed already)")
+        root = load_parsing_result(path)
+    if args.min_score is not None:
+        options["min_score"] = args.min_score
+    grounder = Grounder(root, **options)  # type: ignore[arg-type]
+    chunks = ground_chunks(texts, grounder=grounder)
+    counts = status_counts(chunks)
+    if args.out is not None:
+        result = ChunkingResult(
+            chunks=chunks,
+            metadata={
+                "strategy": "grounding",
+                "parameters": {"min_score": grounder.min_score, "chunks_file": args.chunks.name},
+                "box_mode": "auto",
+                "tokenizer": grounder.stream.tokenizer.describe() if grounder.stream.tokenizer is not None else {},
+                "chunk_count": len(chunks),
+                "grounding": counts,
+                "document": json.loads(json.dumps(root.metadata, default=str)),
+            },
+        )
+        if args.out.suffix.lower() == ".json":
+            save_chunking_result(result, args.out)
+        else:
+            write_chunks_jsonl(result, args.out)
+    grounded = counts["exact"] + counts["fuzzy"]
+    print(
+        f"{path.name}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
+        f"{counts['partial']} partial, "
+        + (f"{counts['furniture']} page furniture only, " if counts["furniture"] else "")
+        + f"{counts['refused']} refused"
+        + (f" -> {args.out}" if args.out else ""),
+        file=sys.stdout,
+    )
+    return 0

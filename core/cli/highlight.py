@@ -1,0 +1,146 @@
+"""``grounded highlight PDF CHUNKS -o OUT.pdf|OUT.png`` - show where chunks came from."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..attribution.geometry import (
+    AttributionError,
+    ChunkNotFoundError,
+    ChunkPageError,
+    chunk_boxes,
+    parse_color,
+)
+from ..errors import InputNotFoundError
+from ..io.atomic import refuse_overwriting_inputs
+from ..model.chunk import Chunk
+from .main import add_password_option, pdf_password
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "highlight",
+        help="highlight chunks in their PDF (annotated PDF) or render them as PNGs",
+        description=(
+            "Draw the source boxes of chunks (written by `grounded chunk`) onto their PDF. With -o OUT.pdf the "
+            "result is a copy of the PDF with a highlight annotation per chunk and page (title = chunk id); with "
+            "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn. "
+            "The PDF must be the one the chunks were made from (its sha256 is checked against the one the chunks "
+            "file records; --force skips the check). Outputs never replace an input."
+        ),
+    )
+    p.add_argument("pdf", type=Path, help="the PDF the chunks were made from")
+    p.add_argument("chunks", type=Path, help="chunks file written by `grounded chunk -o` (.jsonl or .json)")
+    p.add_argument(
+        "-c", "--chunk", dest="chunk_ids", action="append", nargs="+", metavar="ID", default=None,
+        help="only these chunk ids (repeatable; default: all chunks in the file)",
+    )
+    p.add_argument(
+        "-o", "--out", type=Path, default=None,
+        help="OUT.pdf (annotated PDF) or OUT.png (one OUT-p<page>.png per page); default: <pdf stem>.highlighted.pdf",
+    )
+    p.add_argument("--dpi", type=_dpi, default=110, help="PNG resolution in dots per inch (default: 110)")
+    p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
+    p.add_argument("--no-label", action="store_true", help="PDF: do not add the [n] tags in the page margin")
+    p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
+    add_password_option(p)  # the annotated copy of an encrypted PDF is encrypted again with the password
+    p.add_argument("--force", action="store_true",
+                   help="draw even if the PDF is not the one the chunks file records (sha256 differs)")
+    p.set_defaults(func=run)
+
+
+def _dpi(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not 1 <= value <= 2400:
+        raise argparse.ArgumentTypeError(f"dpi must be in 1..2400, got {value}")
+    return value
+
+
+def _color(text: str) -> tuple[float, float, float]:
+    try:
+        return parse_color(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def select_chunks(chunks: list[Chunk], ids: list[str] | None, source: Path) -> list[Chunk]:
+    """The chunks named by ``ids`` in the order given (all chunks when ``ids`` is None)."""
+    if not ids:
+        return chunks
+    by_id = {c.id: c for c in chunks}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        known = ", ".join(list(by_id)[:3]) + (", ..." if len(by_id) > 3 else "")
+        raise ChunkNotFoundError(
+            source, f"no chunk with id {', '.join(map(repr, missing))} ({len(by_id)} chunks in the file: {known})"
+        )
+    return [by_id[i] for i in dict.fromkeys(ids)]
+
+
+def recorded_sha256(metadata: dict[str, Any]) -> str | None:
+    """The source PDF's sha256 a chunks file records (``metadata.document.source.sha256``)."""
+    document = metadata.get("document")
+    source = document.get("source") if isinstance(document, dict) else None
+    sha = source.get("sha256") if isinstance(source, dict) else None
+    return sha if isinstance(sha, str) and sha else None
+
+
+def check_same_pdf(pdf: Path, chunks_file: Path, metadata: dict[str, Any]) -> None:
+    """Refuse a PDF whose sha256 differs from the one recorded with the chunks."""
+    expected = recorded_sha256(metadata)
+    if expected is None:
+        return
+    actual = hashlib.sha256(pdf.read_bytes()).hexdigest()
+    if actual != expected.lower():
+        document = metadata.get("document")
+        source = document.get("source") if isinstance(document, dict) else None
+        name = source.get("name") if isinstance(source, dict) else None
+        made_from = f" (made from {name})" if isinstance(name, str) and name else ""
+        raise AttributionError(
+            pdf, f"not the PDF the chunks in {chunks_file} were made from{made_from}: sha256 {actual[:12]}... "
+            f"differs from the recorded {expected[:12]}...; use --force to draw the boxes anyway"
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..attribution.highlight import DEFAULT_COLOR, highlight
+    from ..attribution.render import render_to_files
+    from ..io.codec import load_chunking_result
+
+    for path in (args.pdf, args.chunks):
+        if not path.is_file():
+            raise InputNotFoundError(path, "no such file")
+    out: Path = args.out or Path(f"{args.pdf.stem}.highlighted.pdf")
+    kind = out.suffix.lower()
+    if kind not in (".pdf", ".png"):
+        raise AttributionError(out, "output must end in .pdf (annotated PDF) or .png (page images)")
+    ids = [i for group in args.chunk_ids for i in group] if args.chunk_ids else None
+    result = load_chunking_result(args.chunks)
+    if not args.force:
+        check_same_pdf(args.pdf, args.chunks, result.metadata)
+    chunks = select_chunks(result.chunks, ids, args.chunks)
+    if not chunks:
+        raise AttributionError(args.chunks, "the file holds no chunks")
+    pages = sorted({b.page for c in chunks for b in chunk_boxes(c, args.chunks)})
+    stem = out.name[: -len(out.suffix)]
+    targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]
+    refuse_overwriting_inputs(targets, [args.pdf, args.chunks])
+    color = args.color or DEFAULT_COLOR
+    password = pdf_password(args)
+    written: list[Path | bytes]
+    try:
+        if kind == ".pdf":
+            written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password)]
+        else:
+            written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
+    except ChunkPageError as exc:  # the bad box is in the chunks file: name it
+        raise exc.naming(args.chunks, args.pdf) from exc
+    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
+    return 0

@@ -1,0 +1,85 @@
+"""``grounded ingest DIR|GLOB|LIST -o OUT`` - a corpus of PDFs -> Parquet chunk rows (resumable)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..llm.spec import check_model
+from ..parsers import PARSERS
+from .chunk import strategy_names
+from .llm_options import add_model_options, model_spec
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "ingest",
+        help="parse + chunk (+ embed) a folder, glob or list of PDFs into Parquet (resumable)",
+        description=(
+            "Ingest many PDFs: parse, chunk with exact boxes, optionally embed, and write one Parquet part per "
+            "document under OUT/chunks plus OUT/documents.parquet and OUT/errors.parquet. A re-run skips "
+            "documents already done with the same configuration; a file that fails is recorded in "
+            "errors.parquet and never stops the run (exit code 1 when any input failed)."
+        ),
+    )
+    p.add_argument(
+        "inputs", nargs="+", metavar="DIR|GLOB|LIST",
+        help="a folder (its *.pdf, recursively), a glob pattern (quote it), a PDF, or a text file listing one PDF per line",
+    )
+    p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
+    p.add_argument("--parser", default="pymupdf", choices=sorted(PARSERS), metavar="NAME",
+                   help=f"parser (default: pymupdf); one of: {', '.join(PARSERS)}")
+    p.add_argument("-s", "--strategy", choices=strategy_names(), default="recursive", help="chunking strategy (default: recursive)")
+    p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk (default: 256)")
+    p.add_argument("--overlap", type=float, default=0,
+                   help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2)")
+    add_model_options(p)
+    p.add_argument("--embed", choices=("minilm", "none"), default="none",
+                   help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
+    p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
+    p.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: a process pool on this machine (default); ray: Ray Data actors (pip install 'ray[data]')")
+    p.add_argument("--ray-address", default=None, metavar="ADDR",
+                   help="Ray cluster to join (default: $RAY_ADDRESS, else a local Ray runtime with --workers CPUs)")
+    p.add_argument("--sink", choices=("parquet", "lancedb"), default="parquet",
+                   help="parquet (default); lancedb: also a searchable LanceDB table OUT/lancedb "
+                   "(pip install 'grounded[lancedb]')")
+    p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line (failures are still listed)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+    from ..ingest.job import ingest
+
+    if args.workers is not None and args.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    overlap: int | float = int(args.overlap) if float(args.overlap).is_integer() else float(args.overlap)
+    spec = model_spec(args)
+    check_model(args.strategy, spec)  # a model-driven strategy without a model (or a model it cannot use) fails at once
+    report = ingest(
+        args.inputs,
+        args.out,
+        parser=args.parser,
+        strategy=args.strategy,
+        max_tokens=args.max_tokens,
+        overlap=overlap,
+        embed=args.embed,
+        workers=args.workers,
+        progress=not (args.no_progress or args.quiet),
+        retry_errors=args.retry_errors,
+        engine=args.engine,
+        ray_address=args.ray_address,
+        sink=args.sink,
+        **({"model": spec} if spec else {}),
+    )
+    for path, error_type, message in report.errors[:20]:
+        print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)
+    if len(report.errors) > 20:
+        print(f"grounded ingest: ... {len(report.errors) - 20} more in {args.out / 'errors.parquet'}", file=sys.stderr)
+    if not args.quiet:
+        print(f"grounded ingest: {report.summary()}", file=sys.stderr)
+    return 0 if report.ok else 1

@@ -1,0 +1,239 @@
+"""``grounded parse``: PDFs -> ``<name>.json`` (lossless tree) + ``<name>.md`` in an output folder.
+
+A multi-file run goes on after any per-file failure (input or output) and reports all failures at
+the end (exit 1). Inputs are never overwritten; two inputs with the same name get distinct outputs
+(``x.json``, ``x-2.json``, ...), announced on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import logging
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..errors import GroundedError, UsageError
+from ..io.atomic import InputFiles, check_output_name
+from ..model.elements import ParsingResultType
+from ..parsers import PARSERS, parser_class
+from ..parsers.base import DEFAULT_DROP_TYPES
+from ..parsers.ocr.engine import OCR_MODES
+from .main import add_password_option, one_line, pdf_password
+
+__all__ = ["register", "run_parse", "output_stems", "password_kwargs"]
+
+log = logging.getLogger(__name__)
+
+_TYPE_NAMES = ", ".join(t.value for t in sorted(DEFAULT_DROP_TYPES, key=lambda t: t.value))
+
+
+class BatchError(GroundedError):
+    """Some files of a multi-file run failed (each was reported on its own line)."""
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "parse",
+        help="parse PDFs into element trees (.json) and Markdown (.md)",
+        description=(
+            "Parse each PDF with a layout backend, post-process the tree (filtering, section "
+            "hierarchy, line + character boxes from the PDF text layer) and write <name>.json "
+            "(lossless, reloadable) and <name>.md (lossy) into the output folder."
+        ),
+    )
+    p.add_argument(
+        "pdfs", nargs="+", metavar="PDF", type=Path,
+        help="input PDF file(s); inputs with the same name get distinct outputs (x.json, x-2.json, ...)",
+    )
+    p.add_argument(
+        "--parser",
+        default="pymupdf",
+        choices=sorted(PARSERS),
+        metavar="NAME",
+        help=f"backend to use (default: pymupdf, offline). One of: {', '.join(PARSERS)}",
+    )
+    p.add_argument(
+        "-o", "--out", type=Path, default=Path("."), metavar="DIR", help="output folder (default: current folder)"
+    )
+    p.add_argument(
+        "--keep",
+        default="",
+        metavar="TYPES",
+        help=(
+            "comma-separated element types NOT to filter out (default filter: "
+            f"{_TYPE_NAMES}); 'all' keeps everything"
+        ),
+    )
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="processes for the layout pass (parsers that support it, e.g. pymupdf; default 1)",
+    )
+    p.add_argument(
+        "--images",
+        action="store_true",
+        help="also write each figure as PNG into DIR/images/ (pymupdf parser)",
+    )
+    p.add_argument(
+        "--ocr",
+        choices=OCR_MODES,
+        default=None,
+        help=(
+            "pymupdf parser: OCR the pages without a usable text layer (auto, the default), every page "
+            "(always) or none (never); OCR needs pip install 'grounded[ocr]'"
+        ),
+    )
+    add_password_option(p)
+    p.add_argument("--no-progress", action="store_true", help="do not show the progress bar on stderr")
+    p.set_defaults(func=run_parse)
+
+
+def password_kwargs(parser: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """``{"password": ...}`` for ``parser.run``/``parse`` when ``--password`` (or the environment)
+    gives one; ``{}`` otherwise. A parser that cannot take a password is a usage error when
+    ``--password`` was given explicitly."""
+    password = pdf_password(args)
+    if password is None:
+        return {}
+    if "password" not in inspect.signature(parser.run).parameters:
+        if args.password is None:  # from the environment: not for this parser
+            return {}
+        raise UsageError(f"--password: parser '{getattr(parser, 'name', parser)}' does not accept a password")
+    return {"password": password}
+
+
+def output_stems(pdfs: list[Path]) -> list[str]:
+    """One output name per input: the file's stem, made distinct within the run (``x``, ``x-2``,
+    ...; compared case-insensitively, as on macOS/Windows file systems)."""
+    taken: set[str] = set()
+    stems = []
+    for pdf in pdfs:
+        stem = pdf.stem or pdf.name or "document"
+        candidate, n = stem, 1
+        while candidate.casefold() in taken:
+            n += 1
+            candidate = f"{stem}-{n}"
+        taken.add(candidate.casefold())
+        stems.append(candidate)
+    return stems
+
+
+def _drop_types(keep: str) -> frozenset[ParsingResultType]:
+    if not keep.strip():
+        return DEFAULT_DROP_TYPES
+    if keep.strip().lower() == "all":
+        return frozenset()
+    kept = set()
+    for name in keep.split(","):
+        name = name.strip().upper()
+        if not name:
+            continue
+        try:
+            kept.add(ParsingResultType(name))
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--keep: unknown element type {name!r}; use names like {_TYPE_NAMES}"
+            ) from None
+    return frozenset(DEFAULT_DROP_TYPES - kept)
+
+
+def _accepts(cls: type, name: str) -> bool:
+    return name in inspect.signature(cls).parameters
+
+
+def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None] | None, image_dir: Path | None) -> Any:
+    cls = parser_class(args.parser)
+    kwargs: dict[str, Any] = {"drop_types": _drop_types(args.keep)}
+    if args.workers != 1:
+        if args.workers < 1:
+            raise argparse.ArgumentTypeError("--workers must be >= 1")
+        if _accepts(cls, "workers"):
+            kwargs["workers"] = args.workers
+    if progress is not None and _accepts(cls, "progress"):
+        kwargs["progress"] = progress
+    if image_dir is not None and _accepts(cls, "image_dir"):
+        kwargs["image_dir"] = image_dir
+    if args.ocr is not None:
+        if not _accepts(cls, "ocr"):
+            raise argparse.ArgumentTypeError(f"--ocr applies to the pymupdf parser, not to '{args.parser}'")
+        kwargs["ocr"] = args.ocr
+    return cls(**kwargs)
+
+
+def run_parse(args: argparse.Namespace) -> int:
+    """Parse every PDF; a failing file (input or output) does not stop the others (exit 1 at the end)."""
+    from tqdm import tqdm
+
+    show = not args.no_progress
+    current: dict[str, Any] = {}
+
+    def progress(done: int, count: int) -> None:
+        bar = current.get("bar")
+        if bar is None:
+            return
+        if bar.total != count:
+            bar.total = count
+        bar.n = done
+        bar.refresh()
+
+    try:
+        parser = _build_parser(args, progress, args.out / "images" if args.images else None)
+    except argparse.ArgumentTypeError as exc:
+        raise UsageError(str(exc)) from None
+    failures: list[str] = []
+    total = len(args.pdfs)
+    stems = output_stems(args.pdfs)
+    inputs = InputFiles(args.pdfs)
+    try:
+        extra = password_kwargs(parser, args)
+        for n, (pdf, stem) in enumerate(zip(args.pdfs, stems), 1):
+            if stem != (pdf.stem or pdf.name):
+                print(f"grounded parse: note: {pdf} -> {stem}.json, {stem}.md (the name {pdf.stem!r} is taken "
+                      "by an earlier input of this run)", file=sys.stderr)
+            bar = tqdm(
+                total=None,
+                unit="page",
+                desc=f"[{n}/{total}] {pdf.name}",
+                file=sys.stderr,
+                disable=None if show else True,
+                leave=False,
+            )
+            current["bar"] = bar
+            started = time.perf_counter()
+            try:
+                outputs = (args.out / f"{stem}.json", args.out / f"{stem}.md")
+                inputs.refuse(outputs)
+                for target in outputs:
+                    check_output_name(target)
+                output = parser.run(pdf, **extra)
+                json_path, md_path = output.save(args.out, stem)
+            except (GroundedError, OSError) as exc:
+                failures.append(str(pdf))
+                print(f"grounded parse: error: {one_line(exc)}", file=sys.stderr)
+                continue
+            except Exception as exc:  # a bug: report it with its traceback, go on with the other files
+                failures.append(str(pdf))
+                log.error("%s: unexpected %s (please report this bug)", pdf, type(exc).__name__, exc_info=True)
+                continue
+            finally:
+                bar.close()
+                current.pop("bar", None)
+            root = output.root
+            elements = sum(1 for _ in root.walk()) - 1
+            print(
+                f"{pdf} -> {json_path}, {md_path} ({root.metadata.get('page_count')} pages, "
+                f"{elements} elements, {time.perf_counter() - started:.1f} s)"
+            )
+    finally:
+        close = getattr(parser, "close", None)
+        if callable(close):
+            close()
+    if failures and total > 1:
+        raise BatchError(f"{len(failures)} of {total} file(s) failed: {', '.join(failures)}")
+    return 1 if failures else 0

@@ -1,0 +1,8 @@
+"""The demo: a generated sample guideline (:mod:`.samples`, typeset by :mod:`.typeset`) and the
+``grounded demo`` job that parses, chunks and highlights it (:mod:`.run`)."""
+
+from __future__ import annotations
+
+from .samples import SAMPLE_TITLE, sample_pdf_bytes, write_sample_pdf
+
+__all__ = ["write_sample_pdf", "sample_pdf_bytes", "SAMPLE_TITLE"]

@@ -1,0 +1,3 @@
+"""Bytes in and out: the lossless JSON codec of trees and chunks (:mod:`.codec`), atomic file writes
+and output guards (:mod:`.atomic`), the lossy Markdown export (:mod:`.markdown`) and the chunk
+metadata of the store surfaces (:mod:`.chunk_metadata`). Imports only the model and runtime layers."""

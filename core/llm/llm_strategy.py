@@ -1,0 +1,173 @@
+"""LLM semantic chunking (Chroma's ``LLMSemanticChunker``, Smith & Troynikov 2024, seed 003).
+
+The document is split into small pieces (at most ``piece_tokens`` tokens, default 50, with the
+recursive delimiter splitter). Pieces are numbered from 1 and shown to a language model wrapped in
+``<|start_chunk_X|>`` / ``<|end_chunk_X|>`` markers, a window at a time (pieces are added until the
+window holds more than ``window_tokens`` tokens, default 800). The model answers
+``split_after: 3, 5``: a chunk ends after each listed piece. The next window starts after the last
+split. When at most four pieces are left they join the last chunk without a call (as Chroma does).
+A run of pieces above ``max_tokens`` is re-split by the recursive splitter.
+
+The model is injected (``llm=``): anything :func:`grounded.llm.as_model` accepts (a LlamaIndex
+``LLM``, a LangChain chat model, a google-genai client with ``model=``, or a callable ``prompt -> str``
+that gets the system and user text joined); none of those libraries is imported here. An answer
+without a ``split_after:`` line (an empty one included), with numbers outside the window or not
+ascending is asked again (``retries`` times, naming the rejected answer, as Chroma does); after that
+the valid numbers are kept and, if none is left, the window ends one chunk. Every such repair is
+logged as a warning, so the output is deterministic for given answers and the loop always advances.
+Rate limits, server errors and timeouts are retried with backoff (``retry``, ``sleep``); a call that
+still fails is a :class:`~grounded.errors.ModelCallError`, a reply that is not text or was cut off a
+:class:`~grounded.errors.ModelOutputError`.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from ..chunking.base import _is_int, register_strategy
+from ..chunking.pieces import Document, Piece, PieceStrategy
+from ..errors import ChunkingError
+from . import Model, RetryPolicy, as_model
+
+__all__ = ["LLMStrategy", "parse_split_after", "SYSTEM_PROMPT"]
+
+log = logging.getLogger(__name__)
+
+SYSTEM_PROMPT = (
+    "You split a text into sections that each keep to one theme. The text is cut into numbered "
+    "pieces, each wrapped in <|start_chunk_X|> and <|end_chunk_X|> tags where X is the piece number. "
+    "Name the pieces after which a new section should begin, so that consecutive pieces on the same "
+    "theme stay together. Example: if pieces 1 and 2 belong together and piece 3 starts a new theme, "
+    "split after piece 2. List the numbers in ascending order. Answer in the form 'split_after: 3, 5'."
+)
+_TAIL = 4  # at most this many pieces left over join the last chunk without asking the model
+_SPLIT_LINE = re.compile(r"split_after\s*:?(.*)", re.IGNORECASE)
+
+
+def user_prompt(window: str, after: int, rejected: str | None = None) -> str:
+    text = (
+        f"CHUNKED_TEXT: {window}\n\n"
+        "Answer only with the numbers of the pieces after which a split should occur. Give at least one "
+        f"split. The numbers must be in ascending order and larger than {after}."
+    )
+    if rejected is not None:
+        text += f"\nThe previous answer {rejected!r} was invalid. Do not repeat it; try again."
+    return text
+
+
+def parse_split_after(answer: str) -> list[int] | None:
+    """The numbers of the last ``split_after:`` line of ``answer`` (None: no such line)."""
+    found = None
+    for line in answer.splitlines():
+        m = _SPLIT_LINE.search(line)
+        if m:
+            found = m.group(1)
+    return None if found is None else [int(x) for x in re.findall(r"\d+", found)]
+
+
+@register_strategy
+class LLMStrategy(PieceStrategy):
+    """Parameters: ``llm`` (required to chunk; see the module doc), ``model`` (the Gemini model of a
+    google-genai client), ``piece_tokens`` (default 50, at most N), ``window_tokens`` (default 800),
+    ``retries`` (re-asks after an invalid answer, default 1), ``retry`` / ``sleep`` (backoff of
+    failed calls, :class:`~grounded.llm.RetryPolicy`)."""
+
+    name = "llm"
+    piece_kind = "split"
+    supports_overlap = False
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        overlap: int = 0,
+        llm: Any = None,
+        piece_tokens: int | None = None,
+        window_tokens: int = 800,
+        retries: int = 1,
+        model: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(max_tokens, overlap)
+        piece_tokens = min(50, self.max_tokens) if piece_tokens is None else piece_tokens
+        if not _is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
+            raise ChunkingError(f"piece_tokens must be an int in [1, max_tokens], got {piece_tokens!r}")
+        if not _is_int(window_tokens) or window_tokens < 1:
+            raise ChunkingError(f"window_tokens must be a positive int, got {window_tokens!r}")
+        if not _is_int(retries) or retries < 0:
+            raise ChunkingError(f"retries must be a non-negative int, got {retries!r}")
+        self.piece_tokens = int(piece_tokens)
+        self.window_tokens = int(window_tokens)
+        self.retries = int(retries)
+        self.llm = llm
+        self._model: Model | None = as_model(llm, model=model, retry=retry, sleep=sleep) if llm is not None else None
+        #: counts of the last document: model calls, rejected answers, repaired windows
+        self.stats: dict[str, int] = {}
+
+    def piece_options(self) -> dict[str, Any]:
+        return {"max_tokens": self.piece_tokens}
+
+    def params(self) -> dict[str, Any]:
+        return {
+            **super().params(),
+            "piece_tokens": self.piece_tokens,
+            "window_tokens": self.window_tokens,
+            "retries": self.retries,
+            "llm": self._model.identity if self._model is not None else None,
+        }
+
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
+        ends = self.split_points(pieces)
+        start = 0
+        for end in ends:
+            yield from doc.split(pieces[start].start, pieces[end - 1].end, self.max_tokens)
+            start = end
+
+    def split_points(self, pieces: Sequence[Piece]) -> list[int]:
+        """Piece counts after which a chunk ends (1-based piece numbers, ascending, the last = P)."""
+        total = len(pieces)
+        self.stats = {"calls": 0, "rejected": 0, "repaired": 0}
+        if total and self._model is None:
+            raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) (LlamaIndex LLM, LangChain chat model or callable)")
+        splits: list[int] = []
+        current = 0  # pieces 1..current are chunked
+        while current < total - _TAIL:
+            last, parts, tokens = current, [], 0
+            while last < total and (last == current or tokens <= self.window_tokens):
+                piece = pieces[last]
+                last += 1
+                tokens += piece.tokens
+                parts.append(f"<|start_chunk_{last}|>{piece.text}<|end_chunk_{last}|>")
+            chosen = self._ask("".join(parts), current, last)
+            splits.extend(chosen)
+            current = chosen[-1]
+        if not splits or splits[-1] != total:
+            splits.append(total)
+        return [s for s in splits if s > 0]
+
+    def _ask(self, window: str, current: int, last: int) -> list[int]:
+        """Valid split numbers in ``(current, last]`` for one window (see the module doc)."""
+        assert self._model is not None
+        rejected: str | None = None
+        numbers: list[int] | None = None
+        for _ in range(self.retries + 1):
+            self.stats["calls"] += 1
+            answer = self._model.complete(user_prompt(window, current, rejected), system=SYSTEM_PROMPT,
+                                          what=f"llm chunker: pieces {current + 1}-{last}", allow_empty=True)
+            numbers = parse_split_after(answer)
+            if numbers and numbers == sorted(set(numbers)) and current < numbers[0] and numbers[-1] <= last:
+                return numbers
+            self.stats["rejected"] += 1
+            rejected = answer.strip()[:200]
+            log.warning("llm chunker: invalid answer %r for pieces %d-%d", rejected, current + 1, last)
+        self.stats["repaired"] += 1
+        kept = sorted({n for n in numbers or () if current < n <= last})
+        if kept:
+            log.warning("llm chunker: kept splits %s of the last answer for pieces %d-%d", kept, current + 1, last)
+            return kept
+        log.warning("llm chunker: no valid split for pieces %d-%d; the window ends one chunk", current + 1, last)
+        return [last]

@@ -1,0 +1,60 @@
+"""``vision``: seed 001's vision-guided batch chunker as a strategy (engine: :mod:`grounded.llm.vision`).
+
+Its chunks are texts a multimodal model wrote, grounded in the document afterwards, not token
+ranges of the stream: the chunker asks :meth:`VisionStrategy.chunks` for them (the grounded-text
+hook of :class:`~grounded.chunking.Chunker`); :meth:`groups` is not available.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from ..chunking.base import ChunkingStrategy, TokenGroup, register_strategy
+from ..errors import ChunkingError
+from ..model.chunk import Chunk
+from ..model.elements import ParsingResult
+from ..runtime.cloud import RetryPolicy
+from ..text.assembly import ChunkAssembler
+from ..text.stream import TokenStream
+
+
+@register_strategy
+class VisionStrategy(ChunkingStrategy):
+    """``Chunker("vision", max_tokens=..., llm=client)``; options: ``model`` (Gemini model name for a
+    google-genai client), ``batch_size`` (4), ``dpi`` (150), ``pdf`` (path/bytes when the tree has no
+    readable source), ``password``, ``retry`` (:class:`~grounded.runtime.cloud.RetryPolicy`), ``sleep``."""
+
+    name = "vision"
+    supports_overlap = False  # the model's chunks do not overlap (checked by the base class where it knows this flag)
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        overlap: int = 0,
+        *,
+        llm: Any = None,
+        model: str | None = None,
+        batch_size: int = 4,
+        dpi: int = 150,
+        pdf: Any = None,
+        password: str | None = None,
+        retry: RetryPolicy | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        super().__init__(max_tokens, overlap)
+        if self.overlap:  # a base class without the supports_overlap check
+            raise ChunkingError("the vision strategy makes no overlapping windows: overlap must be 0")
+        from .vision import VisionChunker
+
+        self.engine = VisionChunker(llm, model, batch_size, dpi, pdf, password, retry, sleep)
+
+    def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
+        raise ChunkingError("vision chunks are model texts grounded in the document, not token ranges: use Chunker")
+
+    def chunks(self, root: ParsingResult, assembler: ChunkAssembler) -> Iterator[Chunk]:
+        return self.engine.chunks(root, assembler, self.max_tokens)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), **self.engine.params()}

@@ -1,0 +1,262 @@
+"""The layout model runtime of the PyMuPDF backend: native output, page views turned upright and
+scaled for the model, layout of page ranges, in this process (worker processes: :mod:`.pool`)."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grounded.errors import BackendUnavailableError
+from grounded.model.elements import ParsingResult, ParsingResultType
+
+log = logging.getLogger(__name__)
+T = ParsingResultType
+
+#: progress callback: (pages done, pages total)
+ProgressCallback = Callable[[int, int], None]
+
+
+@dataclass
+class PyMuPDFNative:
+    """Native output: pymupdf4llm's ParsedDocument (pages -> layout boxes in reading order).
+
+    With worker processes, each worker also builds its pages' elements from the text layer
+    (``prebuilt``: page number -> elements; ``body_sizes``: paragraph font sizes -> chars), so the
+    per-page part of the transform runs in parallel too; :meth:`PyMuPDFParser._transform` builds
+    the pages that are not prebuilt.
+    """
+
+    path: Path
+    document: Any  # pymupdf4llm.helpers.document_layout.ParsedDocument
+    layout_seconds: float = 0.0
+    prebuilt: dict[int, list[ParsingResult]] = field(default_factory=dict)
+    body_sizes: Counter[float] = field(default_factory=Counter)
+    #: 1-based page -> why it was OCR'd (its text then comes from the OCR'd copy at ``path``)
+    ocr_pages: dict[int, str] = field(default_factory=dict)
+    ocr_seconds: float = 0.0
+    #: owns the OCR'd copy; removed when the native output is dropped
+    scratch: tempfile.TemporaryDirectory[str] | None = None
+
+
+# ---------------------------------------------------------------------------------------------
+# layout pass (in process or in worker processes)
+# ---------------------------------------------------------------------------------------------
+
+
+def _require_layout() -> Any:
+    """Import pymupdf4llm's document parser (loads the ONNX layout model once per process)."""
+    try:
+        from pymupdf4llm.helpers import document_layout
+    except ImportError as exc:  # pragma: no cover - pymupdf4llm is a core dependency
+        raise BackendUnavailableError("PyMuPDF layout parser", "pymupdf", "pymupdf4llm pymupdf-layout") from exc
+    return document_layout
+
+
+#: ONNX Runtime threads the layout model of this process was loaded with (None: not by us)
+_threads_loaded: int | None = None
+
+
+def _load_layout(threads: int | None) -> bool:
+    """Load the layout model with ``threads`` ONNX Runtime threads (None: runtime default).
+
+    Only possible before the model is first loaded in this process -- PyMuPDF >= 2.0 imports
+    ``pymupdf.layout`` (which loads it) on ``import pymupdf`` -- so returns whether it took effect.
+    """
+    import sys
+
+    global _threads_loaded
+    if "pymupdf.layout" in sys.modules:
+        _require_layout()
+        return threads is None or threads == _threads_loaded
+    if threads is None:
+        _require_layout()
+        return True
+    import onnxruntime as ort
+
+    original = ort.InferenceSession
+
+    class _ThreadLimitedSession(original):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
+            options = sess_options if sess_options is not None else ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            # no busy-waiting threads: they steal the CPU of the other worker processes
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            super().__init__(path, options, *args, **kwargs)
+
+    ort.InferenceSession = _ThreadLimitedSession
+    try:
+        _require_layout()
+    finally:
+        ort.InferenceSession = original
+    _threads_loaded = threads
+    return True
+
+
+def _strip_page(page: Any) -> Any:
+    """Drop the bulky per-page extras the tree and Markdown do not need (keeps memory flat)."""
+    page.fulltext = None
+    page.words = None
+    page.links = None
+    return page
+
+
+#: The layout model renders a page at 72 dpi: a page whose longer side is outside
+#: [LAYOUT_MIN_SIDE, LAYOUT_MAX_SIDE] points gives it a few pixels or a giant image (it then calls
+#: all text page furniture, or finds no text at all), so such a page is laid out scaled to
+#: LAYOUT_TARGET_SIDE points and the boxes are scaled back.
+LAYOUT_MIN_SIDE = 288.0
+LAYOUT_MAX_SIDE = 2448.0
+LAYOUT_TARGET_SIDE = 842.0
+#: A page is laid out turned upright when at least this share of its characters reads in one
+#: direction other than left to right as displayed (a /Rotate page whose content was not turned
+#: with it, a landscape table set sideways): the model labels sideways text page header/footer.
+UPRIGHT_SHARE = 0.5
+
+
+@dataclass
+class _View:
+    """How the layout model saw a page: turned ``turn`` degrees clockwise from the displayed page
+    and scaled by ``scale``; ``matrix`` maps the layout's coordinates back to the displayed page."""
+
+    turn: int
+    scale: float
+    matrix: Any  # pymupdf.Matrix
+
+    def info(self) -> dict[str, Any]:
+        return {"layout_turn": self.turn, "layout_scale": round(self.scale, 6)}
+
+
+def _upright_turn(page: Any) -> int:
+    """Degrees (clockwise, multiple of 90) to turn the displayed page so that most of its text
+    reads left to right (0 when it does already or when no direction has UPRIGHT_SHARE)."""
+    from grounded.parsers.textlayer import DOWN, LEFT, RIGHT, UP, _direction
+
+    m = page.rotation_matrix
+    weights = [0, 0, 0, 0]
+    for block in page.get_text("dict", flags=0)["blocks"]:
+        for line in block.get("lines", ()):
+            dx, dy = line.get("dir", (1.0, 0.0))
+            direction = _direction(m.a * dx + m.c * dy, m.b * dx + m.d * dy)
+            weights[direction] += sum(len(span["text"].strip()) for span in line["spans"])
+    total = sum(weights)
+    best = max(range(4), key=weights.__getitem__)
+    if not total or best == RIGHT or weights[best] < UPRIGHT_SHARE * total:
+        return 0
+    return {DOWN: 270, LEFT: 180, UP: 90}[best]
+
+
+def _layout_scale(width: float, height: float) -> float:
+    side = max(width, height)
+    if side <= 0 or LAYOUT_MIN_SIDE <= side <= LAYOUT_MAX_SIDE:
+        return 1.0
+    return LAYOUT_TARGET_SIDE / side
+
+
+def _prepare_views(doc: Any, pages: Sequence[int]) -> tuple[dict[int, _View], Any, dict[int, int]]:
+    """Turn (in ``doc``, which must be private to the layout pass) or copy scaled into a scratch
+    document the pages the model would not see upright at a normal size. Returns the views by
+    0-based page, the scratch document (or None) and source page -> scratch page."""
+    import pymupdf
+
+    views: dict[int, _View] = {}
+    scratch: Any = None
+    in_scratch: dict[int, int] = {}
+    for pno in pages:
+        page = doc.load_page(pno)
+        turn = _upright_turn(page)
+        scale = _layout_scale(page.rect.width, page.rect.height)
+        if not turn and scale == 1.0:
+            continue
+        shown = page.rotation_matrix  # unrotated -> displayed (as the text layer uses it)
+        rotation = (page.rotation + turn) % 360
+        if scale == 1.0:
+            page.set_rotation(rotation)
+            back = page.derotation_matrix * shown  # layout frame -> unrotated -> displayed
+        else:
+            page.set_rotation(0)
+            if scratch is None:
+                scratch = pymupdf.open()
+            copy = scratch.new_page(width=page.rect.width * scale, height=page.rect.height * scale)
+            copy.show_pdf_page(copy.rect, doc, pno)
+            copy.set_rotation(rotation)
+            back = copy.derotation_matrix * pymupdf.Matrix(1.0 / scale, 1.0 / scale) * shown
+            in_scratch[pno] = copy.number
+        views[pno] = _View(turn, scale, back)
+    return views, scratch, in_scratch
+
+
+def _map_rect(rect: Sequence[float], m: Any) -> tuple[float, float, float, float]:
+    import pymupdf
+
+    r = (pymupdf.Rect(rect[:4]) * m).normalize()
+    return (float(r.x0), float(r.y0), float(r.x1), float(r.y1))
+
+
+def _map_layout(layout: Any, view: _View, width: float, height: float) -> Any:
+    """Boxes of a page laid out under ``view`` -> the displayed page (``width`` x ``height``)."""
+    m = view.matrix
+    upright_width = float(layout.width)
+    for box in layout.boxes:
+        box.upright_x0 = box.x0 / upright_width if upright_width else 0.0  # list indent as the reader sees it
+        box.x0, box.y0, box.x1, box.y1 = _map_rect((box.x0, box.y0, box.x1, box.y1), m)
+        table = box.table
+        if table:
+            if table.get("bbox"):
+                table["bbox"] = list(_map_rect(table["bbox"], m))
+            if table.get("cells"):
+                table["cells"] = [
+                    [None if cell is None else _map_rect(cell, m) for cell in row] for row in table["cells"]
+                ]
+    layout.width, layout.height = width, height
+    layout.view = view.info()
+    return layout
+
+
+def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
+    """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects whose boxes are
+    in the displayed page's coordinates (pages turned upright / scaled for the model, see
+    :func:`_prepare_views`, are mapped back; ``layout.view`` records how the model saw them).
+
+    ``doc_or_path``: a path, or a document private to the layout pass (pages may be turned)."""
+    import pymupdf
+
+    document_layout = _require_layout()
+    own = not isinstance(doc_or_path, pymupdf.Document)
+    doc = pymupdf.open(doc_or_path) if own else doc_or_path
+    scratch = None
+    try:
+        sizes = {pno: (float(doc[pno].rect.width), float(doc[pno].rect.height)) for pno in pages}
+        views, scratch, in_scratch = _prepare_views(doc, pages)
+        direct = sorted(pno for pno in pages if pno not in in_scratch)
+        found: dict[int, Any] = {}
+        if direct:
+            parsed = document_layout.parse_document(doc, pages=direct, use_ocr=0, force_text=False)
+            found.update(zip(direct, parsed.pages, strict=True))
+        if scratch is not None:
+            order = sorted(in_scratch, key=in_scratch.__getitem__)
+            parsed = document_layout.parse_document(
+                scratch, pages=[in_scratch[p] for p in order], use_ocr=0, force_text=False
+            )
+            for pno, layout in zip(order, parsed.pages, strict=True):
+                layout.page_number = pno + 1
+                found[pno] = layout
+        out = []
+        for pno in pages:
+            layout = found[pno]
+            if pno in views:
+                _map_layout(layout, views[pno], *sizes[pno])
+            out.append(_strip_page(layout))
+        return out
+    finally:
+        if scratch is not None:
+            scratch.close()
+        if own:
+            doc.close()
+
+

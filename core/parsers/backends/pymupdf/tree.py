@@ -1,0 +1,588 @@
+"""Native -> tree for the PyMuPDF backend: every text element rebuilt from the PDF text layer in its
+layout box (line spans and character extents attached here), tables, figures, OCR'd-page rules."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grounded.io.markdown import table_to_markdown
+from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.parsers.base import map_label
+from grounded.parsers.column_split import split_columns
+from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
+from grounded.parsers.reading_order import Rect, reading_order, upright
+from grounded.parsers.textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
+
+from .ocr_text import (
+    OCR_FROM_PICTURES_KEY,
+    OCR_LEFT_OUT_KEY,
+    readable_unclaimed,
+    text_in_picture,
+    text_layer_rects,
+)
+from .running_furniture import mark_running_furniture
+from .tables import (
+    _CAPTION_START,
+    _FIGURE_CAPTION_START,
+    Grid,
+    _find_tables_grid,
+    _grid_line_tops,
+    _grown_box,
+    _join_continuation_rows,
+    _merge_image_strips,
+    _running_text,
+    _small_print,
+    _split_panels,
+    _split_table_notes,
+    _style_of,
+    _table_notes,
+)
+
+log = logging.getLogger(__name__)
+# ---------------------------------------------------------------------------------------------
+# native -> tree
+# ---------------------------------------------------------------------------------------------
+
+T = ParsingResultType
+
+#: layout classes of the bundled model (pymupdf/layout/resources/onnx/*.yaml ``class_list``)
+LABEL_MAP: dict[str, ParsingResultType] = {
+    "title": T.TITLE,
+    "section-header": T.SECTION_HEADER,
+    "text": T.PARAGRAPH,
+    "list-item": T.LIST_ITEM,
+    "table": T.TABLE,
+    "picture": T.FIGURE,
+    "caption": T.CAPTION,
+    "footnote": T.FOOTNOTE,
+    "formula": T.FORMULA,
+    "page-header": T.PAGE_HEADER,
+    "page-footer": T.PAGE_FOOTER,
+}
+#: A page with at least this many non-space characters none of which the layout model put in a
+#: text or table box gets its text from MuPDF's text blocks instead (see _TreeBuilder).
+FALLBACK_MIN_CHARS = 20
+#: The same fallback takes the characters the layout left in no box at all when they are at least
+#: this share of the page's text (a failed layout, not a stray margin note) ...
+FALLBACK_UNBOXED_SHARE = 0.10
+#: ... or all unclaimed characters, pictures' included, when they are at least this share (a text
+#: page the model saw as one picture); text inside genuine figures stays out of the body.
+FALLBACK_UNCLAIMED_SHARE = 0.50
+#: Text in this outer band of the page (share of its width/height) is printer's marks and
+#: running furniture (slugs, side stamps) when the layout put it in no box: it neither triggers
+#: the fallback nor is taken by it.
+FALLBACK_MARGIN_SHARE = 0.06
+
+_TEXT_CLASSES = frozenset(
+    {"title", "section-header", "text", "list-item", "caption", "footnote", "formula", "page-header", "page-footer"}
+)
+_FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
+
+
+#: How an element's layout box grows to the text lines it holds (#13.5), by type (others: "grow"):
+#: "grow" = to the lines' full height and width (whole words are taken, so a line may stick out of
+#: a tight box), "width" = sideways only (the model's top and bottom kept), "layout" = the model's
+#: box as is. Chosen per class from DLA F1@50:95 (docs/results/dla.md).
+BOX_GROWTH: dict[ParsingResultType, str] = {}
+
+_FURNITURE_STYLE_KEY = "_furniture_style"  # PAGE_HEADER style [size, caps, bold]; removed in finish()
+#: a page header is a heading when set at least this much larger than the body text (or bold)
+HEADING_SIZE_RATIO = 1.15
+
+
+def _in_margin(pc: PageChars) -> np.ndarray:
+    """Characters whose centre lies in the page's outer FALLBACK_MARGIN_SHARE band."""
+    cx, cy = (pc.x0 + pc.x1) / 2, (pc.y0 + pc.y1) / 2
+    mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
+    return np.asarray((cx < mx) | (cx > pc.width - mx) | (cy < my) | (cy > pc.height - my))
+
+
+def _insert_boxes(
+    boxes: list[Any],
+    small: list[bool],
+    nodes: dict[int, ParsingResult],
+    notes: dict[int, int],
+    added: dict[int, list[tuple[bool, ParsingResult]]],
+    width: float,
+    height: float,
+) -> tuple[list[Any], list[bool], dict[int, ParsingResult], dict[int, int]]:
+    """The page's boxes, small-print flags, elements and table notes (by box index) with the
+    elements ``added`` next to box ``i`` (``added[i]``: each before it or not) as text boxes of
+    their own: where a page without columns reads them (in the model's order)."""
+    out_boxes: list[Any] = []
+    out_small: list[bool] = []
+    out_nodes: dict[int, ParsingResult] = {}
+    moved: dict[int, int] = {}
+
+    def add(node: ParsingResult) -> None:
+        out_nodes[len(out_boxes)] = node
+        out_boxes.append(Rect(*node.geom[0].to_points(width, height), "text"))
+        out_small.append(False)
+
+    for i, box in enumerate(boxes):
+        for node in (n for before, n in added.get(i, []) if before):
+            add(node)
+        moved[i] = len(out_boxes)
+        out_boxes.append(box)
+        out_small.append(small[i])
+        if i in nodes:
+            out_nodes[moved[i]] = nodes[i]
+        for node in (n for before, n in added.get(i, []) if not before):
+            add(node)
+    return out_boxes, out_small, out_nodes, {moved[k]: moved[v] for k, v in notes.items()}
+
+
+def _layout_lost_text(
+    pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, readable: np.ndarray | None = None
+) -> bool:
+    """Whether the layout pass lost enough of the page's text to take it from the text layer:
+    no character claimed at all, or the characters in no box (or in none but pictures) are at
+    least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text.
+    On an OCR'd page (``readable`` given, see :func:`readable_unclaimed`) only unclaimed text
+    that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
+    page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
+    text = pc.solid if readable is None else pc.solid & (claimed | readable)
+    total = int(text.sum())
+    if total < FALLBACK_MIN_CHARS:
+        return False
+    if not claimed.any():
+        return True
+    unclaimed = text & ~claimed & ~_in_margin(pc)
+    if readable is not None:
+        return int(unclaimed.sum()) >= FALLBACK_UNBOXED_SHARE * total
+    if int((unclaimed & ~in_picture).sum()) >= FALLBACK_UNBOXED_SHARE * total:
+        return True
+    return int(unclaimed.sum()) >= FALLBACK_UNCLAIMED_SHARE * total
+
+
+@dataclass
+class _TreeBuilder:
+    """Layout boxes + text layer -> elements, page by page; :meth:`finish` does the document-wide
+    part (line-break hyphens, first-line headings). Pages may be built in different processes."""
+
+    path: Path
+    image_dir: Path | None = None
+    image_dpi: int = 150
+    elements: list[ParsingResult] = field(default_factory=list)
+    label_map: dict[str, ParsingResultType] = field(default_factory=lambda: dict(LABEL_MAP))
+    body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
+    #: 1-based pages whose text layer is Tesseract's (figures' insides included: see OCR_TEXT_MIN_WORD_SHARE)
+    ocr_pages: frozenset[int] = frozenset()
+
+    def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
+        claimed = np.zeros(len(pc), dtype=bool)
+        w, h = pc.width, pc.height
+        if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
+            log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
+        figures = 0
+        pictures: dict[int, int] = {}  # OCR'd page: box index of a picture -> its figure number
+        in_picture = np.zeros(len(pc), dtype=bool)
+        self._table_leftover: list[np.ndarray] = []
+        self._captions: dict[int, ParsingResult] = {}  # id(table) -> its caption taken from its grid
+        # the turn that shows the page as the layout model saw it (text reading left to right)
+        self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
+        nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
+        boxes = _merge_image_strips(page.boxes, layer, pc.page)
+        if not self._turn:  # panels stacked top to bottom as the page is shown
+            boxes = _split_panels(boxes, layer, pc.page)
+        if not self._turn:  # a text box over a column gutter: one part per column (scans)
+            boxes = split_columns(boxes, pc)
+        small = _small_print(boxes, pc, w, h)
+        table_notes = _table_notes(boxes, upright(boxes, self._turn, w, h), small, pc)
+        if not self._turn:  # one box per marked note (lines run across only on an upright page)
+            boxes, small, table_notes = _split_table_notes(boxes, small, table_notes, pc)
+        for index, box in enumerate(boxes):
+            label = box.boxclass
+            type_, meta = map_label(label, self.label_map)
+            if index in table_notes:  # a table's notes: footnotes read right after the table
+                meta = {**meta, "table_note": True}
+                type_ = T.FOOTNOTE
+            x0, y0, x1, y1 = clip_to_page(box.x0, box.y0, box.x1, box.y1, w, h)
+            if x1 - x0 <= 0 or y1 - y0 <= 0:
+                continue
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
+            node: ParsingResult | None
+            if label == "table":
+                node = self._table(box, pc, claimed, geom, meta, layer)
+            elif label == "picture":
+                in_picture[pc.select(x0, y0, x1, y1)] = True
+                figures += 1
+                if getattr(box, "strips", 0):
+                    meta = {**meta, "image_strips": box.strips}
+                if getattr(box, "panel", None):
+                    meta = {**meta, "panel": box.panel}
+                node = ParsingResult("", T.FIGURE, geom=[geom], metadata=meta)
+                if pc.page in self.ocr_pages:  # its image once text it swallowed is taken out
+                    pictures[index] = figures
+                else:
+                    node.image = self._figure_image(layer, pc.page, figures, (x0, y0, x1, y1))
+            elif label in _TEXT_CLASSES or type_ == T.MISSING:
+                node = self._text(type_, pc, claimed, (x0, y0, x1, y1), geom, meta)
+                if node is None:
+                    continue
+                if type_ == T.LIST_ITEM:
+                    node.metadata["indent"] = round(getattr(box, "upright_x0", x0 / w), 4)
+            else:  # pragma: no cover - every class of the model is handled above
+                node = ParsingResult("", type_, geom=[geom], metadata=meta)
+            nodes[index] = node
+        # an OCR'd page: its text-layer blocks, for the text pictures swallowed and the fallback
+        rects = text_layer_rects(pc, layer) if pc.page in self.ocr_pages else []
+        if pictures:  # an OCR'd page: text the pictures swallowed, next to its picture in the model's order
+            boxes = list(boxes)  # the pictures' boxes shrink: never the layout's own list
+            taken = self._picture_text(page, pc, claimed, pictures, boxes, nodes, layer, rects)
+            boxes, small, nodes, table_notes = _insert_boxes(boxes, small, nodes, table_notes, taken, w, h)
+        in_output = claimed.copy()  # claimed chars minus those a table box took but no cell holds
+        for leftover in self._table_leftover:
+            in_output[leftover] = False
+        if pc.page in self.ocr_pages:
+            # an OCR'd page: the fallback's elements are read in the page's reading order with the
+            # rest (a born-digital page keeps them after the rest, as before)
+            for node in self._ocr_fallback(page, pc, in_output, in_picture, rects):
+                nodes[len(boxes)] = node
+                x0, y0, x1, y1 = node.geom[0].to_points(w, h)
+                boxes = [*boxes, Rect(x0, y0, x1, y1, "text")]
+                small = [*small, False]
+        # text is claimed in the model's order (unchanged); elements follow the page's reading
+        # order from the boxes' geometry: columns, bands, footnotes after the body (#13.1, #13.2)
+        order = reading_order(upright(boxes, self._turn, w, h), small, table_notes)
+        for i in order:
+            if i in nodes:
+                caption = self._captions.pop(id(nodes[i]), None)
+                self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
+        if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
+            self.elements.extend(self._text_layer_blocks(pc, in_output, text_layer_rects(pc, layer)))
+
+    def _picture_text(
+        self,
+        page: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        pictures: dict[int, int],
+        boxes: list[Any],
+        nodes: dict[int, ParsingResult],
+        layer: TextLayer,
+        rects: list[tuple[float, float, float, float]],
+    ) -> dict[int, list[tuple[bool, ParsingResult]]]:
+        """An OCR'd page: the text its picture boxes swallowed (:func:`text_in_picture`) as
+        elements of their own (returned per picture's box index, each read before the picture or
+        not; CAPTION when it opens like one, else PARAGRAPH; their characters are marked in
+        ``claimed``). Each picture's box (in ``boxes``, and its FIGURE
+        node's) shrinks to what is left, a picture with nothing left is dropped from ``nodes``;
+        what was taken is counted in the page's :data:`OCR_FROM_PICTURES_KEY` (set on ``page``);
+        ``rects``: the page's text-layer blocks (:func:`text_layer_rects`)."""
+        found: dict[int, list[tuple[bool, ParsingResult]]] = {}
+        taken_chars = 0
+        for index, number in pictures.items():
+            figure = nodes[index]
+            x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
+            # top and bottom as displayed: a page laid out turned keeps its pictures whole
+            blocks, left = ([], (x0, y0, x1, y1)) if self._turn else text_in_picture(pc, claimed, (x0, y0, x1, y1), rects)
+            for sel, before in blocks:
+                taken_chars += int(pc.solid[sel].sum())
+                sel = self._with_line_pieces(pc, claimed, nodes, sel)
+                text = build_lines([pc], [sel]).text
+                type_ = T.CAPTION if _FIGURE_CAPTION_START.match(text) else T.PARAGRAPH
+                ink = sel[pc.solid[sel]]
+                rect = clip_to_page(pc.x0[ink].min(), pc.y0[ink].min(), pc.x1[ink].max(), pc.y1[ink].max(), pc.width, pc.height)
+                geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
+                others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
+                others[sel] = False
+                meta = {"native_label": "text in picture", "from_picture": True}
+                node = self._text(type_, pc, others, rect, geom, meta)
+                claimed[sel] = True
+                if node is not None and node.content:
+                    found.setdefault(index, []).append((before, node))
+            if left is None:
+                log.debug("%s: page %d: a picture box held nothing but text", self.path, pc.page)
+                del nodes[index]
+                continue
+            if blocks:
+                figure.metadata["text_taken_out"] = len(blocks)
+                figure.geom = [ParsingBoundingBox.from_points(pc.page, *left, pc.width, pc.height)]
+                boxes[index] = Rect(*left, "picture")
+            figure.image = self._figure_image(layer, pc.page, number, left)
+        setattr(page, OCR_FROM_PICTURES_KEY, {
+            "elements": sum(len(taken) for taken in found.values()),
+            "chars": taken_chars,
+        })
+        return found
+
+    def _with_line_pieces(
+        self, pc: PageChars, claimed: np.ndarray, nodes: dict[int, ParsingResult], sel: np.ndarray
+    ) -> np.ndarray:
+        """``sel`` (text taken out of a picture) with the layout's paragraphs and captions that
+        hold pieces of its lines and nothing outside its rows (the model boxed "Figure S1 Query
+        fragment that" of a caption line the picture swallowed the rest of): they join it and
+        leave ``nodes``."""
+        lines = np.unique(pc.line[sel])
+        solid = pc.solid
+        ink = sel[solid[sel]]
+        top, bottom = pc.y0[ink].min(), pc.y1[ink].max()
+        for j in [j for j, node in nodes.items() if node.type in (T.PARAGRAPH, T.CAPTION)]:
+            if nodes[j].metadata.get("from_picture") or not nodes[j].geom:
+                continue
+            inside = pc.select(*nodes[j].geom[0].to_points(pc.width, pc.height))
+            piece = inside[claimed[inside]]
+            cy = pc.cy[piece]
+            if len(piece) and np.isin(pc.line[piece], lines).any() and ((cy >= top) & (cy <= bottom)).all():
+                log.debug("%s: page %d: %r joins the text taken out of a picture", self.path, pc.page,
+                          nodes[j].content[:60])
+                sel = np.union1d(sel, piece)
+                del nodes[j]
+        return sel
+
+    def _ocr_fallback(
+        self,
+        page: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        in_picture: np.ndarray,
+        rects: list[tuple[float, float, float, float]],
+    ) -> list[ParsingResult]:
+        """An OCR'd page's layout fallback: the text-layer blocks that read as text when the layout
+        lost enough of them (:func:`_layout_lost_text`), never a figure's OCR; what stays out is
+        counted in the page's :data:`OCR_LEFT_OUT_KEY` (set on ``page``, the layout object, which
+        travels back from worker processes); ``rects``: the page's text-layer blocks."""
+        readable, verdicts = readable_unclaimed(self.path, pc, claimed, in_picture, rects)
+        found = []
+        if _layout_lost_text(pc, claimed, in_picture, readable):
+            found = self._text_layer_blocks(pc, claimed, rects, keep_out=~readable)
+        left_out = pc.solid & ~claimed
+        setattr(page, OCR_LEFT_OUT_KEY, {
+            "chars": int(left_out.sum()),
+            "in_pictures": int((left_out & in_picture).sum()),
+            "unreadable_blocks": verdicts.count(False),
+            "unreadable_chars": int((left_out & ~readable).sum()),
+        })
+        return found
+
+    def _text_layer_blocks(
+        self,
+        pc: PageChars,
+        claimed: np.ndarray,
+        rects: list[tuple[float, float, float, float]],
+        keep_out: np.ndarray | None = None,
+    ) -> list[ParsingResult]:
+        """The layout model left (much of) the page's text out of its text and table boxes (it can
+        fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs (returned)
+        holding the characters no element took (``metadata["layout_fallback"]``; they are marked in
+        ``claimed``), so no text is lost without a trace. ``keep_out``: characters never taken (on
+        an OCR'd page, those that do not read as text: a figure's OCR, see :func:`readable_unclaimed`)."""
+        log.warning(
+            "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
+            self.path, int((~claimed & pc.solid).sum()), int(pc.solid.sum()), pc.page,
+        )
+        taken = claimed if keep_out is None else claimed | keep_out
+        found: list[ParsingResult] = []
+        mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
+        for x0, y0, x1, y1 in rects:
+            # blocks already taken (this loop takes more) make a margin block a printer's mark
+            any_taken = claimed.any() if keep_out is None else (taken & ~keep_out).any()
+            if any_taken and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
+                continue  # a printer's mark in the margin, not text the layout lost
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+            meta = {"native_label": "text-layer block", "layout_fallback": True}
+            node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
+            if node is not None and node.content:
+                found.append(node)
+        if keep_out is not None:
+            claimed |= taken & ~keep_out
+        return found
+
+    def _text(
+        self,
+        type_: ParsingResultType,
+        pc: PageChars,
+        claimed: np.ndarray,
+        rect: tuple[float, float, float, float],
+        geom: ParsingBoundingBox,
+        meta: dict[str, Any],
+    ) -> ParsingResult | None:
+        sel = pc.select(*rect)
+        sel = sel[~claimed[sel]]
+        claimed[sel] = True
+        built = build_lines([pc], [sel], defer_hyphens=True)
+        spans = lines_to_spans(built.lines, [pc]).get(0, [])
+        if spans:  # whole words are taken, so a line may stick out of a tight box: grow the box
+            geom = _grown_box(geom, spans, BOX_GROWTH.get(type_, "grow"))
+        geom.spans = spans
+        node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
+        if built.hyphens:  # line-break hyphens: decided once per document in finish() (#13.3)
+            node.metadata[HYPHENS_KEY] = [list(h) for h in built.hyphens]
+        if type_ == T.PARAGRAPH and len(sel):
+            sizes, counts = np.unique(np.round(pc.size[sel] * 2) / 2, return_counts=True)
+            self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
+        if type_ in HEADING_TYPES and built.text:
+            style = _style_of(pc, sel, built.text)
+            node.metadata["font_size"], node.metadata["font_bold"] = style.size, style.bold
+        elif type_ == T.PAGE_HEADER and built.text:
+            style = _style_of(pc, sel, built.text)
+            node.metadata[_FURNITURE_STYLE_KEY] = [style.size, style.caps, style.bold]
+        return node
+
+    def _table(
+        self,
+        box: Any,
+        pc: PageChars,
+        claimed: np.ndarray,
+        geom: ParsingBoundingBox,
+        meta: dict[str, Any],
+        layer: TextLayer,
+    ) -> ParsingResult:
+        table = ParsingResult("", T.TABLE, geom=[geom], metadata=meta)
+        info = box.table or {}
+        grid = info.get("cells")
+        source = "layout"
+        if not grid:
+            grid = _find_tables_grid(layer, pc.page, geom.to_points(pc.width, pc.height))
+            source = "find_tables" if grid else "lines"
+        if not grid:  # no grid at all: one row per text line
+            x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
+            sel = pc.select(x0, y0, x1, y1)
+            built = build_lines([pc], [sel[~claimed[sel]]])
+            grid = [[(x0, ln.y0, x1, ln.y1)] for ln in built.lines]
+        table.metadata["cell_source"] = source
+        turn = self._turn if source == "layout" else 0
+        grid, joined = _join_continuation_rows(grid, _grid_line_tops(grid, pc, claimed, turn))
+        if joined:
+            table.metadata["continuation_rows_joined"] = joined
+        caption = self._caption_row(grid, pc, claimed)
+        if caption is not None:  # the table's caption inside its box: a CAPTION before the table
+            self._captions[id(table)] = caption
+            grid = grid[1:]
+            rest = [b for row_boxes in grid for b in row_boxes if b is not None]
+            x0, y0, x1, y1 = clip_to_page(min(b[0] for b in rest), min(b[1] for b in rest), max(b[2] for b in rest),
+                                   max(b[3] for b in rest), pc.width, pc.height)
+            geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+            table.geom = [geom]
+        for r, row_boxes in enumerate(grid):
+            row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
+            cells: list[ParsingResult] = []
+            for c, cell_box in enumerate(row_boxes):
+                if cell_box is None:
+                    continue
+                cx0, cy0, cx1, cy1 = cell_box
+                x0, y0, x1, y1 = clip_to_page(cx0, cy0, cx1, cy1, pc.width, pc.height)
+                if x1 - x0 <= 0 or y1 - y0 <= 0:
+                    continue
+                cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, {"row": r, "col": c})
+                if cell is not None:
+                    cells.append(cell)
+            if not any(cell.content for cell in cells):
+                continue  # empty grid row
+            row.geom = [ParsingBoundingBox.enclosing([cell.geom[0] for cell in cells])]
+            for cell in cells:
+                row.add_child(cell)
+            table.add_child(row)
+        # claim whatever else lies in the table box (e.g. text between grid lines), but remember
+        # it: when a page loses much text this way, add_page takes it from the text layer
+        x0, y0, x1, y1 = geom.to_points(pc.width, pc.height)
+        inside = pc.select(x0, y0, x1, y1)
+        self._table_leftover.append(inside[~claimed[inside]])
+        claimed[inside] = True
+        if table.children:
+            table.geom = [ParsingBoundingBox.enclosing([geom, *(r.geom[0] for r in table.children)])]
+        table.content = table_to_markdown(table) if table.children else ""
+        return table
+
+    def _caption_row(self, grid: Grid, pc: PageChars, claimed: np.ndarray) -> ParsingResult | None:
+        """The grid's first row when it is the table's caption ("Table 2 ...", "Tab. 3: ...") that
+        the layout model boxed with the table: a CAPTION element over that row, else None."""
+        if not any(b is not None for row_boxes in grid[1:] for b in row_boxes):
+            return None  # nothing but the caption: not a table to take it from
+        cells = [b for b in grid[0] if b is not None]
+        if not cells:
+            return None
+        x0, y0 = min(b[0] for b in cells), min(b[1] for b in cells)
+        x1, y1 = max(b[2] for b in cells), max(b[3] for b in cells)
+        x0, y0, x1, y1 = clip_to_page(x0, y0, x1, y1, pc.width, pc.height)
+        if x1 <= x0 or y1 <= y0:
+            return None
+        sel = pc.select(x0, y0, x1, y1)
+        if not _CAPTION_START.match(build_lines([pc], [sel[~claimed[sel]]]).text):
+            return None
+        geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
+        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, {"native_label": "table caption row"})
+
+    def _figure_image(
+        self, layer: TextLayer, page: int, number: int, rect: tuple[float, float, float, float]
+    ) -> str | None:
+        out_dir = self.image_dir
+        if out_dir is None:
+            return None
+        import pymupdf
+
+        from grounded.io.atomic import atomic_write_bytes
+
+        pdf_page = layer._doc.load_page(page - 1)
+        clip = pymupdf.Rect(rect) * pdf_page.derotation_matrix  # displayed -> unrotated page space
+        pix = pdf_page.get_pixmap(clip=clip, dpi=self.image_dpi)
+        name = f"{self.path.stem}-p{page:04d}-{number:02d}.png"
+        return str(atomic_write_bytes(out_dir / name, pix.tobytes("png")))
+
+    def finish(self) -> list[ParsingResult]:
+        """Document-wide part: line-break hyphens, first-line headings, running headers/footers the
+        model gave a text type on OCR'd pages; returns the root's children (heading levels and lists
+        are post-processing's, as for every backend)."""
+        self._resolve_hyphens()
+        self._first_line_headings()
+        mark_running_furniture(self.elements, pages=self.ocr_pages)
+        return self.elements
+
+    def _resolve_hyphens(self) -> None:
+        """Keep or drop each line-break hyphen with the whole document as evidence (#13.3);
+        tables whose cells changed get their Markdown again."""
+        changed = {id(n) for n in resolve_document(self.elements)}
+        if changed:
+            for n in self.elements:
+                if n.type == T.TABLE and any(id(d) in changed for d in n.walk()):
+                    n.content = table_to_markdown(n)
+
+    # -- headers --------------------------------------------------------------------------------
+    def _first_line_headings(self) -> None:
+        """A PAGE_HEADER that opens its page's text flow is a heading, not furniture, when it is
+        one line set like a heading (at least HEADING_SIZE_RATIO x the body size, or bold and not
+        smaller), its text is not repeated on another page (running headers are), and body text
+        (a paragraph or list item) follows right below it. It becomes a SECTION_HEADER
+        (``metadata["relabeled_from"] = "PAGE_HEADER"``, native label kept)."""
+        styles = {id(n): n.metadata.pop(_FURNITURE_STYLE_KEY, None) for n in self.elements}
+        if not self.body_sizes:
+            return
+        body = self.body_sizes.most_common(1)[0][0]
+        repeats: dict[str, set[int]] = {}
+        by_page: dict[int, list[ParsingResult]] = {}
+        for n in self.elements:
+            if not n.geom:
+                continue
+            if n.type in _FURNITURE:
+                repeats.setdefault(_running_text(n.content), set()).add(n.geom[0].page)
+            if n.type != T.FIGURE and n.content.strip():
+                by_page.setdefault(n.geom[0].page, []).append(n)
+        for nodes in by_page.values():
+            if len(nodes) < 2 or nodes[0].type != T.PAGE_HEADER:
+                continue
+            first, after = nodes[0], nodes[1]
+            style = styles.get(id(first))
+            if style is None or after.type not in (T.PARAGRAPH, T.LIST_ITEM):
+                continue
+            size, caps, bold = style
+            if not (size >= HEADING_SIZE_RATIO * body or (bold and size >= body)):
+                continue
+            if len(repeats.get(_running_text(first.content), ())) > 1 or len(first.geom[0].spans) != 1:
+                continue
+            box, below = first.geom[0], after.geom[0]
+            height = box.bottom - box.top
+            if not (box.bottom - 0.5 * height <= below.top <= box.bottom + 2.5 * height):
+                continue
+            first.type = T.SECTION_HEADER
+            first.metadata["relabeled_from"] = T.PAGE_HEADER.value
+            first.metadata["font_size"], first.metadata["font_bold"] = size, bold
+

@@ -1,0 +1,208 @@
+"""The LlamaIndex adapter in the framework's own pipelines with real stores (issue 9's "done when"):
+IngestionPipeline with docstore + cache + UPSERTS + worker processes into Chroma, VectorStoreIndex on
+a persisted llama-index-vector-stores-chroma store, CitationQueryEngine citation chunks, the default
+splitter over the reader's Documents, and chunk ids without collisions across sources and configs.
+No stored node, cache entry or relationship may contain the parse tree."""
+
+from __future__ import annotations
+
+import importlib.util
+import warnings
+from pathlib import Path
+
+import chromadb
+import pytest
+from llama_index.core import StorageContext, VectorStoreIndex
+from llama_index.core.ingestion import DocstoreStrategy, IngestionCache, IngestionPipeline
+from llama_index.core.llms import MockLLM
+from llama_index.core.query_engine import CitationQueryEngine
+from llama_index.core.schema import Document
+from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from grounded.io.chunk_metadata import GroundingWarning, boxes_from_metadata
+from grounded.parsers.cache import ParseCache, clear_memory
+from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
+from tests.support.adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
+from tests.support.data import REPO, shared
+from tests.support.pdf_builders import make_pdf
+
+#: the parse tree's fingerprints in any serialized form (lossless JSON, compressed, metadata key)
+TREE_MARKERS = (b"grounded.parsing_result", b'"z2:', b'"grounded_tree"', b"char_x")
+CONFIGS = [
+    {"strategy": "recursive", "max_tokens": 256},
+    {"strategy": "recursive", "max_tokens": 128},
+    {"strategy": "fixed", "max_tokens": 96, "overlap": 16},
+    {"strategy": "hierarchical", "max_tokens": 200},
+]
+
+
+def assert_no_tree_under(folder: Path) -> None:
+    files = [f for f in folder.rglob("*") if f.is_file()]
+    assert files
+    for f in files:
+        data = f.read_bytes()
+        for marker in TREE_MARKERS:
+            assert marker not in data, f"{f} contains {marker!r}"
+
+
+@pytest.fixture(scope="module")
+def pdf() -> Path:
+    return shared("long", "cermine_web_example3_clinsci.pdf")
+
+
+@pytest.fixture(scope="module")
+def documents(pdf) -> list[Document]:
+    return GroundedPDFReader().load_data(pdf)
+
+
+@pytest.fixture(scope="module")
+def embed_model() -> MiniLMEmbedding:
+    return MiniLMEmbedding()
+
+
+@pytest.fixture(scope="module")
+def made_pdf(tmp_path_factory) -> Path:
+    return make_pdf(tmp_path_factory.mktemp("made") / "renal_guide.pdf", pages=2)
+
+
+def test_no_id_collisions_across_sources_configurations_and_batches(documents, made_pdf):
+    made = GroundedPDFReader().load_data(made_pdf)
+    twins = [Document(text="Monitor potassium and creatinine weekly. " * 60, id_=f"note-{k}.txt") for k in "ab"]
+    sources = [documents, made, twins]
+    all_ids: list[str] = []
+    for config in CONFIGS:
+        parser = GroundedNodeParser(**config)
+        batch = [n.node_id for docs in sources for n in parser.get_nodes_from_documents(docs)]
+        together = [n.node_id for n in parser.get_nodes_from_documents([*documents, *made, *twins])]
+        interleaved = [n.node_id for n in parser.get_nodes_from_documents([twins[1], *made, twins[0], *documents])]
+        assert sorted(batch) == sorted(together) == sorted(interleaved)  # ids do not depend on the batching
+        all_ids += batch
+    assert len(all_ids) == len(set(all_ids)), f"{len(all_ids) - len(set(all_ids))} colliding ids"
+
+
+def test_tree_resolution_after_a_cache_miss(tmp_path, monkeypatch):
+    monkeypatch.setenv("GROUNDED_CACHE_DIR", str(tmp_path / "cache"))
+    pdf = make_pdf(tmp_path / "guide.pdf", pages=2)
+    docs = GroundedPDFReader().load_data(pdf)
+    ref = docs[0].metadata["grounded_tree_ref"]
+    expected = [n.metadata["boxes"] for n in GroundedNodeParser(max_tokens=40).get_nodes_from_documents(docs)]
+    # another process (or a wiped cache): re-parsed from the unchanged PDF, same boxes
+    ParseCache().remove(ref)
+    clear_memory()
+    again = GroundedNodeParser(max_tokens=40).get_nodes_from_documents(docs)
+    assert [n.metadata["boxes"] for n in again] == expected
+    # the PDF was replaced: the Document no longer describes it; text is still chunked, without boxes
+    ParseCache().remove(ref)
+    clear_memory()
+    make_pdf(pdf, pages=2, words="sodium")
+    with pytest.warns(GroundingWarning, match="neither cached nor re-parseable"):
+        stale = GroundedNodeParser(max_tokens=40).get_nodes_from_documents(docs)
+    assert stale and all(boxes_from_metadata(n.metadata) == [] for n in stale)
+
+
+@pytest.mark.slow
+def test_ingestion_pipeline_upserts_into_chroma_with_workers(tmp_path, monkeypatch, embed_model):
+    monkeypatch.setenv("GROUNDED_CACHE_DIR", str(tmp_path / "cache"))  # the spawned workers read it too
+    pdf_a = make_pdf(tmp_path / "a.pdf", pages=3, words="clearance")
+    pdf_b = make_pdf(tmp_path / "b.pdf", pages=2, words="potassium")
+    reader = GroundedPDFReader()
+    client = chromadb.PersistentClient(path=str(tmp_path / "chroma"))
+    store = ChromaVectorStore(chroma_collection=client.get_or_create_collection("guides"))
+    parser = GroundedNodeParser(max_tokens=48)
+
+    def pipeline() -> IngestionPipeline:
+        p = IngestionPipeline(
+            transformations=[parser, embed_model],
+            vector_store=store,
+            docstore=SimpleDocumentStore(),
+            cache=IngestionCache(),
+            docstore_strategy=DocstoreStrategy.UPSERTS,
+        )
+        if (tmp_path / "pipeline").exists():
+            p.load(str(tmp_path / "pipeline"))
+        return p
+
+    first_docs = reader.load_data([pdf_a, pdf_b])
+    first = pipeline()
+    nodes = first.run(documents=first_docs, num_workers=2)
+    first.persist(str(tmp_path / "pipeline"))
+    assert sorted(store._collection.get()["ids"]) == sorted(n.node_id for n in nodes)
+    old_a = {n.node_id for n in parser.get_nodes_from_documents(first_docs[:1])}
+    keep_b = {n.node_id for n in parser.get_nodes_from_documents(first_docs[1:])}
+    # the PDF at the same path is rewritten: same Document id, new content -> its old nodes go
+    make_pdf(pdf_a, pages=2, words="sodium")
+    second_docs = reader.load_data([pdf_a, pdf_b])
+    assert [d.doc_id for d in second_docs] == [d.doc_id for d in first_docs]
+    assert second_docs[0].hash != first_docs[0].hash and second_docs[1].hash == first_docs[1].hash
+    second = pipeline()
+    second.run(documents=second_docs, num_workers=2)
+    second.persist(str(tmp_path / "pipeline"))
+    new_a = {n.node_id for n in parser.get_nodes_from_documents(second_docs[:1])}
+    stored = set(store._collection.get()["ids"])
+    assert stored == new_a | keep_b and not stored & (old_a - new_a)
+    # nothing persisted holds the tree: docstore, ingestion cache, Chroma's files
+    assert_no_tree_under(tmp_path / "pipeline")
+    assert_no_tree_under(tmp_path / "chroma")
+
+
+@pytest.mark.slow
+def test_vector_store_index_on_persisted_chroma_and_citation_query_engine(documents, embed_model, pdf, tmp_path):
+    path = str(tmp_path / "chroma")
+    store = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=path).get_or_create_collection("clinsci"))
+    VectorStoreIndex.from_documents(
+        documents,
+        storage_context=StorageContext.from_defaults(vector_store=store),
+        transformations=[GroundedNodeParser(strategy="recursive", max_tokens=256)],
+        embed_model=embed_model,
+    )
+    assert_no_tree_under(tmp_path / "chroma")
+    # a fresh client on the persisted store: retrieval gives nodes whose boxes show their text
+    reopened = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=path).get_collection("clinsci"))
+    index = VectorStoreIndex.from_vector_store(reopened, embed_model=embed_model)
+    hits = index.as_retriever(similarity_top_k=4).retrieve(QUESTION)
+    assert any(ANSWER_MARK in h.node.text for h in hits)
+    for hit in hits:
+        assert_boxes_show_body(pdf, node_boxes(hit), hit.node.text)
+    # citation chunks are parts of the retrieved nodes: each gets the boxes of its own text
+    engine = CitationQueryEngine.from_args(index, llm=MockLLM(), citation_chunk_size=64, similarity_top_k=3)
+    response = engine.query(QUESTION)
+    citations = response.source_nodes
+    assert len(citations) > 3
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GroundingWarning)
+        for citation in citations:
+            text = citation.node.get_content().split("\n", 1)[1]  # "Source N:\n<chunk>\n"
+            boxes = node_boxes(citation)
+            assert_boxes_show_body(pdf, boxes, text)
+            assert boxes != boxes_from_metadata(citation.node.metadata)  # never the whole parent's
+    with pytest.warns(GroundingWarning):  # the copied metadata alone is refused for a citation chunk
+        assert boxes_from_metadata(citations[0].node.metadata, text=citations[0].node.text) == []
+
+
+@pytest.mark.slow
+def test_default_splitter_index_over_reader_documents_stores_no_tree(documents, embed_model, pdf, tmp_path):
+    index = VectorStoreIndex.from_documents(documents, embed_model=embed_model)
+    index.storage_context.persist(str(tmp_path / "storage"))
+    assert_no_tree_under(tmp_path / "storage")
+    size = sum(f.stat().st_size for f in (tmp_path / "storage").rglob("*") if f.is_file())
+    assert size < 2_000_000, size
+    node = index.as_retriever(similarity_top_k=1).retrieve(QUESTION)[0]
+    assert_boxes_show_body(pdf, node_boxes(node), node.node.text)  # located in the tree by its text
+
+
+def test_store_sizes_meet_the_issue_budget(documents, tmp_path):
+    """benchmarks/adapter_store_size.py on the clinsci PDF (vectors of zeros: sizes, not retrieval):
+    median node JSON <= 6 KB, LlamaIndex Chroma <= 1.5x LangChain Chroma, no tree anywhere."""
+    spec = importlib.util.spec_from_file_location("adapter_store_size", REPO / "benchmarks" / "adapter_store_size.py")
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    table = {}
+    for line in bench.run(shared("long", "cermine_web_example3_clinsci.pdf"), "zeros", tmp_path):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 3:
+            table[cells[0]] = cells[1]
+    assert float(table["median `len(node.to_json())`"].split()[0]) <= 6.0
+    assert float(table["LlamaIndex / LangChain Chroma"].rstrip("x")) <= 1.5
+    assert table["files or nodes containing the parse tree"] == "0"
