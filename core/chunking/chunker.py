@@ -18,7 +18,7 @@ from ..model.elements import ParsingResultType as T
 from ..text.assembly import BOX_MODES, ChunkAssembler
 from ..text.bound import enforce_bound
 from ..text.ids import source_key as _source_key
-from ..text.ids import stable_hash
+from ..text.ids import class_identity, stable_hash
 from ..text.stream import TokenStream, build_stream, document_text
 from ..text.tokenizer import Tokenizer, load_tokenizer
 from .base import ChunkingStrategy, strategy_class
@@ -90,7 +90,7 @@ class Chunker:
         cls = type(strategy)
         config: dict[str, Any] = {
             "strategy": strategy.name,
-            "strategy_class": f"{cls.__module__}.{cls.__qualname__}",
+            "strategy_class": class_identity(cls),
             "parameters": strategy.params(),
             "tokenizer": _tokenizer_identity(self.tokenizer),
             "box_mode": self.box_mode,
@@ -185,7 +185,7 @@ def _callable_identity(fn: Any) -> str:
 def _tokenizer_identity(tokenizer: Tokenizer) -> dict[str, Any]:
     """Name, kind and - where the tokenizer can be serialized - a hash of its vocabulary/config,
     so two tokenizer.json files at one path (or one vocabulary under two names) are told apart."""
-    identity: dict[str, Any] = {**tokenizer.describe(), "class": f"{type(tokenizer).__module__}.{type(tokenizer).__qualname__}"}
+    identity: dict[str, Any] = {**tokenizer.describe(), "class": class_identity(type(tokenizer))}
     inner = getattr(tokenizer, "_tok", None)
     to_str = getattr(inner, "to_str", None)
     if callable(to_str):

@@ -76,6 +76,9 @@ class LLMStrategy(PieceStrategy):
     ``retries`` (re-asks after an invalid answer, default 1), ``retry`` / ``sleep`` (backoff of
     failed calls, :class:`~grounded.llm.RetryPolicy`)."""
 
+    #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
+    IDENTITY = "grounded.chunking.strategies.llm.LLMStrategy"
+
     name = "llm"
     piece_kind = "split"
     supports_overlap = False

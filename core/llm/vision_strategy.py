@@ -26,6 +26,9 @@ class VisionStrategy(ChunkingStrategy):
     google-genai client), ``batch_size`` (4), ``dpi`` (150), ``pdf`` (path/bytes when the tree has no
     readable source), ``password``, ``retry`` (:class:`~grounded.runtime.cloud.RetryPolicy`), ``sleep``."""
 
+    #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
+    IDENTITY = "grounded.chunking.strategies.vision.VisionStrategy"
+
     name = "vision"
     supports_overlap = False  # the model's chunks do not overlap (checked by the base class where it knows this flag)
 

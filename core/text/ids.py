@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["chunk_id", "source_key", "text_key", "stable_hash"]
+__all__ = ["chunk_id", "source_key", "text_key", "stable_hash", "class_identity"]
 
 
 def stable_hash(value: Any, length: int = 64) -> str:
@@ -31,6 +31,15 @@ def stable_hash(value: Any, length: int = 64) -> str:
     (unlike ``hash()``); non-JSON values are written with ``repr``."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=repr)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def class_identity(cls: type) -> str:
+    """The name a class goes by in configuration fingerprints (and so in chunk ids): its
+    ``IDENTITY`` attribute when it declares one, else ``module.qualname``. grounded's own classes that
+    moved between modules declare the path they had when ids were first issued, so moving code never
+    changes the ids of the chunks it makes."""
+    identity = cls.__dict__.get("IDENTITY")
+    return identity if isinstance(identity, str) else f"{cls.__module__}.{cls.__qualname__}"
 
 
 def text_key(text: str, *, name: str = "") -> str:

@@ -79,6 +79,9 @@ class Tokenizer(ABC):
 class HFTokenizer(Tokenizer):
     """A Hugging Face ``tokenizers.Tokenizer`` (fast, Rust, batch-parallel)."""
 
+    #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
+    IDENTITY = "grounded.chunking.tokenizer.HFTokenizer"
+
     def __init__(self, tokenizer: Any, name: str = "huggingface", *, copy: bool = True):
         # the chunker needs every token of arbitrarily long texts: work on a copy without padding/truncation
         from tokenizers import Tokenizer as _Tok
@@ -113,6 +116,9 @@ class HFTokenizer(Tokenizer):
 class TiktokenTokenizer(Tokenizer):
     """A tiktoken-compatible encoding (``encode`` + ``decode_single_token_bytes``); offsets are
     derived from the UTF-8 byte length of every token, so they are exact character offsets."""
+
+    #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
+    IDENTITY = "grounded.chunking.tokenizer.TiktokenTokenizer"
 
     def __init__(self, encoding: Any, name: str | None = None):
         self._enc = encoding
@@ -157,6 +163,9 @@ class CallableTokenizer(Tokenizer):
 
     String tokens are located left to right in the text (ids are running indices); spans are
     used as given (ids = span index)."""
+
+    #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
+    IDENTITY = "grounded.chunking.tokenizer.CallableTokenizer"
 
     def __init__(self, fn: Callable[[str], Sequence[Any]], name: str | None = None):
         self._fn = fn

@@ -138,3 +138,17 @@ def test_chunk_id_is_injective_over_spans(spans, key):
     assert len(ids) == len(spans)
     assert chunk_id(key, "f" * 64, *spans[0]) != chunk_id(key, "e" * 64, *spans[0])
     assert chunk_id(key, "f" * 64, *spans[0]) != chunk_id(key + "x", "f" * 64, *spans[0])
+
+
+
+@pytest.mark.parametrize(
+    ("strategy", "max_tokens", "overlap", "frozen"),
+    [("fixed", 128, 0.2, "637490117d0a-2bd7cd2d49-0-447"), ("recursive", 512, 0.2, "637490117d0a-6911f1c47e-0-1791"),
+     ("hierarchical", 128, 0, "637490117d0a-799e7db138-0-447")],
+)
+def test_chunk_ids_do_not_move_with_the_code(strategy, max_tokens, overlap, frozen):
+    """Chunk ids are frozen: these are the ids grounded issued before its modules moved into layers
+    (issue 20); moving or renaming a module (a tokenizer or strategy class included) must not change
+    them (text.ids.class_identity)."""
+    root = text_tree("Renal dosing. " * 200)
+    assert Chunker(strategy, max_tokens=max_tokens, overlap=overlap).chunk(root).chunks[0].id == frozen
