@@ -17,8 +17,8 @@ from ..model.elements import ParsingResult
 from ..model.elements import ParsingResultType as T
 from ..text.assembly import BOX_MODES, ChunkAssembler
 from ..text.bound import enforce_bound
-from ..text.ids import source_key as _source_key
 from ..text.ids import class_identity, stable_hash
+from ..text.ids import source_key as _source_key
 from ..text.stream import TokenStream, build_stream, document_text
 from ..text.tokenizer import Tokenizer, load_tokenizer
 from .base import ChunkingStrategy, strategy_class
