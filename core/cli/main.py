@@ -1,4 +1,4 @@
-"""``grounded`` command line: parse, chunk, ground, highlight, eval, demo.
+"""``grounded`` command line: parse, chunk, ground, highlight, eval, ingest, search, view, demo.
 
 Each sub-command lives beside the code it drives (``grounded.<area>.cli``) and registers itself
 through ``register(subparsers)``; the handler it sets returns an exit code. Any
@@ -34,6 +34,8 @@ COMMAND_MODULES = [
     "grounded.cli.ground",
     "grounded.cli.highlight",
     "grounded.cli.ingest",
+    "grounded.cli.search",
+    "grounded.cli.view",
     "grounded.cli.demo",
 ]
 #: the evaluation lab (``grounded eval``): its command module, the packages of its extra and the

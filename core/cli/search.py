@@ -1,0 +1,64 @@
+"""``grounded search OUT "QUESTION" -k K [--mode hybrid|vector|text] [--json] [--render DIR]``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from ..search.engine import DEFAULT_MODE, MODES
+
+    p = sub.add_parser(
+        "search",
+        help="search an ingest output (hybrid BM25 + vector) and print the hits with their boxes",
+        description=(
+            "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). hybrid (default) fuses the "
+            "full-text (BM25) and the vector (all-MiniLM-L6-v2, offline) rankings by reciprocal rank (K=60); vector "
+            "and text run one of them. Each hit: rank, score, chunk id, source PDF + sha256, configuration "
+            "fingerprint, pages, line boxes, heading path, text. Nothing is written into OUT."
+        ),
+    )
+    p.add_argument("out", type=Path, metavar="OUT", help="output folder of `grounded ingest ... --sink lancedb`")
+    p.add_argument("question", help="the question (quote it)")
+    p.add_argument("-k", type=int, default=5, help="number of hits (default: 5)")
+    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
+    p.add_argument("--config", default=None, metavar="FINGERPRINT",
+                   help="the ingest configuration to search when OUT holds several (a fingerprint or a unique prefix)")
+    p.add_argument("--json", action="store_true", help="one JSON object per hit per line (with all boxes and spans)")
+    p.add_argument("--render", type=Path, default=None, metavar="DIR",
+                   help="also write DIR/<rank>-<chunk id>-p<page>.png: each hit's pages with its line boxes drawn")
+    p.add_argument("--dpi", type=int, default=110, help="resolution of --render images (default: 110)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import UsageError
+    from ..search.engine import search
+    from ..search.sources import render_hits
+
+    if args.k < 1:
+        raise UsageError(f"-k must be >= 1, got {args.k}")
+    if not 1 <= args.dpi <= 600:
+        raise UsageError(f"--dpi must be in 1..600, got {args.dpi}")
+    hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config)
+    images = render_hits(hits, args.render, dpi=args.dpi, keep_out_of=args.out) if args.render is not None else []
+    out = sys.stdout
+    for hit in hits:
+        if args.json:
+            out.write(json.dumps(hit.to_dict(), ensure_ascii=False) + "\n")
+            continue
+        where = " > ".join(hit.heading_path)
+        pages = ",".join(map(str, hit.pages))
+        out.write(f"{hit.rank}. {hit.score:.4f}  {Path(hit.source_path).name} p.{pages}  {hit.chunk_id}\n")
+        if where:
+            out.write(f"   {where}\n")
+        preview = " ".join(hit.body.split())
+        out.write(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}\n")
+    if not hits:
+        print(f"grounded search: no hits in {args.out}", file=sys.stderr)
+    if images:
+        print(f"grounded search: {len(images)} image(s) -> {args.render}", file=sys.stderr)
+    return 0

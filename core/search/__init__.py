@@ -1,0 +1,56 @@
+"""Search an ingest output (``grounded ingest --sink lancedb``): hybrid BM25 + vector retrieval with
+exact source boxes.
+
+``grounded.search.search(out, question, k=5, mode="hybrid") -> list[Hit]``; each :class:`Hit`
+carries the chunk id, score, source path + sha256, configuration fingerprint, pages, boxes with
+line spans, heading path and text. ``render_hits`` draws them on their pages (PNG);
+``source_pdf`` reads a hit's PDF after checking it is the one indexed. See
+:mod:`grounded.search.engine` for the modes and the fusion.
+"""
+
+from __future__ import annotations
+
+from .engine import DEFAULT_MODE, MODES, Mode, candidates, query_embedder, search
+from .errors import (
+    ChunkNotInIndexError,
+    EmptyQueryError,
+    IndexNotFoundError,
+    MixedConfigurationsError,
+    NoEmbeddingsError,
+    NotAnIndexError,
+    NoTextIndexError,
+    SearchError,
+    SourceChangedError,
+)
+from .fusion import RRF_K, reciprocal_rank_fusion
+from .hit import Hit, HitBox, Span, hit_chunk, hit_from_row
+from .index import SearchIndex
+from .sources import render_hits, source_pdf
+
+__all__ = [
+    "search",
+    "Hit",
+    "HitBox",
+    "Span",
+    "Mode",
+    "MODES",
+    "DEFAULT_MODE",
+    "RRF_K",
+    "SearchIndex",
+    "candidates",
+    "query_embedder",
+    "reciprocal_rank_fusion",
+    "hit_chunk",
+    "hit_from_row",
+    "render_hits",
+    "source_pdf",
+    "SearchError",
+    "IndexNotFoundError",
+    "NotAnIndexError",
+    "NoEmbeddingsError",
+    "NoTextIndexError",
+    "MixedConfigurationsError",
+    "EmptyQueryError",
+    "ChunkNotInIndexError",
+    "SourceChangedError",
+]

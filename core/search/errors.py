@@ -1,0 +1,55 @@
+"""What ``grounded search`` / ``grounded view`` refuse, as typed errors naming the folder and the fix."""
+
+from __future__ import annotations
+
+from ..errors import GroundedError, InputError, InputNotFoundError
+
+__all__ = [
+    "SearchError",
+    "IndexNotFoundError",
+    "NotAnIndexError",
+    "NoEmbeddingsError",
+    "NoTextIndexError",
+    "MixedConfigurationsError",
+    "EmptyQueryError",
+    "ChunkNotInIndexError",
+    "SourceChangedError",
+]
+
+
+class SearchError(GroundedError):
+    """Base of the errors of :mod:`grounded.search`."""
+
+
+class IndexNotFoundError(SearchError, InputNotFoundError):
+    """The ingest output folder ``OUT`` does not exist."""
+
+
+class NotAnIndexError(SearchError, InputError):
+    """``OUT`` exists but holds no searchable ingest output (no ``OUT/lancedb`` table ``chunks``, or a
+    table without the columns ``grounded ingest`` writes)."""
+
+
+class NoEmbeddingsError(SearchError, InputError):
+    """Vector or hybrid search on an output ingested without ``--embed minilm`` (no vector column),
+    or with vectors of another size than the MiniLM query embedding."""
+
+
+class NoTextIndexError(SearchError, InputError):
+    """Text or hybrid search on a table without a full-text (BM25) index."""
+
+
+class MixedConfigurationsError(SearchError, InputError):
+    """The table holds rows of several ingest configurations and none was chosen (``config=``)."""
+
+
+class EmptyQueryError(SearchError, ValueError):
+    """The question is empty or only whitespace."""
+
+
+class ChunkNotInIndexError(SearchError, InputError):
+    """No row of the table has this chunk id."""
+
+
+class SourceChangedError(SearchError, InputError):
+    """The indexed PDF is missing or its bytes are not the ones the rows were made from (sha256)."""

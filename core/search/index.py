@@ -1,0 +1,156 @@
+"""An ingest output opened for reading: ``OUT/lancedb``, table ``chunks`` (``grounded ingest --sink lancedb``).
+
+Nothing here writes: the table is opened read-only in spirit (only queries run; no index is built,
+no version is created). Every query sees the table's latest committed version
+(``read_consistency_interval=0``), so a re-ingest while a viewer runs is never served stale.
+
+The columns are found, not assumed: the vector column is the first of ``vector`` / ``embedding``
+stored as a fixed-size float list (a variable-length ``embedding`` list cannot be searched by
+LanceDB and counts as "no embeddings"); the full-text column is the one that carries an FTS index.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from ..errors import BackendUnavailableError
+from .errors import IndexNotFoundError, MixedConfigurationsError, NotAnIndexError
+from .hit import ROW_COLUMNS
+
+__all__ = ["SearchIndex", "TABLE", "sql_string"]
+
+#: the table ``grounded ingest --sink lancedb`` writes in ``OUT/lancedb``
+TABLE = "chunks"
+#: vector column candidates, in order of preference
+VECTOR_COLUMNS = ("vector", "embedding")
+
+
+def sql_string(value: str) -> str:
+    """``value`` as a SQL string literal for a LanceDB filter (quotes doubled)."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _lancedb() -> Any:
+    try:
+        import lancedb
+    except ImportError as exc:
+        raise BackendUnavailableError("grounded search", "lancedb", "lancedb") from exc
+    return lancedb
+
+
+class SearchIndex:
+    """``OUT`` of ``grounded ingest --sink lancedb``, validated and opened.
+
+    Raises :class:`~grounded.search.errors.IndexNotFoundError` when ``out`` does not exist and
+    :class:`~grounded.search.errors.NotAnIndexError` when it holds no chunks table (the cause says
+    which command makes one). Thread-safe for concurrent queries (the viewer's threads share one).
+    """
+
+    def __init__(self, out: str | Path) -> None:
+        self.out = Path(out)
+        if not self.out.exists():
+            raise IndexNotFoundError(self.out, "no such folder (the output folder of `grounded ingest`)")
+        if not self.out.is_dir():
+            raise NotAnIndexError(self.out, "not a folder; pass the output folder of `grounded ingest -o OUT`")
+        db_path = self.out / "lancedb"
+        if not (db_path / f"{TABLE}.lance").is_dir():
+            hint = ("it has Parquet parts but no LanceDB table" if (self.out / "chunks").is_dir()
+                    else "not an ingest output folder")
+            raise NotAnIndexError(
+                self.out, f"{hint}: run `grounded ingest PDFS -o {self.out} --embed minilm --sink lancedb` first"
+            )
+        lancedb = _lancedb()
+        try:
+            db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
+            self.table = db.open_table(TABLE)
+            schema = self.table.schema
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise NotAnIndexError(db_path, f"cannot open the LanceDB table {TABLE!r}: {' '.join(str(exc).split())}") from exc
+        missing = [c for c in ROW_COLUMNS if c not in schema.names]
+        if missing:
+            raise NotAnIndexError(db_path, f"table {TABLE!r} lacks the ingest columns {missing}; re-run `grounded ingest`")
+        self.vector_column, self.vector_dim = _vector_column(schema)
+        self._lock = threading.Lock()
+        self._cache_version: Any = None
+        self._configs: dict[str, int] = {}
+        self._sources: dict[str, str] = {}
+
+    # -- what the table holds (cached per table version) --------------------------------------
+    def text_column(self) -> str | None:
+        """The column with a full-text index (``text`` preferred), or None."""
+        columns = [c for ix in self.table.list_indices() if str(ix.index_type).upper() == "FTS" for c in ix.columns]
+        return "text" if "text" in columns else (columns[0] if columns else None)
+
+    def _refresh(self) -> None:
+        version = self.table.version
+        with self._lock:
+            if version == self._cache_version:
+                return
+            import pyarrow.compute as pc
+
+            data = self.table.search().select(["config_fingerprint", "source_path", "source_sha256"]).limit(None).to_arrow()
+            counts = pc.value_counts(data.column("config_fingerprint")).to_pylist()
+            self._configs = {str(c["values"]): int(c["counts"]) for c in counts}
+            pairs = data.select(["source_path", "source_sha256"]).group_by(["source_path", "source_sha256"]).aggregate([])
+            self._sources = dict(zip(pairs.column("source_path").to_pylist(), pairs.column("source_sha256").to_pylist()))
+            self._cache_version = version
+
+    def configs(self) -> dict[str, int]:
+        """Configuration fingerprint -> number of rows."""
+        self._refresh()
+        return dict(self._configs)
+
+    def sources(self) -> Mapping[str, str]:
+        """The indexed PDFs: source path (as ingest recorded it) -> sha256 of the bytes indexed."""
+        self._refresh()
+        return dict(self._sources)
+
+    def choose_config(self, config: str | None) -> str | None:
+        """The configuration a search is restricted to: ``config`` (a fingerprint or a unique prefix
+        of one), else the table's only configuration; None for an empty table. A table of several
+        configurations without ``config`` raises :class:`MixedConfigurationsError`."""
+        configs = self.configs()
+        if config:
+            matches = [c for c in configs if c.startswith(config)]
+            if len(matches) != 1:
+                known = ", ".join(c[:16] for c in configs) or "none"
+                what = "matches no" if not matches else "matches more than one"
+                raise MixedConfigurationsError(self.out, f"config {config!r} {what} configuration of the index ({known})")
+            return matches[0]
+        if len(configs) > 1:
+            listing = ", ".join(f"{c[:16]} ({n} rows)" for c, n in sorted(configs.items()))
+            raise MixedConfigurationsError(
+                self.out, f"the index holds rows of {len(configs)} ingest configurations ({listing}); "
+                "choose one with --config FINGERPRINT (a search never mixes configurations)"
+            )
+        return next(iter(configs), None)
+
+    def row(self, chunk_id: str) -> dict[str, Any] | None:
+        """The row of ``chunk_id`` (the columns of a hit), or None."""
+        rows = (self.table.search().where(f"chunk_id = {sql_string(chunk_id)}")
+                .select(list(ROW_COLUMNS)).limit(1).to_list())
+        return rows[0] if rows else None
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Errors of LanceDB while querying as :class:`NotAnIndexError` naming the table."""
+        try:
+            yield
+        except (OSError, RuntimeError) as exc:
+            raise NotAnIndexError(self.out / "lancedb", f"query failed: {' '.join(str(exc).split())}") from exc
+
+
+def _vector_column(schema: Any) -> tuple[str | None, int | None]:
+    import pyarrow as pa
+
+    for name in VECTOR_COLUMNS:
+        if name in schema.names:
+            kind = schema.field(name).type
+            if pa.types.is_fixed_size_list(kind) and pa.types.is_floating(kind.value_type):
+                return name, int(kind.list_size)
+    return None, None

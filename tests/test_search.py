@@ -1,0 +1,225 @@
+"""``grounded search``: hybrid / vector / BM25 retrieval over a real ingest output, typed hits with
+boxes, ``--json`` and ``--render``, and the typed refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from grounded.attribution import highlight
+from grounded.cli import main
+from grounded.errors import OutputError
+from grounded.search import (
+    RRF_K,
+    EmptyQueryError,
+    IndexNotFoundError,
+    MixedConfigurationsError,
+    NoEmbeddingsError,
+    NotAnIndexError,
+    NoTextIndexError,
+    SearchIndex,
+    SourceChangedError,
+    hit_chunk,
+    reciprocal_rank_fusion,
+    render_hits,
+    search,
+)
+
+from .conftest import REPO
+from .search_index import (
+    ANSWER_PAGE,
+    ENV,
+    QUESTION,
+    build_guideline_index,
+    derived_index,
+    highlight_coverage,
+    png_pixels,
+    sha256,
+    span_rects,
+    table_rows,
+    tree_state,
+)
+
+
+@pytest.fixture(scope="module")
+def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_guideline_index(tmp_path_factory.mktemp("search"))
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "grounded.cli", "search", *args], cwd=REPO, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_cli_json_puts_the_page_4_answer_first_with_boxes(out: Path) -> None:
+    before = tree_state(out)
+    done = _cli(str(out), QUESTION, "-k", "3", "--json")
+    assert done.returncode == 0, done.stderr
+    hits = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(hits) == 3 and [h["rank"] for h in hits] == [1, 2, 3]
+    first = hits[0]
+    assert first["pages"] == [ANSWER_PAGE] and first["mode"] == "hybrid"
+    assert "Triple-negative" in first["text"] and "Capecitabine" in first["text"]
+    assert first["heading_path"][-1] == "4.3 Chemotherapy and targeted therapy"
+    pdf = Path(first["source_path"])
+    assert pdf.name == "guideline.pdf" and first["source_sha256"] == sha256(pdf)
+    assert first["boxes"] and all(b["page"] == ANSWER_PAGE and b["spans"] for b in first["boxes"])
+    span = first["boxes"][0]["spans"][0]
+    assert 0 <= span["left"] < span["right"] <= 1 and 0 <= span["top"] < span["bottom"] <= 1
+    configs = {r["config_fingerprint"] for r in table_rows(out).to_pylist()}
+    assert {h["config"] for h in hits} == configs and len(configs) == 1
+    assert tree_state(out) == before  # searching never writes into OUT
+
+
+def test_modes_and_the_fusion(out: Path) -> None:
+    index = SearchIndex(out)
+    text = search(index, QUESTION, 5, mode="text")
+    vector = search(index, QUESTION, 5, mode="vector")
+    hybrid = search(index, QUESTION, 5, mode="hybrid")
+    assert text[0].pages == (ANSWER_PAGE,) and text[0].text_rank == 1 and text[0].vector_rank is None
+    assert [h.score for h in text] == sorted((h.score for h in text), reverse=True) and text[0].score > 0
+    assert [h.score for h in vector] == sorted((h.score for h in vector), reverse=True)
+    assert all(-1.0 <= h.score <= 1.0 and h.vector_rank == h.rank for h in vector)
+    # the hybrid score is the documented RRF of the ranks each list gave
+    for h in hybrid:
+        expected = sum(1.0 / (RRF_K + r) for r in (h.text_rank, h.vector_rank) if r is not None)
+        assert h.score == pytest.approx(expected)
+    assert hybrid[0].pages == (ANSWER_PAGE,)
+    assert [h.chunk_id for h in hybrid] != [h.chunk_id for h in vector]  # the full-text list changed the order
+
+
+def test_reciprocal_rank_fusion_constructed_cases() -> None:
+    fused = dict(reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]], k=60))
+    assert fused["b"] == pytest.approx(2 / 62) and fused["a"] == pytest.approx(1 / 61)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61) and fused["d"] == pytest.approx(1 / 63)
+    order = [i for i, _ in reciprocal_rank_fusion([["a", "b", "c"], ["c", "b", "d"]])]
+    assert order == ["c", "b", "a", "d"]  # c: 1/61 + 1/63 = 0.032266 > b: 2/62 = 0.032258 > a > d
+    # ties are broken by the best rank reached, then by the list order: deterministic
+    assert [i for i, _ in reciprocal_rank_fusion([["x", "y"], ["y", "x"]])] == ["x", "y"]
+    assert reciprocal_rank_fusion([["a", "a", "b"]]) == [("a", 1 / 61), ("b", 1 / 63)]  # a repeat counts once
+    assert reciprocal_rank_fusion([]) == [] and reciprocal_rank_fusion([[], []]) == []
+    with pytest.raises(ValueError):
+        reciprocal_rank_fusion([["a"]], k=-1)
+
+
+def test_render_draws_the_hit_on_its_page(out: Path, tmp_path: Path) -> None:
+    done = _cli(str(out), QUESTION, "-k", "1", "--json", "--render", str(tmp_path / "png"))
+    assert done.returncode == 0, done.stderr
+    hit = json.loads(done.stdout)
+    (image,) = sorted((tmp_path / "png").iterdir())
+    assert image.name == f"01-{hit['chunk_id']}-p{ANSWER_PAGE}.png"
+    pixels = png_pixels(image.read_bytes())
+    inside, outside = highlight_coverage(pixels, span_rects(hit["boxes"], ANSWER_PAGE, pixels.shape[1], pixels.shape[0]))
+    assert inside > 0.6 and outside < 0.01, (inside, outside)
+
+
+def test_hit_chunk_feeds_the_attribution_functions(out: Path) -> None:
+    import pymupdf
+
+    hit = search(out, QUESTION, 1)[0]
+    chunk = hit_chunk(hit)
+    assert chunk.id == hit.chunk_id and chunk.pages == list(hit.pages) and chunk.body == hit.body
+    assert [(b.page, b.left, b.top) for b in chunk.geom] == [(b.page, b.left, b.top) for b in hit.boxes]
+    assert sum(len(b.spans) for b in chunk.geom) == sum(len(b.spans) for b in hit.boxes) > 0
+    with pymupdf.open(stream=highlight(Path(hit.source_path), [chunk]), filetype="pdf") as doc:
+        titles = {a.info["title"] for a in doc[ANSWER_PAGE - 1].annots()}
+    assert hit.chunk_id in titles
+
+
+def test_typed_refusals(out: Path, tmp_path: Path) -> None:
+    with pytest.raises(IndexNotFoundError, match="no such folder"):
+        search(tmp_path / "missing", QUESTION)
+    (tmp_path / "pdfs").mkdir()
+    with pytest.raises(NotAnIndexError, match="--sink lancedb"):
+        search(tmp_path / "pdfs", QUESTION)
+    for blank in ("", "  \n"):
+        with pytest.raises(EmptyQueryError):
+            search(out, blank)
+    with pytest.raises(ValueError, match="mode"):
+        search(out, QUESTION, mode="fuzzy")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="k must be"):
+        search(out, QUESTION, 0)
+    with pytest.raises(OutputError, match="ingest output"):
+        render_hits(search(out, QUESTION, 1, mode="text"), out / "images", keep_out_of=out)
+    assert not (out / "images").exists()
+
+
+def test_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    cases = [
+        ([str(tmp_path / "missing"), QUESTION], "no such folder"),
+        ([str(out), "   "], "the question is empty"),
+        ([str(out), QUESTION, "-k", "0"], "-k must be >= 1"),
+        ([str(out), QUESTION, "--render", str(out / "x")], "refusing to write images into the ingest output"),
+    ]
+    for args, message in cases:
+        assert main(["search", *args]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+
+
+def test_no_embeddings_and_no_text_index(out: Path, tmp_path: Path) -> None:
+    rows = table_rows(out)
+    plain = derived_index(tmp_path / "plain", rows.drop_columns(["vector"]))  # = ingest --sink lancedb without --embed
+    with pytest.raises(NoEmbeddingsError, match="--embed minilm"):
+        search(plain, QUESTION, mode="vector")
+    with pytest.raises(NoEmbeddingsError):
+        search(plain, QUESTION)  # hybrid needs both
+    assert search(plain, QUESTION, 1, mode="text")[0].pages == (ANSWER_PAGE,)
+    unindexed = derived_index(tmp_path / "unindexed", rows, text_index=False)
+    with pytest.raises(NoTextIndexError, match="full-text index"):
+        search(unindexed, QUESTION, mode="text")
+    assert search(unindexed, QUESTION, 3, mode="vector")
+
+
+def test_embeddings_as_fixed_or_variable_lists(out: Path, tmp_path: Path) -> None:
+    rows = table_rows(out)
+    vectors = rows.column("vector")
+    fixed = rows.drop_columns(["vector", "embedding"]).append_column("embedding", vectors)
+    only_embedding = derived_index(tmp_path / "fixed", fixed)  # fixed-size `embedding`, no `vector` column
+    expected = [h.chunk_id for h in search(out, QUESTION, 5, mode="vector")]
+    assert [h.chunk_id for h in search(only_embedding, QUESTION, 5, mode="vector")] == expected
+    variable = derived_index(tmp_path / "variable", rows.drop_columns(["vector"]))  # the Parquet list<float>
+    with pytest.raises(NoEmbeddingsError):
+        search(variable, QUESTION, mode="vector")
+
+
+def test_two_configurations_are_never_mixed(out: Path, tmp_path: Path) -> None:
+    rows = table_rows(out)
+    other = rows.set_column(rows.schema.get_field_index("config_fingerprint"), "config_fingerprint",
+                            pa.array(["f" * 64] * rows.num_rows))
+    other = other.set_column(other.schema.get_field_index("chunk_id"), "chunk_id",
+                             pc.binary_join_element_wise(other.column("chunk_id"), pa.scalar("-other"), ""))
+    mixed = derived_index(tmp_path / "mixed", pa.concat_tables([rows, other]))
+    with pytest.raises(MixedConfigurationsError, match="2 ingest configurations"):
+        search(mixed, QUESTION)
+    original = rows.column("config_fingerprint")[0].as_py()
+    for config, suffix in ((original[:10], False), ("fff", True)):
+        hits = search(mixed, QUESTION, 10, config=config)
+        assert len(hits) == 10 and all(h.chunk_id.endswith("-other") is suffix for h in hits)
+    with pytest.raises(MixedConfigurationsError, match="matches no"):
+        search(mixed, QUESTION, config="0123")
+
+
+def test_a_changed_pdf_is_not_drawn_on(out: Path, tmp_path: Path) -> None:
+    rows = table_rows(out)
+    original = next(p for p in rows.column("source_path").to_pylist() if p.endswith("guideline.pdf"))
+    copy = tmp_path / "guideline.pdf"
+    copy.write_bytes(Path(original).read_bytes())
+    moved = rows.set_column(rows.schema.get_field_index("source_path"), "source_path",
+                            pc.replace_substring(rows.column("source_path"), original, str(copy)))
+    index = derived_index(tmp_path / "moved", moved)
+    hits = search(index, QUESTION, 1)
+    assert hits[0].source_path == str(copy)
+    assert render_hits(hits, tmp_path / "ok")  # the same bytes: drawn
+    copy.write_bytes(copy.read_bytes() + b"\n% a new version\n")
+    with pytest.raises(SourceChangedError, match="changed since it was indexed"):
+        render_hits(hits, tmp_path / "changed")
+    copy.unlink()
+    with pytest.raises(SourceChangedError, match="cannot be read"):
+        render_hits(hits, tmp_path / "gone")
