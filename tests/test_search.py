@@ -16,6 +16,7 @@ from grounded.attribution import highlight
 from grounded.cli import main
 from grounded.errors import OutputError
 from grounded.search import (
+    DEFAULT_MODE,
     RRF_K,
     EmptyQueryError,
     IndexNotFoundError,
@@ -64,7 +65,7 @@ def test_cli_json_puts_the_page_4_answer_first_with_boxes(out: Path) -> None:
     hits = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(hits) == 3 and [h["rank"] for h in hits] == [1, 2, 3]
     first = hits[0]
-    assert first["pages"] == [ANSWER_PAGE] and first["mode"] == "hybrid"
+    assert first["pages"] == [ANSWER_PAGE] and first["mode"] == DEFAULT_MODE
     assert "Triple-negative" in first["text"] and "Capecitabine" in first["text"]
     assert first["heading_path"][-1] == "4.3 Chemotherapy and targeted therapy"
     pdf = Path(first["source_path"])
@@ -122,7 +123,7 @@ def test_render_draws_the_hit_on_its_page(out: Path, tmp_path: Path) -> None:
 def test_hit_chunk_feeds_the_attribution_functions(out: Path) -> None:
     import pymupdf
 
-    hit = search(out, QUESTION, 1)[0]
+    hit = search(out, QUESTION, 1, mode="hybrid")[0]
     chunk = hit_chunk(hit)
     assert chunk.id == hit.chunk_id and chunk.pages == list(hit.pages) and chunk.body == hit.body
     assert [(b.page, b.left, b.top) for b in chunk.geom] == [(b.page, b.left, b.top) for b in hit.boxes]
@@ -169,8 +170,9 @@ def test_no_embeddings_and_no_text_index(out: Path, tmp_path: Path) -> None:
     with pytest.raises(NoEmbeddingsError, match="--embed minilm"):
         search(plain, QUESTION, mode="vector")
     with pytest.raises(NoEmbeddingsError):
-        search(plain, QUESTION)  # hybrid needs both
+        search(plain, QUESTION, mode="hybrid")  # hybrid needs both
     assert search(plain, QUESTION, 1, mode="text")[0].pages == (ANSWER_PAGE,)
+    assert search(plain, QUESTION, 1)[0].mode == DEFAULT_MODE == "text"  # the default needs no embeddings
     unindexed = derived_index(tmp_path / "unindexed", rows, text_index=False)
     with pytest.raises(NoTextIndexError, match="full-text index"):
         search(unindexed, QUESTION, mode="text")
@@ -196,8 +198,9 @@ def test_two_configurations_are_never_mixed(out: Path, tmp_path: Path) -> None:
     other = other.set_column(other.schema.get_field_index("chunk_id"), "chunk_id",
                              pc.binary_join_element_wise(other.column("chunk_id"), pa.scalar("-other"), ""))
     mixed = derived_index(tmp_path / "mixed", pa.concat_tables([rows, other]))
-    with pytest.raises(MixedConfigurationsError, match="2 ingest configurations"):
-        search(mixed, QUESTION)
+    for mode in ("hybrid", "vector", "text"):
+        with pytest.raises(MixedConfigurationsError, match="2 ingest configurations"):
+            search(mixed, QUESTION, mode=mode)
     original = rows.column("config_fingerprint")[0].as_py()
     for config, suffix in ((original[:10], False), ("fff", True)):
         hits = search(mixed, QUESTION, 10, config=config)
@@ -215,7 +218,7 @@ def test_a_changed_pdf_is_not_drawn_on(out: Path, tmp_path: Path) -> None:
                             pc.replace_substring(rows.column("source_path"), original, str(copy)))
     index = derived_index(tmp_path / "moved", moved)
     hits = search(index, QUESTION, 1)
-    assert hits[0].source_path == str(copy)
+    assert hits[0].source_path == str(copy) and hits[0].pages == (ANSWER_PAGE,)
     assert render_hits(hits, tmp_path / "ok")  # the same bytes: drawn
     copy.write_bytes(copy.read_bytes() + b"\n% a new version\n")
     with pytest.raises(SourceChangedError, match="changed since it was indexed"):

@@ -14,6 +14,7 @@ from urllib.parse import quote
 import pyarrow.compute as pc
 import pytest
 
+from grounded.search import DEFAULT_MODE
 from grounded.view import ViewerServer, make_server
 
 from .conftest import shared
@@ -79,7 +80,7 @@ def test_page_assets_and_info(server: ViewerServer, out: Path) -> None:
         assert status == 200 and headers["content-type"].startswith(kind) and body
         assert b"http://" not in body and b"https://" not in body  # no CDN, nothing fetched from elsewhere
     info = json.loads(get(server, "/api/info")[2])
-    assert info["documents"] == 2 and info["text_index"] and info["vectors"] and info["default_mode"] == "hybrid"
+    assert info["documents"] == 2 and info["text_index"] and info["vectors"] and info["default_mode"] == DEFAULT_MODE
     assert list(info["configs"].values()) == [table_rows(out).num_rows]
 
 
@@ -89,7 +90,9 @@ def test_search_page_image_and_annotated_pdf(server: ViewerServer, out: Path) ->
     before = tree_state(out)
     data = search_json(server)
     hit = data["hits"][0]
-    assert data["mode"] == "hybrid" and hit["pages"] == [ANSWER_PAGE] and hit["heading_path"]
+    assert data["mode"] == DEFAULT_MODE and hit["pages"] == [ANSWER_PAGE] and hit["heading_path"]
+    hybrid = json.loads(get(server, f"/api/search?q={quote(QUESTION)}&k=3&mode=hybrid")[2])
+    assert hybrid["mode"] == "hybrid" and hybrid["hits"][0]["pages"] == [ANSWER_PAGE]
     assert [p["page"] for p in hit["page_images"]] == hit["pages"]
     status, headers, png = get(server, hit["page_images"][0]["url"])
     assert status == 200 and headers["content-type"] == "image/png"

@@ -13,11 +13,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "search",
-        help="search an ingest output (hybrid BM25 + vector) and print the hits with their boxes",
+        help="search an ingest output (BM25, vector or hybrid) and print the hits with their boxes",
         description=(
-            "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). hybrid (default) fuses the "
-            "full-text (BM25) and the vector (all-MiniLM-L6-v2, offline) rankings by reciprocal rank (K=60); vector "
-            "and text run one of them. Each hit: rank, score, chunk id, source PDF + sha256, configuration "
+            "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). text (default; best on "
+            "Chroma's corpora, docs/results/search_modes.md) ranks by BM25 over the full-text index; vector by "
+            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both rankings "
+            "by reciprocal rank (K=60). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
             "fingerprint, pages, line boxes, heading path, text. Nothing is written into OUT."
         ),
     )
