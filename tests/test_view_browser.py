@@ -1,7 +1,7 @@
 """``grounded view`` in a real browser: Debian's headless Chromium driven by Playwright types the
 question, clicks the first hit and must show page 4 with the hit's line boxes drawn (pixel check of
-the highlight colour inside the boxes, and none elsewhere). The screenshots stay in the test's tmp
-folder as artifacts. Outside CI the test skips when Chromium is not installed (``scripts/test.sh``
+the highlight colour inside the boxes, and none elsewhere), then a hit that crosses a page break,
+its pages one after the other. The screenshots stay in the test's tmp folder as artifacts. Outside CI the test skips when Chromium is not installed (``scripts/test.sh``
 installs it as root); in CI (``CI=true``) a missing browser fails."""
 
 from __future__ import annotations
@@ -99,12 +99,23 @@ def test_question_first_hit_and_highlight_on_page_4(out: Path, viewer: str, tmp_
             assert download == hits[0]["annotated_url"]
             pdf = page.request.get(viewer.rstrip("/") + download)
             assert pdf.ok and pdf.body().startswith(b"%PDF")
+            # a chunk across a page break: its pages one after the other, each with its own boxes
+            n, spread = next((i, h) for i, h in enumerate(hits) if len(h["pages"]) > 1)
+            page.locator(".hit").nth(n).click()
+            page.wait_for_function(f"() => [...document.querySelectorAll('img.page')].filter(i => "
+                                   f"i.dataset.chunkId === {spread['chunk_id']!r} && i.complete && i.naturalWidth > 0)"
+                                   f".length === {len(spread['pages'])}", timeout=120_000)
+            images = page.locator("img.page")
+            assert [images.nth(i).get_attribute("data-page") for i in range(images.count())] == [str(p) for p in spread["pages"]]
+            spread_pngs = [images.nth(i).screenshot(path=str(tmp_path / f"spread-p{p}.png"))
+                           for i, p in enumerate(spread["pages"])]
         finally:
             browser.close()
-    pixels = png_pixels(png)
-    height, width = pixels.shape[:2]
-    rects = span_rects(hits[0]["boxes"], ANSWER_PAGE, width, height)
-    inside, outside = highlight_coverage(pixels, rects)
-    assert inside > 0.6 and outside < 0.01, (inside, outside, tmp_path)
+    for shot, number, boxes in [(png, ANSWER_PAGE, hits[0]["boxes"]),
+                                *((b, p, spread["boxes"]) for b, p in zip(spread_pngs, spread["pages"]))]:
+        pixels = png_pixels(shot)
+        height, width = pixels.shape[:2]
+        inside, outside = highlight_coverage(pixels, span_rects(boxes, number, width, height))
+        assert inside > 0.6 and outside < 0.01, (number, inside, outside, tmp_path)
     assert requested and all(url.startswith(viewer) for url in requested), requested  # nothing from elsewhere
     assert tree_state(out) == before
