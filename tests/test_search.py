@@ -226,3 +226,18 @@ def test_a_changed_pdf_is_not_drawn_on(out: Path, tmp_path: Path) -> None:
     copy.unlink()
     with pytest.raises(SourceChangedError, match="cannot be read"):
         render_hits(hits, tmp_path / "gone")
+
+
+def test_a_malformed_row_names_the_chunk_and_field(out: Path) -> None:
+    from grounded.errors import SchemaError
+    from grounded.search import hit_from_row
+
+    row = next(r for r in table_rows(out).to_pylist() if r["boxes"])
+    hit = hit_from_row(row, rank=1, score=1.0, mode="text")
+    assert hit.boxes[0].spans and hit.body == row["body"] and hit.text == row["text"]
+    for field, value, message in (("page", 0, "'page' must be an integer >= 1"), ("left", "x", "'left' must be a number")):
+        broken = {**row, "boxes": [{**row["boxes"][0], field: value}]}
+        with pytest.raises(SchemaError, match=f"{row['chunk_id']}: boxes\\[0\\]: {message}"):
+            hit_from_row(broken, rank=1, score=1.0, mode="text")
+    with pytest.raises(SchemaError, match="missing columns"):
+        hit_from_row({k: v for k, v in row.items() if k != "boxes"}, rank=1, score=1.0, mode="text")

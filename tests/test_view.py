@@ -169,3 +169,26 @@ def test_a_changed_pdf_is_refused_not_drawn(out: Path, tmp_path: Path) -> None:
         status, _, body = get(server, hit["page_images"][0]["url"])
         assert status == 409 and b"changed since it was indexed" in body
         assert get(server, hit["source_url"])[0] == 409
+
+
+def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    from grounded.cli import main
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        cases = [
+            ([str(tmp_path / "missing")], "no such folder"),
+            ([str(tmp_path)], "not an ingest output folder"),
+            ([str(out), "--port", "70000"], "--port must be in 0..65535"),
+            ([str(out), "--port", str(taken.getsockname()[1])], "in use"),
+        ]
+        for args, message in cases:
+            assert main(["view", *args]) == 1
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
+    finally:
+        taken.close()
