@@ -241,3 +241,29 @@ def test_a_malformed_row_names_the_chunk_and_field(out: Path) -> None:
             hit_from_row(broken, rank=1, score=1.0, mode="text")
     with pytest.raises(SchemaError, match="missing columns"):
         hit_from_row({k: v for k, v in row.items() if k != "boxes"}, rank=1, score=1.0, mode="text")
+
+
+def test_a_second_ingest_with_another_n_never_mixes_configurations(out: Path, tmp_path: Path) -> None:
+    import contextlib
+    import shutil
+
+    from grounded.errors import GroundedError
+    from grounded.ingest import ingest
+
+    from .search_index import ensure_text_index
+
+    copy = tmp_path / "out"
+    shutil.copytree(out, copy)
+    sources = sorted(set(table_rows(copy).column("source_path").to_pylist()))
+    with contextlib.suppress(GroundedError):  # refused (one configuration per folder), or written beside the first
+        ingest(sources, copy, max_tokens=128, embed="minilm", sink="lancedb", workers=1, progress=False)
+    ensure_text_index(copy)
+    configs = set(table_rows(copy).column("config_fingerprint").to_pylist())
+    for mode in ("text", "vector", "hybrid"):
+        if len(configs) == 1:
+            assert {h.config for h in search(copy, QUESTION, 10, mode=mode)} == configs  # type: ignore[arg-type]
+            continue
+        with pytest.raises(MixedConfigurationsError):
+            search(copy, QUESTION, 10, mode=mode)  # type: ignore[arg-type]
+        for config in configs:
+            assert {h.config for h in search(copy, QUESTION, 10, mode=mode, config=config)} == {config}  # type: ignore[arg-type]
