@@ -12,7 +12,7 @@ if ! command -v strace >/dev/null; then
     echo "strace not installed (needs root + apt): the native no-network test will skip" >&2
   fi
 fi
-# Debian's headless chromium drives tests/test_view_browser.py through Playwright (Playwright's own browser
+# Debian's headless chromium drives tests/view/test_view_browser.py through Playwright (Playwright's own browser
 # download does not work offline); in CI (CI=true) the browser test fails instead of skipping without it
 if [ ! -x /usr/bin/chromium ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pytest
 
 from grounded.attribution import highlight
-from grounded.cli import main
+from grounded.cli.main import main
 from grounded.errors import OutputError
 from grounded.search import (
     DEFAULT_MODE,
@@ -31,9 +31,8 @@ from grounded.search import (
     render_hits,
     search,
 )
-
-from .conftest import REPO
-from .search_index import (
+from tests.support.data import REPO
+from tests.support.search_index import (
     ANSWER_PAGE,
     ENV,
     QUESTION,
@@ -249,8 +248,7 @@ def test_a_second_ingest_with_another_n_never_mixes_configurations(out: Path, tm
 
     from grounded.errors import GroundedError
     from grounded.ingest import ingest
-
-    from .search_index import ensure_text_index
+    from tests.support.search_index import ensure_text_index
 
     copy = tmp_path / "out"
     shutil.copytree(out, copy)

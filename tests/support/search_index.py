@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .conftest import shared
+from tests.support.data import shared
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 #: the issue's question; its answer is the sample guideline's Table 1 row on page 4

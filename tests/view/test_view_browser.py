@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from .conftest import REPO
-from .search_index import (
+from tests.support.data import REPO
+from tests.support.search_index import (
     ANSWER_PAGE,
     ENV,
     QUESTION,

@@ -16,9 +16,8 @@ import pytest
 
 from grounded.search import DEFAULT_MODE
 from grounded.view import ViewerServer, make_server
-
-from .conftest import shared
-from .search_index import (
+from tests.support.data import shared
+from tests.support.search_index import (
     ANSWER_PAGE,
     QUESTION,
     build_guideline_index,
@@ -174,7 +173,7 @@ def test_a_changed_pdf_is_refused_not_drawn(out: Path, tmp_path: Path) -> None:
 def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import socket
 
-    from grounded.cli import main
+    from grounded.cli.main import main
 
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
