@@ -1,7 +1,8 @@
 """``grounded`` command line: parse, chunk, ground, highlight, eval, ingest, search, view, demo.
 
-Each sub-command lives beside the code it drives (``grounded.<area>.cli``) and registers itself
-through ``register(subparsers)``; the handler it sets returns an exit code. Any
+Each sub-command is one module of this package (``grounded.cli.<command>``, listed in
+:data:`COMMAND_MODULES`; ``grounded eval`` comes from the evaluation lab when its extra is installed)
+and registers itself through ``register(subparsers)``; the handler it sets returns an exit code. Any
 :class:`~grounded.errors.GroundedError` (and OS errors on inputs/outputs) ends the program with
 exit code 1 and a one-line reason on stderr, never a stack trace. Python warnings raised while a
 command runs (damaged pages, pages without a text layer, ...) are printed as one
