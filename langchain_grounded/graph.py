@@ -4,7 +4,9 @@
 ``node_id``, ``parent_id``, ``child_ids`` (a JSON list when flat), ``next_id`` and ``previous_id``
 (only the ones that exist), so a retrieved document leads to its section, its neighbours and
 the table or section a generated question (``node_type="qa"``) belongs to. Read boxes back with
-:func:`~langchain_grounded.boxes_from_metadata`.
+:func:`~langchain_grounded.boxes_from_metadata`. A Page or Document node with a summary has the
+summary as its ``page_content`` - what a vector store embeds (:func:`grounded.graph.export.export_text`,
+seed 002); ``text_kind="summary"`` marks it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from grounded.graph.export import node_metadata
+from grounded.graph.export import export_text, node_metadata
 from grounded.graph.nodes import NodeGraph
 from grounded.io.chunk_metadata import flatten_metadata
 
@@ -32,5 +34,5 @@ def graph_to_documents(graph: NodeGraph, *, flat_metadata: bool = True, line_box
             links["child_ids"] = list(node.child_ids)
         meta = {**node_metadata(graph, node, flat=flat_metadata, line_spans=line_boxes),
                 **(flatten_metadata(links) if flat_metadata else links)}
-        out.append(Document(id=node.id, page_content=node.text, metadata=meta))
+        out.append(Document(id=node.id, page_content=export_text(node), metadata=meta))
     return out

@@ -6,7 +6,9 @@ with ``NodeRelationship.PARENT`` / ``CHILD`` / ``NEXT`` / ``PREVIOUS`` as in the
 ``SOURCE`` = the Document node. Put all nodes in the docstore and index the leaves to use an
 ``AutoMergingRetriever`` (retrieved Text nodes merge into their Header). Metadata is
 :func:`grounded.graph.export.node_metadata`; box payload is hidden from embedder and LLM, read
-boxes back with :func:`~llama_index_grounded.node_boxes`.
+boxes back with :func:`~llama_index_grounded.node_boxes`. A Page or Document node with a summary has
+the summary as its text (:func:`grounded.graph.export.export_text`, seed 002: its embedding is made
+from the summary); the ``summary`` key is then hidden from the embedder (it would repeat the text).
 """
 
 from __future__ import annotations
@@ -22,14 +24,13 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from grounded.graph.export import LLM_KEYS, node_metadata
+from grounded.graph.export import EMBED_KEYS, LLM_KEYS, export_text, node_metadata
 from grounded.graph.nodes import GraphNode, NodeGraph, NodeKind
 
 __all__ = ["graph_to_nodes", "LEAF_KINDS"]
 
 #: kinds without children of their own content: what a vector index over the graph embeds
 LEAF_KINDS = frozenset({NodeKind.TEXT, NodeKind.TABLE, NodeKind.IMAGE, NodeKind.QA})
-_EMBED_KEYS = ("section", "summary")
 
 
 def graph_to_nodes(graph: NodeGraph, *, flat_metadata: bool = True, line_boxes: bool = True) -> list[BaseNode]:
@@ -38,9 +39,11 @@ def graph_to_nodes(graph: NodeGraph, *, flat_metadata: bool = True, line_boxes: 
     out: list[BaseNode] = []
     for node in graph:
         meta = node_metadata(graph, node, flat=flat_metadata, line_spans=line_boxes)
-        hidden_embed = [k for k in meta if k not in _EMBED_KEYS]
+        text = export_text(node)
+        embed_keys = EMBED_KEYS if text is node.text else tuple(k for k in EMBED_KEYS if k != "summary")
+        hidden_embed = [k for k in meta if k not in embed_keys]
         hidden_llm = [k for k in meta if k not in LLM_KEYS]
-        common: dict[str, Any] = dict(id_=node.id, text=node.text, metadata=meta, excluded_embed_metadata_keys=hidden_embed,
+        common: dict[str, Any] = dict(id_=node.id, text=text, metadata=meta, excluded_embed_metadata_keys=hidden_embed,
                       excluded_llm_metadata_keys=hidden_llm, relationships=_relationships(graph, node, doc_id))
         if node.kind == NodeKind.QA:
             out.append(IndexNode(index_id=str(node.metadata["target_id"]), **common))

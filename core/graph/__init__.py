@@ -2,7 +2,8 @@
 
 ``assemble`` merges FAST / OCR / LLM page readings into one tree, ``build_graph`` turns it into
 Document, Page, Header, Text, Table, Image nodes with boxes and two-way relationships, and
-``enrich`` adds LLM summaries and generated-question (QA) nodes. Exports to LlamaIndex and
+``enrich`` adds LLM summaries and generated-question (QA) nodes, ``extract_metadata`` the
+Document's topic and keywords, ``keep_snapshots`` stored page PNGs referenced from the Page nodes. Exports to LlamaIndex and
 LangChain live in ``llama_index_grounded.graph`` and ``langchain_grounded.graph``.
 Names resolve lazily (``import grounded.graph`` loads no model, renderer or framework).
 """
@@ -25,6 +26,9 @@ _LAZY = {
     "enrich": "grounded.graph.enrich",
     "Enrichment": "grounded.graph.enrich",
     "ModelClient": "grounded.graph.llm",
+    "extract_metadata": "grounded.graph.doc_metadata",
+    "DocumentMetadata": "grounded.graph.doc_metadata",
+    "keep_snapshots": "grounded.graph.snapshots",
 }
 
 __all__ = list(_LAZY)

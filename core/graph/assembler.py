@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import InputError, ModelError, ModelOutputError
-from ..llm import Model, as_model
+from ..llm import GRAPH_SETTINGS, GenerationSettings, Model, as_model
+from ..llm.settings import effective_settings
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import ParsingResult
 from ..model.elements import ParsingResultType as T
@@ -87,13 +88,15 @@ def assemble(
     pdf: str | Path | None = None,
     dpi: int = 144,
     on_error: OnError = "flag",
+    generation: GenerationSettings | Mapping[str, Any] | None = None,
     **client_options: Any,
 ) -> Assembly:
     """Merge the FAST tree, an optional OCR tree and optional LLM readings (see the module doc).
 
     ``pdf`` renders the regions for the LLM (default: the source path in the tree's metadata).
     ``on_error="raise"`` raises :class:`~grounded.errors.ModelError` instead of flagging a region.
-    ``client_options`` go to :class:`~grounded.llm.Model` (retries, backoff, sleep)."""
+    ``client_options`` go to :class:`~grounded.llm.Model` (retries, backoff, sleep); ``generation``:
+    temperature / output tokens / seed over :data:`~grounded.llm.GRAPH_SETTINGS` (temperature 0.1)."""
     if fast.type != T.ROOT:
         raise InputError("<tree>", f"the assembler needs a ROOT node, got {fast.type}")
     pages = sorted(int(p["page"]) for p in fast.metadata.get("pages", ()))
@@ -114,7 +117,8 @@ def assemble(
             log.warning("%s: page %d has no text in any reading", _name(fast), p)
     assembly = Assembly(root=root, page_strategies=strategies)
     if llm is not None:
-        _Reader(assembly, as_model(llm, **client_options), pdf, dpi, on_error).read_all()
+        settings = effective_settings(GRAPH_SETTINGS, llm, generation)
+        _Reader(assembly, as_model(llm, settings=settings, **client_options), pdf, dpi, on_error).read_all()
     return assembly
 
 

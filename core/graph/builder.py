@@ -7,16 +7,23 @@ section is chunked with the given :class:`~grounded.chunking.Chunker` - one run 
 Text node never straddles two sections - and each chunk becomes a Text node with the chunk's
 exact boxes. Readings of the multi-strategy assembler (LLM transcriptions / descriptions) replace
 or extend the text of Table and Image nodes.
+
+The Document node carries the PDF's own document information (``metadata["pdf"]``: title, author,
+dates, ... as the file has them; :mod:`.doc_metadata`) and its ``sha256``; with ``snapshots=FOLDER``
+every Page node keeps a reference to a stored PNG of its page (:mod:`.snapshots`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..chunking.chunker import Chunker
-from ..errors import ChunkingError
+from ..errors import ChunkingError, InputError
 from ..grounding.normalize import alnum_text, strip_markup
+from ..io.chunk_metadata import pdf_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, ParsingResult
 from ..model.elements import ParsingResultType as T
@@ -36,18 +43,57 @@ def build_graph(
     *,
     chunker: Chunker | None = None,
     source_key: str | None = None,
+    snapshots: str | os.PathLike[str] | None = None,
+    snapshot_dpi: int = 72,
 ) -> NodeGraph:
     """The node graph of a parse tree or of an :class:`~grounded.graph.assembler.Assembly`.
 
     ``chunker`` splits section text into Text nodes (default: ``Chunker("recursive", 256)`` with
     the MiniLM tokenizer). ``source_key`` names the source in node ids (default: the PDF's sha256
-    and parser, as for chunk ids)."""
+    and parser, as for chunk ids). ``snapshots``: a folder to store page PNGs in (rendered at
+    ``snapshot_dpi`` from the source PDF the tree records; :func:`~grounded.graph.snapshots.keep_snapshots`
+    takes the PDF itself, e.g. for a tree parsed from bytes)."""
     assembly = tree if isinstance(tree, Assembly) else Assembly(root=tree)
     root = assembly.root
     if root.type != T.ROOT:
         raise ChunkingError(f"a node graph needs a ROOT node, got {root.type}")
     key = source_key or tree_source_key(root.metadata, document_text(root).text)
-    return _Builder(assembly, chunker or Chunker("recursive", 256), key).build()
+    graph = _Builder(assembly, chunker or Chunker("recursive", 256), key).build()
+    if snapshots is not None:
+        from .snapshots import keep_snapshots
+
+        source = _source_path(root)
+        if source is None:
+            raise InputError("<tree>", "records no readable source PDF to render snapshots from: "
+                                       "call grounded.graph.snapshots.keep_snapshots(graph, pdf, folder)")
+        keep_snapshots(graph, source, snapshots, dpi=snapshot_dpi)
+    return graph
+
+
+def _source(root: ParsingResult) -> Mapping[str, object]:
+    source = root.metadata.get("source")
+    return source if isinstance(source, Mapping) else {}
+
+
+def _source_path(root: ParsingResult) -> Path | None:
+    source = _source(root)
+    path = source.get("path")
+    if not path or source.get("from_bytes") or not Path(str(path)).is_file():
+        return None
+    return Path(str(path))
+
+
+def _document_metadata(root: ParsingResult) -> dict[str, object]:
+    """``title`` (the TITLE element, else the file name), the PDF's ``sha256`` and its document
+    information ``pdf`` (the fields it has: recorded by the parse, else read from the source file)."""
+    meta: dict[str, object] = {"title": _title(root)}
+    sha = _source(root).get("sha256")
+    if sha:
+        meta["sha256"] = str(sha)
+    info = {k: v for k, v in pdf_metadata(_source_path(root), root=root).items() if v}
+    if info:
+        meta["pdf"] = info
+    return meta
 
 
 @dataclass
@@ -82,7 +128,7 @@ class _Builder:
             id=node_id(key, NodeKind.DOCUMENT, "document"), kind=NodeKind.DOCUMENT,
             text="",
             boxes=[_whole_page(p) for p in pages],
-            metadata={"title": _title(self.root)},
+            metadata=_document_metadata(self.root),
         ))
         page_nodes = []
         for p in pages:

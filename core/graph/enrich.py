@@ -5,23 +5,29 @@ Three batched stages: Header and Table nodes (summary + questions -> QA nodes), 
 named ``n1``, ``n2``, ... in the prompt and the model answers with JSON
 ``{"items": [{"key": "n1", "summary": "...", "questions": ["..."]}]}``.
 
-Bad output never loses a node: malformed JSON is asked for once more, then every node of the
-batch is flagged; an item left out, an empty summary or questions that are not a list of strings
+Bad output never loses a node: an answer without readable JSON is asked for once more - the prompt
+naming the error and what was received, the temperature nudged (:mod:`.answers`) - then every node
+of the batch is flagged; an item left out, an empty summary or questions that are not a list of strings
 flag that node; a call that fails after :class:`~grounded.llm.Model`'s retries (429,
 timeout) flags the batch - or, with ``on_error="raise"``, raises the typed error.
+
+The Document stage is skipped when the Document node already has a summary from the metadata
+extractor (:func:`grounded.graph.doc_metadata.extract_metadata`, as seed 002: "if not previously
+extracted during preprocessing"). Generation settings (``generation=``) default to
+:data:`grounded.llm.GRAPH_SETTINGS` (temperature 0.1).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ModelError, ModelOutputError
-from ..llm import Model, as_model
+from ..llm import GRAPH_SETTINGS, GenerationSettings, Model, as_model
+from ..llm.settings import effective_settings
+from .answers import ask_json, read_json
 from .nodes import GraphNode, NodeGraph, NodeKind, TextPiece, node_id
 
 __all__ = ["enrich", "Enrichment", "ENRICH_PROMPT", "parse_items"]
@@ -56,38 +62,27 @@ def enrich(
     batch_size: int = 8,
     max_chars: int = 2000,
     on_error: Literal["flag", "raise"] = "flag",
+    generation: GenerationSettings | Mapping[str, Any] | None = None,
     **client_options: Any,
 ) -> Enrichment:
     """Add ``metadata["summary"]`` to Header, Table, Page and Document nodes and ``questions`` QA
-    nodes under every Header and Table node. ``max_chars`` caps each item's text in the prompt."""
+    nodes under every Header and Table node. ``max_chars`` caps each item's text in the prompt;
+    ``generation``: temperature / output tokens / seed over :data:`~grounded.llm.GRAPH_SETTINGS`."""
     if batch_size < 1 or questions < 0 or max_chars < 1:
         raise ValueError("batch_size and max_chars must be >= 1, questions >= 0")
-    run = _Run(graph, as_model(llm, **client_options), max_chars, on_error)
+    settings = effective_settings(GRAPH_SETTINGS, llm, generation)
+    run = _Run(graph, as_model(llm, settings=settings, **client_options), max_chars, on_error)
     run.stage([n for n in graph if n.kind in (NodeKind.HEADER, NodeKind.TABLE)], questions, batch_size)
     run.stage(graph.of_kind(NodeKind.PAGE), 0, batch_size)
-    run.stage([graph.document], 0, 1)
+    if graph.document.metadata.get("summary_by") != "metadata_extractor":
+        run.stage([graph.document], 0, 1)
     return run.report
 
 
 def parse_items(answer: str, what: str) -> dict[str, dict[str, Any]]:
-    """``{key: item}`` from the model's JSON answer (code fences and prose around it allowed)."""
-    text = answer.strip()
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-    if fenced:
-        text = fenced.group(1)
-    data: Any = None
-    error = f"no JSON in the answer: {answer[:80]!r}"
-    pairs = sorted((("{", "}"), ("[", "]")), key=lambda pair: text.find(pair[0]) % (len(text) + 1))
-    for opener, closer in pairs:  # the first-opened JSON value, else the other (prose around it allowed)
-        start, end = text.find(opener), text.rfind(closer)
-        if 0 <= start < end:
-            try:
-                data = json.loads(text[start : end + 1])
-                break
-            except json.JSONDecodeError as exc:
-                error = f"malformed JSON ({exc.msg} at char {exc.pos})"
-    if data is None:
-        raise ModelOutputError(what, error)
+    """``{key: item}`` from the model's JSON answer (code fences and prose around it allowed; no
+    readable JSON: :class:`~grounded.errors.ModelOutputError` saying what was received)."""
+    data = read_json(answer, what)
     items = data.get("items") if isinstance(data, dict) else data
     if not isinstance(items, list):
         raise ModelOutputError(what, "the JSON has no 'items' list")
@@ -121,7 +116,7 @@ class _Run:
         )
         what = f"summaries of {len(nodes)} {'/'.join(sorted({n.kind.value for n in nodes}))} node(s)"
         try:
-            items = self._ask(prompt, what)
+            items = self._ask(prompt, what, len(keys))
         except ModelError as exc:
             if self.on_error == "raise":
                 raise
@@ -136,18 +131,15 @@ class _Run:
                 continue
             self._apply(node, item, questions)
 
-    def _ask(self, prompt: str, what: str) -> dict[str, dict[str, Any]]:
-        """Items of the answer; malformed JSON is asked for once more."""
-        for attempt in (1, 2):
+    def _ask(self, prompt: str, what: str, keys: int) -> dict[str, dict[str, Any]]:
+        """Items of the answer; an answer without them is asked for once more, naming the error."""
+        expected = (f'JSON only, in the form {{"items": [{{"key": "n1", "summary": "..."}}]}}, with one item for each '
+                    f"key n1 to n{keys}")
+
+        def count() -> None:
             self.report.calls += 1
-            answer = self.client.complete(prompt, what=what)
-            try:
-                return parse_items(answer, what)
-            except ModelOutputError as exc:
-                if attempt == 2:
-                    raise
-                log.warning("%s; asking again", exc)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        return ask_json(self.client, prompt, what, expected, parse_items, on_call=count)
 
     def _apply(self, node: GraphNode, item: dict[str, Any], questions: int) -> None:
         summary = item.get("summary")

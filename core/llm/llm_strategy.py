@@ -12,9 +12,16 @@ The model is injected (``llm=``): anything :func:`grounded.llm.as_model` accepts
 ``LLM``, a LangChain chat model, a google-genai client with ``model=``, or a callable ``prompt -> str``
 that gets the system and user text joined); none of those libraries is imported here. An answer
 without a ``split_after:`` line (an empty one included), with numbers outside the window or not
-ascending is asked again (``retries`` times, naming the rejected answer, as Chroma does); after that
-the valid numbers are kept and, if none is left, the window ends one chunk. Every such repair is
-logged as a warning, so the output is deterministic for given answers and the loop always advances.
+ascending, or cut off at the output limit, is asked again (``retries`` times): the re-ask names the
+error and the answer and says what is expected (:func:`grounded.llm.reask_prompt`; Chroma names
+only the rejected numbers), with a temperature nudged up (:func:`grounded.llm.nudged`), since
+near-greedy decoding answers the same prompt the same way. After that the valid numbers are kept and,
+if none is left, the window ends one chunk. Every such repair is logged as a warning, so the output is
+deterministic for given answers and the loop always advances.
+
+Generation settings (``generation=``, :class:`~grounded.llm.GenerationSettings`) default to
+Chroma's: temperature 0.2, a 200-token answer (:data:`grounded.llm.LLM_CHUNKER_SETTINGS`); given
+fields override them, and they are part of the fingerprint (``params()["llm"]``).
 Rate limits, server errors and timeouts are retried with backoff (``retry``, ``sleep``); a call that
 still fails is a :class:`~grounded.errors.ModelCallError`, a reply that is not text or was cut off a
 :class:`~grounded.errors.ModelOutputError`.
@@ -25,15 +32,17 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..chunking.base import _is_int, register_strategy
 from ..chunking.pieces import Document, Piece, PieceStrategy
 from ..errors import ChunkingError
-from . import Model, RetryPolicy, as_model
+from . import LLM_CHUNKER_SETTINGS, GenerationSettings, Model, RetryPolicy, as_model, nudged, reask_prompt
+from .replies import CutOffAnswerError
+from .settings import effective_settings
 
-__all__ = ["LLMStrategy", "parse_split_after", "SYSTEM_PROMPT"]
+__all__ = ["LLMStrategy", "parse_split_after", "check_split_after", "SYSTEM_PROMPT"]
 
 log = logging.getLogger(__name__)
 
@@ -48,15 +57,33 @@ _TAIL = 4  # at most this many pieces left over join the last chunk without aski
 _SPLIT_LINE = re.compile(r"split_after\s*:?(.*)", re.IGNORECASE)
 
 
-def user_prompt(window: str, after: int, rejected: str | None = None) -> str:
-    text = (
+def user_prompt(window: str, after: int) -> str:
+    return (
         f"CHUNKED_TEXT: {window}\n\n"
         "Answer only with the numbers of the pieces after which a split should occur. Give at least one "
         f"split. The numbers must be in ascending order and larger than {after}."
     )
-    if rejected is not None:
-        text += f"\nThe previous answer {rejected!r} was invalid. Do not repeat it; try again."
-    return text
+
+
+def expected_answer(current: int, last: int) -> str:
+    """What a valid answer for the window of pieces ``current+1 .. last`` looks like (for re-asks)."""
+    return (f"one line 'split_after: N, M, ...' naming piece numbers in strictly ascending order, "
+            f"each larger than {current} and at most {last}")
+
+
+def check_split_after(numbers: list[int] | None, current: int, last: int) -> str | None:
+    """What is wrong with the numbers of an answer for pieces ``current+1 .. last`` (None: valid)."""
+    if numbers is None:
+        return "it has no 'split_after:' line"
+    if not numbers:
+        return "its 'split_after:' line names no piece number"
+    if numbers != sorted(set(numbers)):
+        return f"the numbers {numbers} are not in strictly ascending order"
+    if numbers[0] <= current:
+        return f"{numbers[0]} is not larger than {current}"
+    if numbers[-1] > last:
+        return f"{numbers[-1]} is past the last piece shown ({last})"
+    return None
 
 
 def parse_split_after(answer: str) -> list[int] | None:
@@ -74,7 +101,8 @@ class LLMStrategy(PieceStrategy):
     """Parameters: ``llm`` (required to chunk; see the module doc), ``model`` (the Gemini model of a
     google-genai client), ``piece_tokens`` (default 50, at most N), ``window_tokens`` (default 800),
     ``retries`` (re-asks after an invalid answer, default 1), ``retry`` / ``sleep`` (backoff of
-    failed calls, :class:`~grounded.llm.RetryPolicy`)."""
+    failed calls, :class:`~grounded.llm.RetryPolicy`), ``generation`` (temperature / output
+    tokens / seed over the defaults :data:`~grounded.llm.LLM_CHUNKER_SETTINGS`)."""
 
     #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
     IDENTITY = "grounded.chunking.strategies.llm.LLMStrategy"
@@ -94,6 +122,7 @@ class LLMStrategy(PieceStrategy):
         model: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        generation: GenerationSettings | Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(max_tokens, overlap)
         piece_tokens = min(50, self.max_tokens) if piece_tokens is None else piece_tokens
@@ -107,7 +136,10 @@ class LLMStrategy(PieceStrategy):
         self.window_tokens = int(window_tokens)
         self.retries = int(retries)
         self.llm = llm
-        self._model: Model | None = as_model(llm, model=model, retry=retry, sleep=sleep) if llm is not None else None
+        self.generation = effective_settings(LLM_CHUNKER_SETTINGS, llm, generation)
+        self._model: Model | None = None
+        if llm is not None:
+            self._model = as_model(llm, model=model, retry=retry, sleep=sleep, settings=self.generation)
         #: counts of the last document: model calls, rejected answers, repaired windows
         self.stats: dict[str, int] = {}
 
@@ -155,18 +187,26 @@ class LLMStrategy(PieceStrategy):
     def _ask(self, window: str, current: int, last: int) -> list[int]:
         """Valid split numbers in ``(current, last]`` for one window (see the module doc)."""
         assert self._model is not None
-        rejected: str | None = None
+        base = user_prompt(window, current)
+        prompt = base
         numbers: list[int] | None = None
-        for _ in range(self.retries + 1):
+        for attempt in range(self.retries + 1):
             self.stats["calls"] += 1
-            answer = self._model.complete(user_prompt(window, current, rejected), system=SYSTEM_PROMPT,
-                                          what=f"llm chunker: pieces {current + 1}-{last}", allow_empty=True)
-            numbers = parse_split_after(answer)
-            if numbers and numbers == sorted(set(numbers)) and current < numbers[0] and numbers[-1] <= last:
-                return numbers
+            what = f"llm chunker: pieces {current + 1}-{last}"
+            try:
+                answer = self._model.complete(prompt, system=SYSTEM_PROMPT, what=what, allow_empty=True,
+                                              settings=nudged(self._model.settings, attempt))
+            except CutOffAnswerError as exc:  # cut off at the output limit, or blocked: an invalid answer too
+                answer, numbers, error = "", None, exc.cause
+            else:
+                numbers = parse_split_after(answer)
+                error = check_split_after(numbers, current, last) or ""
+                if not error:
+                    assert numbers is not None
+                    return numbers
             self.stats["rejected"] += 1
-            rejected = answer.strip()[:200]
-            log.warning("llm chunker: invalid answer %r for pieces %d-%d", rejected, current + 1, last)
+            log.warning("llm chunker: invalid answer %r for pieces %d-%d: %s", answer.strip()[:200], current + 1, last, error)
+            prompt = reask_prompt(base, answer, error, expected_answer(current, last))
         self.stats["repaired"] += 1
         kept = sorted({n for n in numbers or () if current < n <= last})
         if kept:

@@ -14,7 +14,13 @@ from typing import Any
 
 from ..errors import ModelOutputError
 
-__all__ = ["reply_text", "check_finish", "CUT_REASONS"]
+__all__ = ["reply_text", "check_finish", "CUT_REASONS", "CutOffAnswerError"]
+
+
+class CutOffAnswerError(ModelOutputError):
+    """The answer was cut off by the output limit or blocked by a filter (a caller that re-asks may
+    treat it as an invalid answer; an answer that is not text at all stays a plain
+    :class:`~grounded.errors.ModelOutputError`)."""
 
 #: finish reasons (lower-case substrings) of an answer cut off by the output limit or blocked by a filter
 CUT_REASONS = ("max_tokens", "length", "safety", "recitation", "blocklist", "prohibited_content", "content_filter",
@@ -43,11 +49,11 @@ def check_finish(reply: Any, what: str) -> None:
     feedback = getattr(reply, "prompt_feedback", None)
     block = getattr(feedback, "block_reason", None) if feedback is not None else None
     if block:
-        raise ModelOutputError(what, f"the request was blocked ({getattr(block, 'name', block)})")
+        raise CutOffAnswerError(what, f"the request was blocked ({getattr(block, 'name', block)})")
     for reason in _finish_reasons(reply):
         text = str(getattr(reason, "name", reason) or "").lower()
         if any(cut in text for cut in CUT_REASONS):
-            raise ModelOutputError(what, f"the answer was cut off or blocked (finish reason {text.upper()})")
+            raise CutOffAnswerError(what, f"the answer was cut off or blocked (finish reason {text.upper()})")
 
 
 def _blocks(content: list[Any]) -> str:

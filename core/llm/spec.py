@@ -1,6 +1,7 @@
-"""A model as a command or a worker names it: :class:`ModelSpec` (two strings, picklable, so worker
-processes build their own model), whether a strategy is model-driven, and the ``llm=`` / ``model=``
-options of such a strategy, or a typed error naming the options when it gets no model."""
+"""A model as a command or a worker names it: :class:`ModelSpec` (strings and the generation settings,
+picklable, so worker processes build their own model), whether a strategy is model-driven, and the
+``llm=`` / ``model=`` / ``generation=`` options of such a strategy, or a typed error naming the options
+when it gets no model."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ChunkingError, GroundedError, UsageError
+from .settings import GenerationSettings
 
 __all__ = ["ModelSpec", "takes_model", "check_model", "strategy_options", "GEMINI_KEYS"]
 
@@ -24,11 +26,14 @@ def _options_text(llm: str = "--llm", name: str = "--llm-model") -> str:
 @dataclass(frozen=True)
 class ModelSpec:
     """A model as the command line names it: ``obj`` (``MODULE:OBJECT`` / ``MODULE:FACTORY()``) and/or
-    ``name`` (a Gemini model name); ``options`` is how the command spells them in errors."""
+    ``name`` (a Gemini model name); ``settings``: the generation settings given (unset fields keep the
+    strategy's defaults, the seeds' values: :mod:`grounded.llm.settings`); ``options`` is how the
+    command spells them in errors."""
 
     obj: str | None = None
     name: str | None = None
     options: str = field(default=_options_text(), compare=False)
+    settings: GenerationSettings = field(default_factory=GenerationSettings)
 
     def __bool__(self) -> bool:
         return bool(self.obj or self.name)
@@ -84,10 +89,9 @@ def check_model(strategy: str, spec: ModelSpec) -> bool:
     :class:`~grounded.errors.ChunkingError` when a model-driven strategy has no model, and
     :class:`~grounded.cli.UsageError` when a model is given to a strategy that takes none."""
     if not takes_model(strategy):
-        if spec:
-            from ..errors import UsageError
-
-            raise UsageError(f"--llm/--llm-model apply to the model-driven strategies (llm, vision), not to {strategy!r}")
+        if spec or spec.settings:
+            what = "--llm/--llm-model" if spec else "--llm-temperature/--llm-max-tokens/--llm-seed"
+            raise UsageError(f"{what} apply to the model-driven strategies (llm, vision), not to {strategy!r}")
         return False
     if not spec:
         kind = "a multimodal model" if strategy == "vision" else "a language model"
@@ -96,9 +100,13 @@ def check_model(strategy: str, spec: ModelSpec) -> bool:
 
 
 def strategy_options(strategy: str, spec: ModelSpec) -> dict[str, Any]:
-    """``{"llm": ..., "model": ...}`` for a model-driven ``strategy`` (the model built from ``spec``),
-    ``{}`` for another one; the errors of :func:`check_model`."""
+    """``{"llm": ..., "model": ...}`` for a model-driven ``strategy`` (the model built from ``spec``;
+    ``"generation"`` too when settings were given, as a mapping of the set fields), ``{}`` for another
+    one; the errors of :func:`check_model`."""
     if not check_model(strategy, spec):
         return {}
     llm, name = spec.build()
-    return {"llm": llm, "model": name}
+    options: dict[str, Any] = {"llm": llm, "model": name}
+    if spec.settings:  # a plain mapping: JSON-able in result files and fingerprints (the strategies accept it)
+        options["generation"] = spec.settings.given()
+    return options

@@ -8,7 +8,7 @@ hook of :class:`~grounded.chunking.Chunker`); :meth:`groups` is not available.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 from ..chunking.base import ChunkingStrategy, TokenGroup, register_strategy
@@ -18,13 +18,16 @@ from ..model.elements import ParsingResult
 from ..runtime.cloud import RetryPolicy
 from ..text.assembly import ChunkAssembler
 from ..text.stream import TokenStream
+from .settings import GenerationSettings
 
 
 @register_strategy
 class VisionStrategy(ChunkingStrategy):
     """``Chunker("vision", max_tokens=..., llm=client)``; options: ``model`` (Gemini model name for a
     google-genai client), ``batch_size`` (4), ``dpi`` (150), ``pdf`` (path/bytes when the tree has no
-    readable source), ``password``, ``retry`` (:class:`~grounded.runtime.cloud.RetryPolicy`), ``sleep``."""
+    readable source), ``password``, ``retry`` (:class:`~grounded.runtime.cloud.RetryPolicy`), ``sleep``,
+    ``generation`` (:class:`~grounded.llm.GenerationSettings` over seed 001's temperature 0.1),
+    ``retries`` (re-asks of a batch whose answer holds no chunk, default 1)."""
 
     #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
     IDENTITY = "grounded.chunking.strategies.vision.VisionStrategy"
@@ -45,13 +48,15 @@ class VisionStrategy(ChunkingStrategy):
         password: str | None = None,
         retry: RetryPolicy | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        generation: GenerationSettings | Mapping[str, Any] | None = None,
+        retries: int = 1,
     ) -> None:
         super().__init__(max_tokens, overlap)
         if self.overlap:  # a base class without the supports_overlap check
             raise ChunkingError("the vision strategy makes no overlapping windows: overlap must be 0")
         from .vision import VisionChunker
 
-        self.engine = VisionChunker(llm, model, batch_size, dpi, pdf, password, retry, sleep)
+        self.engine = VisionChunker(llm, model, batch_size, dpi, pdf, password, retry, sleep, generation, retries)
 
     def groups(self, stream: TokenStream, root: ParsingResult) -> Iterator[TokenGroup]:
         raise ChunkingError("vision chunks are model texts grounded in the document, not token ranges: use Chunker")

@@ -77,7 +77,7 @@ class FakeGenAIModels:
         self.requests: list[dict[str, Any]] = []
 
     def generate_content(self, *, model: str, contents: list[Any], config: Any = None) -> genai_types.GenerateContentResponse:
-        self.requests.append({"model": model, "contents": contents})
+        self.requests.append({"model": model, "contents": contents, "config": config})
         reply = self.replies.pop(0)
         if isinstance(reply, BaseException):
             raise reply
@@ -434,10 +434,18 @@ def test_bad_output_raises_typed_errors(fr6) -> None:
         "cut off or blocked": genai_response(ANSWERS[0][:500], finish="MAX_TOKENS"),
     }
     for expected, reply in cases.items():
-        client = FakeGenAIClient([reply])
+        client = FakeGenAIClient([reply, reply])
         with pytest.raises(ModelOutputError, match=expected) as info:
             Chunker("vision", max_tokens=MAX_TOKENS, llm=client, batch_size=6, dpi=36).chunk(root)
         assert "fr6.pdf pages 1-6" in str(info.value)
+        requests = client.models.requests
+        if expected == "cut off or blocked":  # the output limit: not re-asked
+            assert len(requests) == 1
+            continue
+        # an answer holding no chunk is asked again once, the error named, the temperature nudged
+        assert len(requests) == 2 and "Your previous answer was invalid" in requests[1]["contents"][-1]
+        assert expected in requests[1]["contents"][-1]
+        assert (requests[0]["config"].temperature, requests[1]["config"].temperature) == (0.1, pytest.approx(0.3))
 
 
 def test_rate_limits_and_timeouts_are_retried_then_fail_typed(fr6) -> None:

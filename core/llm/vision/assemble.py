@@ -205,6 +205,37 @@ class ChunkBuilder:
             i = j
         return pieces
 
+    # -- a list split over chunks, merged back (seed 001's step/list rule; :mod:`.lists`) ----------------
+    def merge(self, parts: list[Chunk]) -> Chunk | None:
+        """One chunk for the grounded ``parts`` (in reading order): the document text from the first
+        part's start to the last part's end after the first part's heading line and context, or None
+        when that exceeds ``max_tokens``. Keeps the first part's id scheme, headings and batch."""
+        first = parts[0]
+        s = min(int(c.metadata["start_char"]) for c in parts)
+        e = max(int(c.metadata["end_char"]) for c in parts)
+        prefix = first.content[: int(first.metadata.get("body_start", 0))]
+        content = prefix + self.text[s:e]
+        count = self.tokenizer.count(content)
+        if count > self.max_tokens:
+            return None
+        boxes = [b for b in first.geom if b.is_heading] + self.grounder.boxes_for_chars(s, e)
+        meta = dict(first.metadata)
+        meta.pop("vision_text", None)  # the model's own texts of the parts no longer match one body
+        issues = [str(c.metadata["vision_issues"]) for c in parts if c.metadata.get("vision_issues")]
+        if issues:
+            meta["vision_issues"] = "; ".join(dict.fromkeys(issues))
+        spans = sorted({(a, b) for c in parts for a, b in c.metadata.get("grounding_spans", ())})
+        meta.update(
+            token_count=count, start_char=s, end_char=e,
+            pages=sorted({b.page for b in boxes}),
+            element_ids=list(dict.fromkeys(b.element_id for b in boxes if b.element_id and not b.is_heading)),
+            grounding_spans=[[a, b] for a, b in spans] or [[s, e]],
+            vision_pages=sorted({p for c in parts for p in c.metadata.get("vision_pages", ())}),
+            list_merged=len(parts),
+        )
+        cid = chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e)
+        return Chunk(id=cid, content=content, metadata=meta, geom=boxes)
+
     # -- one chunk ---------------------------------------------------------------------------------
     def _chunk(self, mc: ModelChunk, prefix: str, body: str, s: int, e: int, boxes: list[ParsingBoundingBox], extra: dict[str, Any]) -> Chunk:
         content = prefix + body

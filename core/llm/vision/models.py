@@ -7,7 +7,7 @@ from typing import Any
 
 from grounded.errors import ChunkingError
 
-from .. import DEFAULT_GEMINI_MODEL, Model, RetryPolicy, as_model
+from .. import DEFAULT_GEMINI_MODEL, GenerationSettings, Model, RetryPolicy, as_model
 
 __all__ = ["VisionModel", "as_vision_model", "DEFAULT_GEMINI_MODEL"]
 
@@ -16,7 +16,8 @@ VisionModel = Model
 
 
 def as_vision_model(
-    llm: Any, model: str | None = None, *, retry: RetryPolicy | None = None, sleep: Callable[[float], None] | None = None
+    llm: Any, model: str | None = None, *, retry: RetryPolicy | None = None, sleep: Callable[[float], None] | None = None,
+    settings: GenerationSettings | None = None,
 ) -> Model:
     """:func:`grounded.llm.as_model` of ``llm``; a :class:`~grounded.errors.ChunkingError` naming what
     to pass when there is none. ``model`` names the Gemini model of a google-genai client (default
@@ -27,4 +28,4 @@ def as_vision_model(
             "LangChain chat model | callable(images, prompt) -> str> (`grounded chunk`: --llm-model or --llm; "
             "see docs/vision.md)"
         )
-    return as_model(llm, model=model, retry=retry, sleep=sleep)
+    return as_model(llm, model=model, retry=retry, sleep=sleep, settings=settings)
