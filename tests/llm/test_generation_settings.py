@@ -102,11 +102,11 @@ def test_a_callable_gets_the_settings_it_accepts_and_a_warning_for_the_rest(capl
         return "ok"
 
     model = as_model(plain, settings=SETTINGS)
-    with caplog.at_level(logging.WARNING, logger="grounded.models.model"):
+    with caplog.at_level(logging.WARNING, logger="grounded.llm.model"):
         model.complete("a")
         model.complete("b")
     assert seen == ["a", "b"]
-    warned = [r.getMessage() for r in caplog.records if r.name == "grounded.models.model"]
+    warned = [r.getMessage() for r in caplog.records if r.name == "grounded.llm.model"]
     assert len(warned) == 1 and "temperature, max_tokens, seed" in warned[0] and "not applied" in warned[0]
 
     def with_kwargs(prompt: str, **options: Any) -> str:

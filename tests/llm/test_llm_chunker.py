@@ -138,7 +138,7 @@ def test_invalid_answers_are_repaired_deterministically(document: ParsingResult,
         result = chunker.chunk(document)
     pieces = chunker.stream(document)
     assert strategy.stats == {"calls": case["calls"], "rejected": case["rejected"], "repaired": case["repaired"]}
-    mine = [r for r in caplog.records if r.name == "grounded.chunking.strategies.llm"]
+    mine = [r for r in caplog.records if r.name == "grounded.llm.llm_strategy"]
     assert len(mine) == case["rejected"] + case["repaired"]
     if case["rejected"]:  # the re-ask names the rejected answer
         assert "was invalid" in prompts[1]

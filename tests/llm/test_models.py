@@ -142,7 +142,7 @@ def test_genai_client_text_images_and_system() -> None:
 def test_llama_index_llm_chat_blocks_and_system() -> None:
     llm = FakeLlamaLLM(replies=["a table transcription", "split_after: 3"])
     model = as_model(llm)
-    assert model.kind == "llama_index" and model.identity == "llama_index:tests.test_models.FakeLlamaLLM[claude-fake]"
+    assert model.kind == "llama_index" and model.identity == "llama_index:tests.llm.test_models.FakeLlamaLLM[claude-fake]"
     assert model.complete("transcribe", images=[PNG]) == "a table transcription"
     assert model.complete("where to split?", system="You split texts.") == "split_after: 3"
     (user,), (system, user2) = llm.received
@@ -159,7 +159,7 @@ def test_langchain_chat_model_str_and_content_block_replies() -> None:
         AIMessage(content=blocks, response_metadata={"stop_reason": "end_turn"}),  # Anthropic content blocks
     ])
     model = as_model(chat)
-    assert model.kind == "langchain" and model.identity == "langchain:tests.test_models.FakeChatModel[gpt-fake]"
+    assert model.kind == "langchain" and model.identity == "langchain:tests.llm.test_models.FakeChatModel[gpt-fake]"
     assert model.complete("describe", images=[PNG]) == "plain text"
     assert model.complete("split", system="You split texts.") == "split_after: 4, 8"  # the thinking block is not text
     (human,), (system, human2) = chat.received
@@ -176,7 +176,7 @@ def test_plain_callables_get_the_prompt_or_images_and_prompt() -> None:
         return "ok"
 
     model = as_model(fn)
-    assert model.kind == "callable" and model.identity.startswith("callable:tests.test_models.")
+    assert model.kind == "callable" and model.identity.startswith("callable:tests.llm.test_models.")
     assert model.complete("text only") == model.complete("with images", images=[PNG]) == "ok"
     assert model.complete("user", system="system") == "ok"
     assert calls == [("text only",), ([PNG], "with images"), ("system\n\nuser",)]
@@ -258,7 +258,7 @@ def test_identity_is_stable_and_free_of_object_ids() -> None:
     for obj in (a, lambda p: "x", FakeLlamaLLM(), FakeGenAIClient([])):
         ident = as_model(obj).identity
         assert "0x" not in ident and ident == as_model(obj).identity
-    assert repr(as_model(a)) == "Model(langchain:tests.test_models.FakeChatModel[gpt-fake])"
+    assert repr(as_model(a)) == "Model(langchain:tests.llm.test_models.FakeChatModel[gpt-fake])"
 
 
 def test_as_model_keeps_or_copies_a_model() -> None:
@@ -284,7 +284,7 @@ def test_importing_grounded_models_loads_no_framework() -> None:
 
 # -- the commands' model options (grounded.cli.llm_options) ---------------------------------------------------
 def every_fourth() -> Any:
-    """``--llm tests.test_models:every_fourth()``: a local model splitting after every fourth piece of its window."""
+    """``--llm tests.llm.test_models:every_fourth()``: a local model splitting after every fourth piece of its window."""
 
     def answer(prompt: str) -> str:
         ids = [int(x) for x in re.findall(r"<\|start_chunk_(\d+)\|>", prompt)]
@@ -311,15 +311,15 @@ def test_chunk_cli_gives_the_llm_strategy_a_model(text_tree: Path, tmp_path: Pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--strategy llm needs a language model" in err and "--llm-model/--vision-model NAME" in err
     out = tmp_path / "chunks.jsonl"
-    assert main(["chunk", str(text_tree), "-s", "llm", "--llm", "tests.test_models:every_fourth()", "-o", str(out)]) == 0
+    assert main(["chunk", str(text_tree), "-s", "llm", "--llm", "tests.llm.test_models:every_fourth()", "-o", str(out)]) == 0
     assert "chunks (llm, N=256)" in capsys.readouterr().out
     header, *rows = (json.loads(line) for line in out.read_text().splitlines())
     assert "schema" in header and [r["content"].split()[:2] for r in rows] == [["Honey", "bees"], ["The", "Roman"], ["Sourdough", "bread"]]
     for argv, why in (
-        (["-s", "recursive", "--llm", "tests.test_models:every_fourth()"], "apply to the model-driven strategies"),
-        (["-s", "llm", "--llm", "tests.test_models"], "expected MODULE:OBJECT"),
-        (["-s", "llm", "--llm", "tests.test_models:nothing_here"], "cannot import it"),
-        (["-s", "llm", "--llm", "tests.test_models:broken_factory()"], "the factory failed: KeyError: 'OPENAI_API_KEY'"),
+        (["-s", "recursive", "--llm", "tests.llm.test_models:every_fourth()"], "apply to the model-driven strategies"),
+        (["-s", "llm", "--llm", "tests.llm.test_models"], "expected MODULE:OBJECT"),
+        (["-s", "llm", "--llm", "tests.llm.test_models:nothing_here"], "cannot import it"),
+        (["-s", "llm", "--llm", "tests.llm.test_models:broken_factory()"], "the factory failed: KeyError: 'OPENAI_API_KEY'"),
     ):
         assert main(["chunk", str(text_tree), *argv]) == 1
         err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Seed 001's step/list rule after grounding (grounded.vision.lists): list runs found in constructed
+"""Seed 001's step/list rule after grounding (grounded.llm.vision.lists): list runs found in constructed
 trees, and a numbered procedure the model split over two chunks merged back when it fits the token
 bound, else flagged ``list_split``. Real PyMuPDF parse of a PDF made here; the model is a callable
 replaying a hand-written answer in the seed's format."""
@@ -105,11 +105,11 @@ def test_a_split_list_is_merged_back_when_it_fits(steps_pdf: Path) -> None:
 
 
 def test_a_split_list_that_cannot_fit_is_flagged_and_logged(steps_pdf: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="grounded.vision.lists"):
+    with caplog.at_level(logging.WARNING, logger="grounded.llm.vision.lists"):
         chunks = _chunk(steps_pdf, 64)
     holding = [c for c in chunks if any(s in c.body for s in STEPS)]
     assert len(holding) >= 2 and all(c.metadata["list_split"] is True for c in holding)
     assert all(c.metadata["token_count"] <= 64 for c in chunks)
     assert not any(c.metadata.get("list_split") for c in chunks if c not in holding)
-    (record,) = [r for r in caplog.records if r.name == "grounded.vision.lists"]
+    (record,) = [r for r in caplog.records if r.name == "grounded.llm.vision.lists"]
     assert "a list of 6 items" in record.getMessage() and "flagged list_split" in record.getMessage()
