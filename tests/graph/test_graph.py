@@ -633,6 +633,7 @@ def test_parse_items_reads_json_amid_prose_and_refuses_the_rest() -> None:
         "n1": {"key": "n1", "summary": "s"}}
     assert parse_items('[{"key": "n2", "summary": "t"}]', "t") == {"n2": {"key": "n2", "summary": "t"}}
     assert parse_items('```json\n{"items": [{"key": "n3"}, "junk", {"summary": "no key"}]}\n```', "t") == {"n3": {"key": "n3"}}
-    for bad, why in (('{"items": [', "no JSON"), ('{"items": [1,}', "malformed JSON"), ('{"items": 3}', "no 'items' list")):
+    for bad, why in (('{"items": [', r"malformed JSON .*; received '\{\"items\": \['"), ('{"items": [1,}', "malformed JSON"),
+                     ('{"items": 3}', "no 'items' list"), ("[n1] no json here", r"no JSON in the answer; received '\[n1\]")):
         with pytest.raises(ModelOutputError, match=why):
             parse_items(bad, "t")

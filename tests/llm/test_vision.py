@@ -400,7 +400,7 @@ def test_langchain_loader(fr6) -> None:
 
 # -- command line -------------------------------------------------------------------------------------
 def replay_model() -> Any:
-    """``--vision-llm tests.test_vision:replay_model()`` (the CLI test)."""
+    """``--vision-llm tests.llm.test_vision:replay_model()`` (the CLI test)."""
     answers = list(ANSWERS)
     return lambda images, prompt: answers.pop(0)
 
@@ -419,7 +419,7 @@ def test_cli(fr6, tmp_path, capsys, monkeypatch) -> None:
     assert "GEMINI_API_KEY" in capsys.readouterr().err
     out = tmp_path / "chunks.jsonl"
     monkeypatch.syspath_prepend(str(REPO))
-    code = main(["chunk", str(tree), "-s", "vision", "--vision-llm", "tests.test_vision:replay_model()", "-o", str(out)])
+    code = main(["chunk", str(tree), "-s", "vision", "--vision-llm", "tests.llm.test_vision:replay_model()", "-o", str(out)])
     assert code == 0, capsys.readouterr().err
     assert "vision" in capsys.readouterr().out and len(out.read_text().splitlines()) >= 15
 
