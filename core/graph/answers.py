@@ -21,7 +21,7 @@ from ..llm.settings import excerpt
 
 __all__ = ["read_json", "ask_json"]
 
-_JSON_START = re.compile(r"""[\[{]\s*(["{\[\]}]|-?\d|true\b|false\b|null\b)""")
+_JSON_START = re.compile(r"""[\[{]\s*["{\[\]}]""")  # {" [{ [" [] {}: not a citation such as [1]
 R = TypeVar("R")
 log = logging.getLogger(__name__)
 

@@ -135,6 +135,8 @@ def test_an_answer_without_json_says_what_was_received() -> None:
                               "'[n1] HEADER\\nInspecting a hive\\n\\n[n2] HEADER\\nHarvesting honey'")
     with pytest.raises(ModelOutputError, match=r"malformed JSON \(.*\); received '\{\"items\": \[\{\"key\"'"):
         parse_items('{"items": [{"key"', "summaries")
+    with pytest.raises(ModelOutputError, match=r"no JSON in the answer; received 'Fragment-based design \[1\]"):
+        parse_items("Fragment-based design [1] of inhibitors [2].", "summaries")  # citations are not JSON
     with pytest.raises(ModelOutputError, match="no JSON in the answer; received an empty answer"):
         parse_items("  ", "summaries")
     long = "word " * 100
