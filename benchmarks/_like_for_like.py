@@ -63,7 +63,7 @@ def _minilm(device: str = "cpu") -> Callable:
 def _splitter():  # noqa: ANN202 - LangChain type
     from langchain_text_splitters import RecursiveCharacterTextSplitter
 
-    from grounded.chunking.tokenizer import minilm_tokenizer
+    from grounded.text.tokenizer import minilm_tokenizer
 
     return RecursiveCharacterTextSplitter(chunk_size=N, chunk_overlap=0, length_function=minilm_tokenizer().count)
 
@@ -124,7 +124,7 @@ _WORKER: dict = {}
 def _pool_init() -> None:
     import torch
 
-    from grounded.parsers.pymupdf_parser import _load_layout
+    from grounded.parsers.backends.pymupdf.layout import _load_layout
 
     _load_layout(1)  # 1 ONNX Runtime thread, set before pymupdf loads the model (as grounded's workers)
     torch.set_num_threads(1)
