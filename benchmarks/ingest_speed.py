@@ -384,6 +384,8 @@ def main() -> int:
                     "stages (CPU per stage), copies (multi-file corpus), long (one-document corpus), "
                     "memory (N vs 4N) (default: all)")
     ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of the like-for-like section")
+    ap.add_argument("--like", nargs="+", choices=list(like_for_like.COMPARISONS), default=None, metavar="NAME",
+                    help="only these like-for-like comparisons (default: all three)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/ingest_speed.md")
     args = ap.parse_args()
     if args.one:
@@ -409,6 +411,7 @@ def main() -> int:
                     "--embed-long" if args.embed_long else "",
                     f"--sections {args.sections}" if args.sections != "like,stages,copies,long,memory" else "",
                     f"--rounds {args.rounds}" if args.rounds != 2 else "",
+                    "--like " + " ".join(repr(n) for n in args.like) if args.like else "",
                     f"--copies {args.copies}" if args.copies != 2 and not args.quick else ""] if f
     )
     started = time.perf_counter()
@@ -420,7 +423,8 @@ def main() -> int:
     sections = set(args.sections.split(","))
     if "like" in sections:
         folder = copies(n_copies, args.quick)
-        like_for_like.run(out.add, _sources(args.quick), sorted(folder.glob("*.pdf")), args.rounds, workers=2)
+        like_for_like.run(out.add, _sources(args.quick), sorted(folder.glob("*.pdf")), args.rounds, workers=2,
+                          only=set(args.like) if args.like else None)
     if "stages" in sections:
         run_stage_costs(out, copies(1, args.quick))
     pages_per_copy = "13" if args.quick else "44"

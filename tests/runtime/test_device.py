@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grounded.runtime.device import check_device, onnx_providers, torch_device
 from grounded.errors import DeviceUnavailableError, GroundedError
+from grounded.runtime.device import check_device, onnx_providers, torch_device
 
 torch = pytest.importorskip("torch")
 NO_GPU = not torch.cuda.is_available()
