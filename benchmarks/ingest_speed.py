@@ -1,6 +1,7 @@
 """End-to-end ingest throughput and memory: ``grounded.ingest`` vs the pipeline a user writes today.
 
 Run: ``python benchmarks/ingest_speed.py [--quick] [--no-embed] [--save docs/results/ingest_speed.md]``
+(``--sections like`` runs only the like-for-like comparison of issue 24: ``benchmarks/_like_for_like.py``)
 (full mode: about 25-30 min on 2 quiet cores, most of it the three runs over the 704-page
 document -- ``--times 8`` for about 15 min; ``--quick``: about 3 min; ``--sections`` runs a part).
 
@@ -46,7 +47,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _measure import peak_rss_mb  # benchmarks/ is sys.path[0] when run as a script
+import _like_for_like as like_for_like  # benchmarks/ is sys.path[0] when run as a script
+from _measure import peak_rss_mb
 
 REPO = Path(__file__).resolve().parent.parent
 LONG = REPO.parent / "shared" / "data" / "long"
@@ -377,9 +379,13 @@ def main() -> int:
     ap.add_argument("--copies", type=int, default=2, help="copies of the shared PDFs in the multi-file corpus")
     ap.add_argument("--no-ray", action="store_true", help="skip the Ray engine (also skipped when ray is not installed)")
     ap.add_argument("--ray-single", action="store_true", help="also run Ray on the one-document corpus (one actor)")
-    ap.add_argument("--sections", default="stages,copies,long,memory",
-                    help="comma-separated subset of: stages (CPU per stage), copies (multi-file corpus), "
-                    "long (one-document corpus), memory (N vs 4N) (default: all)")
+    ap.add_argument("--sections", default="like,stages,copies,long,memory",
+                    help="comma-separated subset of: like (like for like vs pymupdf4llm + LangChain, issue 24), "
+                    "stages (CPU per stage), copies (multi-file corpus), long (one-document corpus), "
+                    "memory (N vs 4N) (default: all)")
+    ap.add_argument("--rounds", type=int, default=2, help="alternating rounds of the like-for-like section")
+    ap.add_argument("--like", nargs="+", choices=list(like_for_like.COMPARISONS), default=None, metavar="NAME",
+                    help="only these like-for-like comparisons (default: all three)")
     ap.add_argument("--save", type=Path, help="also write the report as Markdown, e.g. docs/results/ingest_speed.md")
     args = ap.parse_args()
     if args.one:
@@ -403,7 +409,9 @@ def main() -> int:
         f for f in ["--quick" if args.quick else "", "--no-embed" if args.no_embed else "",
                     f"--times {args.times}" if args.times != 16 and not args.quick else "",
                     "--embed-long" if args.embed_long else "",
-                    f"--sections {args.sections}" if args.sections != "stages,copies,long,memory" else "",
+                    f"--sections {args.sections}" if args.sections != "like,stages,copies,long,memory" else "",
+                    f"--rounds {args.rounds}" if args.rounds != 2 else "",
+                    "--like " + " ".join(repr(n) for n in args.like) if args.like else "",
                     f"--copies {args.copies}" if args.copies != 2 and not args.quick else ""] if f
     )
     started = time.perf_counter()
@@ -413,6 +421,10 @@ def main() -> int:
     ])
     with_ray = not args.no_ray and importlib.util.find_spec("ray") is not None
     sections = set(args.sections.split(","))
+    if "like" in sections:
+        folder = copies(n_copies, args.quick)
+        like_for_like.run(out.add, _sources(args.quick), sorted(folder.glob("*.pdf")), args.rounds, workers=2,
+                          only=set(args.like) if args.like else None)
     if "stages" in sections:
         run_stage_costs(out, copies(1, args.quick))
     pages_per_copy = "13" if args.quick else "44"

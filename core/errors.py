@@ -21,6 +21,7 @@ __all__ = [
     "PageTooLargeError",
     "ParserError",
     "BackendUnavailableError",
+    "DeviceUnavailableError",
     "MissingCredentialsError",
     "RemoteServiceError",
     "SchemaError",
@@ -91,6 +92,15 @@ class BackendUnavailableError(GroundedError, ImportError):
         if package:
             hint += f" (or: pip install {package})"
         super().__init__(f"{what} needs the optional dependency '{extra}': {hint}")
+
+
+class DeviceUnavailableError(GroundedError, RuntimeError):
+    """A model was asked to run on a device (``cuda``) this process cannot use; the message names why."""
+
+    def __init__(self, device: str, cause: str):
+        self.device = device
+        self.cause = cause
+        super().__init__(f"device {device!r} is not available: {cause}")
 
 
 class MissingCredentialsError(GroundedError):

@@ -10,18 +10,22 @@ __all__ = ["MiniLMEmbeddings"]
 
 
 class MiniLMEmbeddings(Embeddings):
-    """Normalized 384-d sentence embeddings on CPU; the model loads on first use (needs the
-    ``semantic`` extra: sentence-transformers + torch) and is shared per process."""
+    """Normalized 384-d sentence embeddings; the model loads on first use (needs the ``semantic``
+    extra: sentence-transformers + torch) and is shared per process and device. ``device``:
+    ``"auto"`` (CUDA when torch sees a GPU, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
 
-    def __init__(self, batch_size: int = 64) -> None:
+    def __init__(self, batch_size: int = 64, device: str = "auto") -> None:
+        from grounded.runtime.device import check_device
+
         self.batch_size = batch_size
+        self.device = check_device(device)
         self._embed: Any = None
 
     def _embedder(self) -> Any:
         if self._embed is None:
             from grounded.chunking.strategies.semantic import minilm_embedder
 
-            self._embed = minilm_embedder(batch_size=self.batch_size)
+            self._embed = minilm_embedder(batch_size=self.batch_size, device=self.device)
         return self._embed
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:

@@ -11,11 +11,13 @@ __all__ = ["MiniLMEmbedding"]
 
 
 class MiniLMEmbedding(BaseEmbedding):
-    """Normalized 384-d sentence embeddings on CPU; the model loads on first use (needs the
-    ``semantic`` extra: sentence-transformers + torch) and is shared per process."""
+    """Normalized 384-d sentence embeddings; the model loads on first use (needs the ``semantic``
+    extra: sentence-transformers + torch) and is shared per process and device. ``device``:
+    ``"auto"`` (CUDA when torch sees a GPU, else CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"``."""
 
     model_name: str = Field(default="sentence-transformers/all-MiniLM-L6-v2")
     embed_batch_size: int = Field(default=64, gt=0)
+    device: str = Field(default="auto", pattern=r"^(auto|cpu|cuda(:\d+)?)$")
 
     _embed: Any = PrivateAttr(default=None)
 
@@ -34,7 +36,7 @@ class MiniLMEmbedding(BaseEmbedding):
         if self._embed is None:
             from grounded.chunking.strategies.semantic import minilm_embedder
 
-            self._embed = minilm_embedder(batch_size=self.embed_batch_size)
+            self._embed = minilm_embedder(batch_size=self.embed_batch_size, device=self.device)
         return self._embed
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:

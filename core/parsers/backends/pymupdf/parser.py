@@ -45,6 +45,7 @@ from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
 
 from .layout import ProgressCallback, PyMuPDFNative, T, _layout_pages, _load_layout, _require_layout
+from .layout_device import use_layout_device
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
     OCR_LEFT_OUT_KEY,
@@ -92,6 +93,11 @@ class PyMuPDFParser(BaseParser):
         ``root.metadata["pages"][i]["text_source"]`` says ``"ocr"`` or ``"text_layer"``.
     ocr_dpi:
         Resolution the pages are rendered at for OCR.
+    device:
+        Where this process's layout model runs: ``"auto"`` (default: the GPU when ONNX Runtime's
+        CUDA provider is installed, ``onnxruntime-gpu``, and a session can be created on it, else
+        the CPU), ``"cpu"`` or ``"cuda"`` (no usable GPU: DeviceUnavailableError). See
+        :mod:`grounded.parsers.backends.pymupdf.layout_device`; worker processes stay on the CPU.
     """
 
     name: ClassVar[str] = "pymupdf"
@@ -109,6 +115,7 @@ class PyMuPDFParser(BaseParser):
         pool: Any = None,
         ocr: OCRMode = DEFAULT_OCR,
         ocr_dpi: int = DEFAULT_OCR_DPI,
+        device: str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -143,6 +150,7 @@ class PyMuPDFParser(BaseParser):
                 "process (create the parser before anything imports pymupdf)",
                 stacklevel=2,
             )
+        self.device = use_layout_device(device)
 
     @property  # per instance: a ClassVar on BaseParser
     def requires_text_layer(self) -> bool:  # type: ignore[override]
@@ -165,7 +173,9 @@ class PyMuPDFParser(BaseParser):
             tool = f"pymupdf {pymupdf.__version__}, pymupdf4llm {pymupdf4llm.__version__}"
         except ImportError:  # pragma: no cover
             tool = f"pymupdf {pymupdf.__version__}"
-        return f"{tool}, {self.ocr_setting()}"
+        # a layout model on the GPU may round differently: its trees are cached apart
+        on_gpu = ", layout on cuda" if self.device == "cuda" else ""
+        return f"{tool}, {self.ocr_setting()}{on_gpu}"
 
     # -- resources ------------------------------------------------------------------------------
     def close(self) -> None:

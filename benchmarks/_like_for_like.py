@@ -1,0 +1,252 @@
+"""Like-for-like ingest comparison (issue 24): grounded vs pymupdf4llm + LangChain, same settings.
+
+Three comparisons, each side in a fresh subprocess, rounds alternating which side runs first:
+
+* ``parse+chunk``: one process each, the libraries' default threads on both sides (ONNX Runtime's
+  own intra-op default for the layout model, which both sides run): ``get_parser("pymupdf")`` +
+  ``Chunker("recursive", 256)`` vs ``pymupdf4llm.to_markdown(use_ocr=False)`` + LangChain
+  ``RecursiveCharacterTextSplitter`` counting MiniLM tokens (N = 256, no overlap);
+* ``e2e+MiniLM``: the same plus all-MiniLM-L6-v2 embeddings of every chunk (batch 64, torch's
+  default threads on both sides);
+* ``equal cores``: ``grounded ingest --workers W --embed minilm`` (Parquet rows) vs the baseline
+  with MiniLM spread over a spawn ``ProcessPoolExecutor(W)`` over the files, each worker process of
+  both sides with 1 layout thread and 1 torch thread.
+
+Timed: the work over the corpus after the side's libraries and models are loaded (parse+chunk,
+e2e), or the whole run including the worker pool's start and model loads (equal cores: both
+sides pay them). CPU seconds are the process's (and its children's) user + system time, less
+sensitive to other load on the machine than wall time. Both sides' thread settings are printed
+on every row.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+N = 256
+EMBED_BATCH = 64
+HERE = Path(__file__).resolve()
+
+
+def _cpu() -> float:
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _ort_threads(limit: int | None) -> str:
+    if limit is not None:
+        return f"ORT {limit} thread"
+    return f"ORT default ({os.cpu_count()} cores)"
+
+
+def _torch_threads() -> str:
+    import torch
+
+    return f"torch {torch.get_num_threads()} thread{'s' if torch.get_num_threads() > 1 else ''}"
+
+
+def _minilm(device: str = "cpu") -> Callable:
+    from grounded.chunking.strategies.semantic import minilm_embedder
+
+    return minilm_embedder(batch_size=EMBED_BATCH, device=device)
+
+
+def _splitter():  # noqa: ANN202 - LangChain type
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
+    from grounded.text.tokenizer import minilm_tokenizer
+
+    return RecursiveCharacterTextSplitter(chunk_size=N, chunk_overlap=0, length_function=minilm_tokenizer().count)
+
+
+# -- one side, one process -------------------------------------------------------------------------
+def side_ours(files: list[Path], embed: bool) -> dict:
+    import pymupdf  # noqa: F401  (loads the layout model: not timed, as for the baseline)
+
+    from grounded.chunking import Chunker
+    from grounded.parsers import get_parser
+
+    parser = get_parser("pymupdf")
+    chunker = Chunker("recursive", N)
+    embedder = _minilm() if embed else None
+    pages = chunks = 0
+    wall, cpu = time.perf_counter(), _cpu()
+    for pdf in files:
+        root = parser.parse(pdf)
+        items = chunker.chunk(root).chunks
+        if embedder is not None and items:
+            embedder([c.content for c in items])
+        pages += int(root.metadata["page_count"])
+        chunks += len(items)
+    return {"pages": pages, "chunks": chunks, "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,
+            "threads": _ort_threads(None) + (", " + _torch_threads() if embed else "")}
+
+
+def _baseline_file(pdf: Path, splitter, embedder) -> tuple[int, int]:  # noqa: ANN001
+    import pymupdf
+    import pymupdf4llm
+
+    # use_ocr=False: born-digital pages; pymupdf4llm would OCR picture text when Tesseract data is installed
+    markdown = pymupdf4llm.to_markdown(str(pdf), show_progress=False, use_ocr=False)
+    texts = splitter.split_text(markdown)
+    if embedder is not None and texts:
+        embedder(texts)
+    with pymupdf.open(pdf) as doc:
+        return doc.page_count, len(texts)
+
+
+def side_baseline(files: list[Path], embed: bool) -> dict:
+    import pymupdf  # noqa: F401
+
+    splitter = _splitter()
+    embedder = _minilm() if embed else None
+    pages = chunks = 0
+    wall, cpu = time.perf_counter(), _cpu()
+    for pdf in files:
+        p, c = _baseline_file(pdf, splitter, embedder)
+        pages, chunks = pages + p, chunks + c
+    return {"pages": pages, "chunks": chunks, "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,
+            "threads": _ort_threads(None) + (", " + _torch_threads() if embed else "")}
+
+
+_WORKER: dict = {}
+
+
+def _pool_init() -> None:
+    import torch
+
+    from grounded.parsers.backends.pymupdf.layout import _load_layout
+
+    _load_layout(1)  # 1 ONNX Runtime thread, set before pymupdf loads the model (as grounded's workers)
+    torch.set_num_threads(1)
+    _WORKER["splitter"] = _splitter()
+    _WORKER["embedder"] = _minilm()
+
+
+def _pool_task(pdf: str) -> tuple[int, int]:
+    return _baseline_file(Path(pdf), _WORKER["splitter"], _WORKER["embedder"])
+
+
+def side_pool_baseline(files: list[Path], workers: int) -> dict:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    wall, cpu = time.perf_counter(), _cpu()
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=ctx, initializer=_pool_init) as pool:
+        results = list(pool.map(_pool_task, [str(f) for f in files]))
+    return {"pages": sum(p for p, _ in results), "chunks": sum(c for _, c in results),
+            "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,
+            "threads": f"{workers} processes x (ORT 1 thread, torch 1 thread)"}
+
+
+def side_pool_ours(files: list[Path], workers: int) -> dict:
+    from grounded.ingest import ingest
+
+    folder = files[0].parent
+    wall, cpu = time.perf_counter(), _cpu()
+    with tempfile.TemporaryDirectory(prefix="grounded-lfl-") as out:
+        report = ingest(folder, out, workers=workers, embed="minilm", progress=False)
+    if not report.ok:
+        raise SystemExit(f"ingest failed: {report.errors}")
+    return {"pages": report.pages, "chunks": report.chunks, "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,
+            "threads": f"{workers} processes x (ORT 1 thread, torch 1 thread) + parent"}
+
+
+# -- rounds -----------------------------------------------------------------------------------------
+def _isolated(side: str, files: list[Path], workers: int) -> dict:
+    cmd = [sys.executable, str(HERE), side, "--workers", str(workers), *map(str, files)]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env, cwd=HERE.parent.parent)
+    if done.returncode != 0:
+        sys.exit(f"measurement failed: {' '.join(cmd)}\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"{one:.1f}/{five:.1f}"
+
+
+COMPARISONS = {
+    # name: (ours side, baseline side, target, files key)
+    "parse+chunk, 1 process": ("ours", "baseline", 1.2, "single"),
+    "e2e + MiniLM, 1 process": ("ours-embed", "baseline-embed", 1.1, "single"),
+    "e2e + MiniLM, equal cores": ("ours-pool", "baseline-pool", 1.1, "copies"),
+}
+
+
+def run(add: Callable[..., None], single: list[Path], copies: list[Path], rounds: int, workers: int,
+        only: set[str] | None = None) -> dict[str, float]:
+    """Measure every comparison ``rounds`` times, alternating which side runs first; ``add`` prints
+    and saves Markdown lines. Returns the median ratio (ours / baseline pages/s) per comparison."""
+    add(
+        f"## Like for like (issue 24): {rounds} alternating rounds, each side in a fresh process",
+        "",
+        f"Corpora: parse+chunk and e2e on the {len(single)} shared long PDFs; equal cores on "
+        f"{len(copies)} files (the same PDFs x{len(copies) // max(1, len(single))}, byte-distinct copies). "
+        f"{os.cpu_count()} cores shared with other jobs: the load column is `uptime`'s 1/5-min load "
+        "average when the row finished. pages/s from wall time; CPU s = user + system of the "
+        "process and its children.",
+        "",
+        "| comparison | round | side | threads | pages | chunks | wall s | pages/s | CPU s | CPU ms/page | load |",
+        "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    )
+    ratios: dict[str, float] = {}
+    summary: list[str] = []
+    for name, (ours, base, target, key) in COMPARISONS.items():
+        if only and name not in only:
+            continue
+        files = single if key == "single" else copies
+        walls: dict[str, list[float]] = {ours: [], base: []}
+        cpus: dict[str, list[float]] = {ours: [], base: []}
+        for k in range(rounds):
+            for side in ((ours, base) if k % 2 == 0 else (base, ours)):
+                r = _isolated(side, files, workers)
+                walls[side].append(r["pages"] / r["wall"])
+                cpus[side].append(1000 * r["cpu"] / r["pages"])
+                label = "grounded" if side == ours else "pymupdf4llm + LangChain"
+                add(f"| {name} | {k + 1} | {label} | {r['threads']} | {r['pages']} | {r['chunks']} | "
+                    f"{r['wall']:.1f} | {r['pages'] / r['wall']:.2f} | {r['cpu']:.1f} | {1000 * r['cpu'] / r['pages']:.0f} | "
+                    f"{_load()} |")
+        wall_ratio = statistics.median(walls[ours]) / statistics.median(walls[base])
+        cpu_ratio = statistics.median(cpus[base]) / statistics.median(cpus[ours])
+        ratios[name] = wall_ratio
+        met = "met" if wall_ratio >= target else "NOT met"
+        summary.append(
+            f"- {name}: grounded / baseline pages/s (medians) **{wall_ratio:.2f}x** (target >= {target}x: {met}); "
+            f"by CPU ms per page {cpu_ratio:.2f}x"
+        )
+    add("", *summary, "")
+    return ratios
+
+
+def main() -> int:
+    side, rest = sys.argv[1], sys.argv[2:]
+    workers = 1
+    if rest[:1] == ["--workers"]:
+        workers, rest = int(rest[1]), rest[2:]
+    files = [Path(f) for f in rest]
+    result = {
+        "ours": lambda: side_ours(files, embed=False),
+        "baseline": lambda: side_baseline(files, embed=False),
+        "ours-embed": lambda: side_ours(files, embed=True),
+        "baseline-embed": lambda: side_baseline(files, embed=True),
+        "ours-pool": lambda: side_pool_ours(files, workers),
+        "baseline-pool": lambda: side_pool_baseline(files, workers),
+    }[side]()
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
