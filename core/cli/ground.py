@@ -22,12 +22,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
 from ..parsers import PARSERS
 from .main import add_password_option
+from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
 
 __all__ = ["register", "read_chunk_texts", "run"]
 
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("chunks", type=Path, help="CHUNKS.jsonl (objects with a 'text' field) or CHUNKS.txt ('---' lines or blank lines)")
     p.add_argument(
         "-o", "--out", type=Path, default=None,
-        help="output .jsonl (one chunk per line) or .json; default: the summary only. Never an input file",
+        help=OUT_HELP + "; default: the summary only",
     )
     p.add_argument(
         "--min-score", type=_score, default=None, metavar="S",
@@ -111,8 +111,7 @@ def read_chunk_texts(path: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from ..grounding.grounder import Grounder
     from ..grounding.wrappers import ground_chunks, status_counts
-    from ..io.atomic import refuse_overwriting_inputs
-    from ..io.codec import load_parsing_result, save_chunking_result, write_chunks_jsonl
+    from ..io.codec import load_parsing_result
     from ..model.chunk import ChunkingResult
     from ..parsers import get_parser
     from .chunk import _is_pdf
@@ -122,8 +121,7 @@ def run(args: argparse.Namespace) -> int:
     for given in (path, args.chunks):
         if not given.is_file():
             raise InputNotFoundError(given, "no such file" if not given.exists() else "not a regular file")
-    if args.out is not None:
-        refuse_overwriting_inputs([args.out], [path, args.chunks])
+    check_chunk_output(args.out, [path, args.chunks])
     texts = read_chunk_texts(args.chunks)
     options: dict[str, object] = {"tokenizer": args.tokenizer}
     if _is_pdf(path):
@@ -154,10 +152,7 @@ def run(args: argparse.Namespace) -> int:
                 "document": json.loads(json.dumps(root.metadata, default=str)),
             },
         )
-        if args.out.suffix.lower() == ".json":
-            save_chunking_result(result, args.out)
-        else:
-            write_chunks_jsonl(result, args.out)
+        write_chunk_output(result, args.out)
     grounded = counts["exact"] + counts["fuzzy"]
     print(
         f"{path.name}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
@@ -165,6 +160,6 @@ def run(args: argparse.Namespace) -> int:
         + (f"{counts['furniture']} page furniture only, " if counts["furniture"] else "")
         + f"{counts['refused']} refused"
         + (f" -> {args.out}" if args.out else ""),
-        file=sys.stdout,
+        file=summary_stream(args.out),
     )
     return 0
