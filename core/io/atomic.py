@@ -30,6 +30,7 @@ __all__ = [
     "check_output_target",
     "check_output_suffix",
     "is_stdout",
+    "file_kind",
     "clean_stale_temp_files",
     "OutputError",
 ]
@@ -176,7 +177,7 @@ def check_output_name(path: str | Path) -> None:
         raise _output_error(path, OSError(errno.ENAMETOOLONG, "File name too long"))
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """What a non-regular file is, in words (None for a regular file)."""
     if stat.S_ISREG(mode):
         return None
@@ -204,7 +205,7 @@ def check_output_target(path: str | Path) -> None:
         return
     except OSError as exc:
         raise _output_error(path, exc) from exc
-    kind = _kind(mode)
+    kind = file_kind(mode)
     if kind is not None:
         raise OutputError(path, f"is {kind}, not a regular file: refusing to replace it "
                                 "(name a regular file, or '-' for stdout)")
