@@ -3,10 +3,16 @@
 Chunk files:
 
 * ``.jsonl``: one JSON object per line with a ``text`` field (other fields are ignored; blank lines
-  are skipped);
+  are skipped). Every object gives one output chunk, in order: an empty or too long ``text`` is
+  kept as a refused chunk with its reason. A line that is not valid JSON, nested deeper than
+  Python's JSON reader allows, or holds a lone surrogate (``\\ud800``) is a :class:`SchemaError`
+  naming the line;
 * any other name (``.txt``, ``.md``): UTF-8 text. When it contains a line that is exactly ``---``
   (surrounding spaces allowed), the chunks are the pieces between such lines; otherwise every
   paragraph (text between blank lines) is one chunk. Empty pieces are skipped.
+
+A text longer than :data:`~grounded.grounding.grounder.MAX_TEXT_CHARS` characters (200 000) is
+refused before any work (grounding memory is linear in the accepted text, ~500 bytes/character).
 
 The output (``-o OUT.jsonl`` or ``.json``) has the schema of ``grounded chunk -o`` - so ``grounded
 highlight PDF OUT.jsonl`` draws the chunks - with each chunk's text as given, ``start_char`` /
@@ -78,6 +84,8 @@ def _score(text: str) -> float:
 
 def read_chunk_texts(path: Path) -> list[str]:
     """The chunk texts of a ``.jsonl`` or text file (see the module docstring)."""
+    from ..grounding.grounder import lone_surrogate
+
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -96,14 +104,18 @@ def read_chunk_texts(path: Path) -> list[str]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}: line {n}: not valid JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise SchemaError(f"{path}: line {n}: JSON nested too deeply to read") from exc
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise SchemaError(f"{path}: line {n}: expected an object with a string 'text' field")
-            if obj["text"].strip():
-                texts.append(obj["text"])
+            surrogate = lone_surrogate(obj["text"])
+            if surrogate is not None:
+                raise SchemaError(f"{path}: line {n}: 'text' holds {surrogate}")
+            texts.append(obj["text"])  # empty texts too: one output per line (refused with a reason)
     else:
         pieces = _SEPARATOR.split(content) if _SEPARATOR.search(content) else _BLANK.split(content)
         texts = [p.strip("\n") for p in pieces if p.strip()]
-    if not texts:
+    if not any(t.strip() for t in texts):
         raise InputError(path, "no chunks in the file (expected .jsonl objects with 'text', or text separated by '---' or blank lines)")
     return texts
 
