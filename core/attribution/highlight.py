@@ -22,6 +22,7 @@ from .geometry import (
     to_page_quad,
     to_page_rect,
 )
+from .sanitize import strip_active_content
 
 __all__ = ["highlight", "DEFAULT_COLOR", "HEADING_COLOR", "PDFRepairWarning"]
 
@@ -49,6 +50,7 @@ def highlight(
     heading_color: Color | str = ...,
     label: Label = ...,
     password: str | None = ...,
+    sanitize: bool = ...,
 ) -> bytes: ...
 
 
@@ -62,6 +64,7 @@ def highlight(
     heading_color: Color | str = ...,
     label: Label = ...,
     password: str | None = ...,
+    sanitize: bool = ...,
 ) -> Path: ...
 
 
@@ -74,6 +77,7 @@ def highlight(
     heading_color: Color | str = HEADING_COLOR,
     label: Label = True,
     password: str | None = None,
+    sanitize: bool = True,
 ) -> Path | bytes:
     """Highlight every chunk in ``pdf``; write the annotated PDF atomically to ``out`` or return its bytes.
 
@@ -88,6 +92,11 @@ def highlight(
     raises :class:`~grounded.attribution.geometry.AttributionError`. An encrypted PDF needs
     ``password``; the annotated copy is encrypted again (AES-256) with that password. A PDF that
     MuPDF opens but cannot draw on or write raises :class:`~grounded.errors.CorruptPDFError`.
+
+    ``sanitize`` (default True): the copy carries no active content of the source - JavaScript,
+    launch and form actions, additional actions, embedded files are stripped
+    (:func:`~grounded.attribution.sanitize.strip_active_content`); ``False`` keeps the source's
+    objects as they are.
     """
     body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
     chunk_list = as_chunks(chunks)
@@ -107,16 +116,21 @@ def highlight(
                     _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
                     if tag:
                         _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
-        data = _to_bytes(doc, source, password)
+        if sanitize:
+            with mupdf_errors(source, "removing active content"):
+                strip_active_content(doc)
+        data = _to_bytes(doc, source, password, collect=sanitize)
     finally:
         doc.close()
     return data if out is None else atomic_write_bytes(out, data)
 
 
-def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
+def _to_bytes(doc: Any, source: str, password: str | None, *, collect: bool = False) -> bytes:
     """The annotated document as bytes. MuPDF refuses to write a damaged object even when nothing
     uses it; then the copy is written again without unused objects (garbage collection) and a
-    warning says so. A document that was opened with a password is encrypted again with it."""
+    warning says so. A document that was opened with a password is encrypted again with it.
+    ``collect``: always drop unused objects (the active content :func:`strip_active_content`
+    unlinked)."""
     import pymupdf
 
     options: dict[str, Any] = {"deflate": True}
@@ -124,7 +138,7 @@ def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
         options.update(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password,  # type: ignore[attr-defined]
                        permissions=doc.permissions)
     first: CorruptPDFError | None = None
-    for garbage in (0, 1, 3):
+    for garbage in ((1, 3) if collect else (0, 1, 3)):
         try:
             with mupdf_errors(source, "writing the annotated copy"):
                 data = bytes(doc.tobytes(garbage=garbage, **options))
