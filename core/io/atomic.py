@@ -32,6 +32,8 @@ __all__ = [
     "is_stdout",
     "file_kind",
     "clean_stale_temp_files",
+    "make_temp_dir",
+    "clean_stale_temp_dirs",
     "OutputError",
 ]
 
@@ -126,6 +128,44 @@ def clean_stale_temp_files(folder: str | Path) -> list[Path]:
             continue
         removed.append(Path(entry.path))
         log.info("removed %s (left by an interrupted write)", entry.path)
+    return removed
+
+
+def make_temp_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A private temporary directory (mode 0700) named ``<prefix><pid>-<random>`` in the system
+    temp folder; the ones a killed process left (its pid gone) are removed first."""
+    folder = tempfile.gettempdir()
+    key = f"{folder}\0{prefix}"
+    if key not in _cleaned_dirs:
+        _cleaned_dirs.add(key)
+        clean_stale_temp_dirs(folder, prefix)
+    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")
+
+
+def clean_stale_temp_dirs(folder: str | Path, prefix: str) -> list[Path]:
+    """Remove directories named ``<prefix><pid>-<random>`` in ``folder`` whose creating process is
+    gone (left by a killed run, see :func:`make_temp_dir`); returns what was removed."""
+    import shutil
+
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-[0-9a-z_]+$")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or not _writer_gone(int(m.group(1)), entry.stat().st_mtime):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            removed.append(Path(entry.path))
+            log.info("removed %s (left by an interrupted run)", entry.path)
     return removed
 
 
