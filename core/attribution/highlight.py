@@ -119,18 +119,16 @@ def highlight(
         if sanitize:
             with mupdf_errors(source, "removing active content"):
                 strip_active_content(doc)
-        data = _to_bytes(doc, source, password, collect=sanitize)
+        data = _to_bytes(doc, source, password)
     finally:
         doc.close()
     return data if out is None else atomic_write_bytes(out, data)
 
 
-def _to_bytes(doc: Any, source: str, password: str | None, *, collect: bool = False) -> bytes:
+def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
     """The annotated document as bytes. MuPDF refuses to write a damaged object even when nothing
     uses it; then the copy is written again without unused objects (garbage collection) and a
-    warning says so. A document that was opened with a password is encrypted again with it.
-    ``collect``: always drop unused objects (the active content :func:`strip_active_content`
-    unlinked)."""
+    warning says so. A document that was opened with a password is encrypted again with it."""
     import pymupdf
 
     options: dict[str, Any] = {"deflate": True}
@@ -138,7 +136,7 @@ def _to_bytes(doc: Any, source: str, password: str | None, *, collect: bool = Fa
         options.update(encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw=password,  # type: ignore[attr-defined]
                        permissions=doc.permissions)
     first: CorruptPDFError | None = None
-    for garbage in ((1, 3) if collect else (0, 1, 3)):
+    for garbage in (0, 1, 3):
         try:
             with mupdf_errors(source, "writing the annotated copy"):
                 data = bytes(doc.tobytes(garbage=garbage, **options))

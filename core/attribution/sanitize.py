@@ -15,8 +15,9 @@ actions, XFA form scripts and embedded files. :func:`strip_active_content` remov
 Page content, annotations other than those (the highlights included), internal links, web links
 and text (invisible OCR text layers too) are kept - unlike MuPDF's ``Document.scrub()``, which also
 removes hidden text, metadata and all links, and leaves inline JavaScript dictionaries and launch
-actions in place. Unreferenced objects are dropped when the document is written with garbage
-collection (``garbage >= 1``).
+actions in place. Action objects are emptied in place and embedded files blanked before they are
+unlinked, so nothing active survives even when the document is written without garbage
+collection.
 """
 
 from __future__ import annotations
@@ -50,13 +51,13 @@ def strip_active_content(doc: Any) -> int:
     many things were removed (0: nothing active was there)."""
     removed = 0
     catalog = doc.pdf_catalog()
+    for name in doc.embfile_names():
+        doc.embfile_del(name)
+        removed += 1
     for path in ("Names/JavaScript", "Names/EmbeddedFiles", "AcroForm/XFA"):
         if doc.xref_get_key(catalog, path)[0] != "null":
             doc.xref_set_key(catalog, path, "null")
             removed += 1
-    for name in doc.embfile_names():
-        doc.embfile_del(name)
-        removed += 1
     for page in doc:
         for annot in list(page.annots() or []):
             if annot.type[1] == "FileAttachment":
@@ -67,6 +68,14 @@ def strip_active_content(doc: Any) -> int:
             if not doc.xref_is_stream(xref) and not doc.xref_object(xref, compressed=True).startswith("<<"):
                 continue
         except RuntimeError:  # a broken object: nothing of ours to clean there
+            continue
+        if doc.xref_is_stream(xref) and doc.xref_get_key(xref, "Type")[1] == "/EmbeddedFile":
+            doc.update_stream(xref, b" ")  # the content goes even if the stream object outlives its name
+            continue
+        own = doc.xref_get_key(xref, "S")
+        if own[0] == "name" and own[1] not in SAFE_ACTIONS and doc.xref_get_key(xref, "Type")[1] in ("null", "/Action"):
+            doc.update_object(xref, "<<>>")  # an action object: emptied wherever it is referenced from
+            removed += 1
             continue
         if doc.xref_get_key(xref, "AA")[0] != "null":
             doc.xref_set_key(xref, "AA", "null")

@@ -241,7 +241,7 @@ def check_output_target(path: str | Path) -> None:
     path = Path(path)
     try:
         mode = os.lstat(path).st_mode
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a missing folder is the writer's to report
         return
     except OSError as exc:
         raise _output_error(path, exc) from exc
