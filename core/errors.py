@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "escape_controls",
     "GroundedError",
     "InvalidBoxError",
     "InputError",
@@ -33,6 +34,36 @@ __all__ = [
 ]
 
 
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: invisible formatting characters that reorder or hide text on a terminal (bidi overrides/isolates)
+_BIDI = frozenset("\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+
+
+def _escape(ch: str) -> str:
+    if ch in _NAMED:
+        return _NAMED[ch]
+    code = ord(ch)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, *, whitespace: bool = True) -> str:
+    """``text`` with control characters (C0, DEL, C1, bidi overrides) written as escapes
+    (``\\n``, ``\\x1b``, ``\\u202e``), so a file name cannot break a log line or drive a terminal
+    (ANSI escapes). ``whitespace=False`` leaves newlines, carriage returns and tabs as they are
+    (for a caller that collapses whitespace itself)."""
+    if text.isprintable() and not any(ch in _BIDI for ch in text):
+        return text
+    out = []
+    for ch in text:
+        code = ord(ch)
+        control = code < 0x20 or 0x7F <= code < 0xA0 or ch in _BIDI
+        if control and not (not whitespace and ch in _NAMED):
+            out.append(_escape(ch))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
 class GroundedError(Exception):
     """Base of all errors raised by grounded."""
 
@@ -47,7 +78,7 @@ class InputError(GroundedError):
     def __init__(self, path: str | Path, cause: str):
         self.path = str(path)
         self.cause = cause
-        super().__init__(f"{self.path}: {cause}")
+        super().__init__(f"{escape_controls(self.path)}: {cause}")
 
 
 class InputNotFoundError(InputError, FileNotFoundError):
@@ -124,7 +155,7 @@ class OutputError(GroundedError, OSError):
     def __init__(self, path: str | Path, cause: str):
         self.path = str(path)
         self.cause = cause
-        super().__init__(f"{self.path}: {cause}")
+        super().__init__(f"{escape_controls(self.path)}: {cause}")
 
 
 class SchemaError(GroundedError, ValueError):

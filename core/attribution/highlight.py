@@ -22,6 +22,7 @@ from .geometry import (
     to_page_quad,
     to_page_rect,
 )
+from .sanitize import strip_active_content
 
 __all__ = ["highlight", "DEFAULT_COLOR", "HEADING_COLOR", "PDFRepairWarning"]
 
@@ -49,6 +50,7 @@ def highlight(
     heading_color: Color | str = ...,
     label: Label = ...,
     password: str | None = ...,
+    sanitize: bool = ...,
 ) -> bytes: ...
 
 
@@ -62,6 +64,7 @@ def highlight(
     heading_color: Color | str = ...,
     label: Label = ...,
     password: str | None = ...,
+    sanitize: bool = ...,
 ) -> Path: ...
 
 
@@ -74,6 +77,7 @@ def highlight(
     heading_color: Color | str = HEADING_COLOR,
     label: Label = True,
     password: str | None = None,
+    sanitize: bool = True,
 ) -> Path | bytes:
     """Highlight every chunk in ``pdf``; write the annotated PDF atomically to ``out`` or return its bytes.
 
@@ -88,6 +92,11 @@ def highlight(
     raises :class:`~grounded.attribution.geometry.AttributionError`. An encrypted PDF needs
     ``password``; the annotated copy is encrypted again (AES-256) with that password. A PDF that
     MuPDF opens but cannot draw on or write raises :class:`~grounded.errors.CorruptPDFError`.
+
+    ``sanitize`` (default True): the copy carries no active content of the source - JavaScript,
+    launch and form actions, additional actions, embedded files are stripped
+    (:func:`~grounded.attribution.sanitize.strip_active_content`); ``False`` keeps the source's
+    objects as they are.
     """
     body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
     chunk_list = as_chunks(chunks)
@@ -107,6 +116,9 @@ def highlight(
                     _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
                     if tag:
                         _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
+        if sanitize:
+            with mupdf_errors(source, "removing active content"):
+                strip_active_content(doc)
         data = _to_bytes(doc, source, password)
     finally:
         doc.close()

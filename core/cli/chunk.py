@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from ..errors import InputNotFoundError, UsageError
-from ..io.atomic import refuse_overwriting_inputs
 from ..llm.spec import strategy_options
 from ..parsers import PARSERS
 from .llm_options import add_model_options, model_spec
 from .main import add_password_option
+from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
 from .parse import password_kwargs
 
 
@@ -70,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_password_option(p)
     p.add_argument(
         "-o", "--out", type=Path, default=None,
-        help="output .jsonl (one chunk per line) or .json; default: stdout summary only. Never the input file",
+        help=OUT_HELP + "; default: the summary only",
     )
     p.set_defaults(func=run)
 
@@ -86,14 +85,13 @@ def _is_pdf(path: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     from ..chunking.chunker import Chunker
-    from ..io.codec import load_parsing_result, save_chunking_result, write_chunks_jsonl
+    from ..io.codec import load_parsing_result
     from ..parsers import get_parser
 
     path: Path = args.input
     if not path.is_file():
         raise InputNotFoundError(path, "no such file" if not path.exists() else "not a regular file")
-    if args.out is not None:
-        refuse_overwriting_inputs([args.out], [path])
+    check_chunk_output(args.out, [path])
     model = strategy_options(args.strategy, model_spec(args))
     options: dict = dict(model)
     if args.strategy == "semantic":
@@ -119,10 +117,7 @@ def run(args: argparse.Namespace) -> int:
         root = load_parsing_result(path)
     result = chunker.chunk(root)
     if args.out is not None:
-        if args.out.suffix == ".json":
-            save_chunking_result(result, args.out)
-        else:
-            write_chunks_jsonl(result, args.out)
+        write_chunk_output(result, args.out)
     pages = {p for c in result.chunks for p in c.metadata["pages"]}
     multi = sum(1 for c in result.chunks if len(c.metadata["pages"]) > 1)
     sizes = [c.metadata["token_count"] for c in result.chunks]
@@ -131,6 +126,6 @@ def run(args: argparse.Namespace) -> int:
         f"tokens max {max(sizes, default=0)} mean {sum(sizes) / max(1, len(sizes)):.0f}, "
         f"{len(pages)} pages covered, {multi} chunks cross a page break"
         + (f" -> {args.out}" if args.out else ""),
-        file=sys.stdout,
+        file=summary_stream(args.out),
     )
     return 0

@@ -3,10 +3,16 @@
 Chunk files:
 
 * ``.jsonl``: one JSON object per line with a ``text`` field (other fields are ignored; blank lines
-  are skipped);
+  are skipped). Every object gives one output chunk, in order: an empty or too long ``text`` is
+  kept as a refused chunk with its reason. A line that is not valid JSON, nested deeper than
+  Python's JSON reader allows, or holds a lone surrogate (``\\ud800``) is a :class:`SchemaError`
+  naming the line;
 * any other name (``.txt``, ``.md``): UTF-8 text. When it contains a line that is exactly ``---``
   (surrounding spaces allowed), the chunks are the pieces between such lines; otherwise every
   paragraph (text between blank lines) is one chunk. Empty pieces are skipped.
+
+A text longer than :data:`~grounded.grounding.grounder.MAX_TEXT_CHARS` characters (200 000) is
+refused before any work (grounding memory is linear in the accepted text, ~500 bytes/character).
 
 The output (``-o OUT.jsonl`` or ``.json``) has the schema of ``grounded chunk -o`` - so ``grounded
 highlight PDF OUT.jsonl`` draws the chunks - with each chunk's text as given, ``start_char`` /
@@ -22,12 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sys
 from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
 from ..parsers import PARSERS
 from .main import add_password_option
+from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
 
 __all__ = ["register", "read_chunk_texts", "run"]
 
@@ -51,7 +57,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("chunks", type=Path, help="CHUNKS.jsonl (objects with a 'text' field) or CHUNKS.txt ('---' lines or blank lines)")
     p.add_argument(
         "-o", "--out", type=Path, default=None,
-        help="output .jsonl (one chunk per line) or .json; default: the summary only. Never an input file",
+        help=OUT_HELP + "; default: the summary only",
     )
     p.add_argument(
         "--min-score", type=_score, default=None, metavar="S",
@@ -78,6 +84,8 @@ def _score(text: str) -> float:
 
 def read_chunk_texts(path: Path) -> list[str]:
     """The chunk texts of a ``.jsonl`` or text file (see the module docstring)."""
+    from ..grounding.grounder import lone_surrogate
+
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -96,14 +104,18 @@ def read_chunk_texts(path: Path) -> list[str]:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}: line {n}: not valid JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise SchemaError(f"{path}: line {n}: JSON nested too deeply to read") from exc
             if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
                 raise SchemaError(f"{path}: line {n}: expected an object with a string 'text' field")
-            if obj["text"].strip():
-                texts.append(obj["text"])
+            surrogate = lone_surrogate(obj["text"])
+            if surrogate is not None:
+                raise SchemaError(f"{path}: line {n}: 'text' holds {surrogate}")
+            texts.append(obj["text"])  # empty texts too: one output per line (refused with a reason)
     else:
         pieces = _SEPARATOR.split(content) if _SEPARATOR.search(content) else _BLANK.split(content)
         texts = [p.strip("\n") for p in pieces if p.strip()]
-    if not texts:
+    if not any(t.strip() for t in texts):
         raise InputError(path, "no chunks in the file (expected .jsonl objects with 'text', or text separated by '---' or blank lines)")
     return texts
 
@@ -111,8 +123,7 @@ def read_chunk_texts(path: Path) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     from ..grounding.grounder import Grounder
     from ..grounding.wrappers import ground_chunks, status_counts
-    from ..io.atomic import refuse_overwriting_inputs
-    from ..io.codec import load_parsing_result, save_chunking_result, write_chunks_jsonl
+    from ..io.codec import load_parsing_result
     from ..model.chunk import ChunkingResult
     from ..parsers import get_parser
     from .chunk import _is_pdf
@@ -122,8 +133,7 @@ def run(args: argparse.Namespace) -> int:
     for given in (path, args.chunks):
         if not given.is_file():
             raise InputNotFoundError(given, "no such file" if not given.exists() else "not a regular file")
-    if args.out is not None:
-        refuse_overwriting_inputs([args.out], [path, args.chunks])
+    check_chunk_output(args.out, [path, args.chunks])
     texts = read_chunk_texts(args.chunks)
     options: dict[str, object] = {"tokenizer": args.tokenizer}
     if _is_pdf(path):
@@ -154,10 +164,7 @@ def run(args: argparse.Namespace) -> int:
                 "document": json.loads(json.dumps(root.metadata, default=str)),
             },
         )
-        if args.out.suffix.lower() == ".json":
-            save_chunking_result(result, args.out)
-        else:
-            write_chunks_jsonl(result, args.out)
+        write_chunk_output(result, args.out)
     grounded = counts["exact"] + counts["fuzzy"]
     print(
         f"{path.name}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
@@ -165,6 +172,6 @@ def run(args: argparse.Namespace) -> int:
         + (f"{counts['furniture']} page furniture only, " if counts["furniture"] else "")
         + f"{counts['refused']} refused"
         + (f" -> {args.out}" if args.out else ""),
-        file=sys.stdout,
+        file=summary_stream(args.out),
     )
     return 0

@@ -30,7 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
             "result is a copy of the PDF with a highlight annotation per chunk and page (title = chunk id); with "
             "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn. "
             "The PDF must be the one the chunks were made from (its sha256 is checked against the one the chunks "
-            "file records; --force skips the check). Outputs never replace an input."
+            "file records; --force skips the check). Outputs never replace an input. The annotated PDF is "
+            "sanitized by default: the source's JavaScript, launch and form actions, additional actions and "
+            "embedded files are stripped (--keep-active-content keeps them)."
         ),
     )
     p.add_argument("pdf", type=Path, help="the PDF the chunks were made from")
@@ -46,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dpi", type=_dpi, default=110, help="PNG resolution in dots per inch (default: 110)")
     p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
     p.add_argument("--no-label", action="store_true", help="PDF: do not add the [n] tags in the page margin")
+    p.add_argument(
+        "--keep-active-content", action="store_true",
+        help="PDF: keep the source's JavaScript, launch/form actions and embedded files in the annotated copy "
+        "(default: sanitized - they are stripped; links to pages and web addresses stay)",
+    )
     p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
     add_password_option(p)  # the annotated copy of an encrypted PDF is encrypted again with the password
     p.add_argument("--force", action="store_true",
@@ -137,7 +144,8 @@ def run(args: argparse.Namespace) -> int:
     written: list[Path | bytes]
     try:
         if kind == ".pdf":
-            written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password)]
+            written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password,
+                                 sanitize=not args.keep_active_content)]
         else:
             written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
     except ChunkPageError as exc:  # the bad box is in the chunks file: name it

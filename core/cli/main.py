@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn, TextIO
 
-from ..errors import GroundedError
+from ..errors import GroundedError, escape_controls
 from ..runtime.version import __version__
 
 #: modules that define ``register(subparsers)``, in the order shown by ``--help``
@@ -108,8 +108,10 @@ def pdf_password(args: argparse.Namespace) -> str | None:
 
 
 def one_line(text: object) -> str:
-    """``text`` with all whitespace runs (newlines included) collapsed to single spaces."""
-    return " ".join(str(text).split())
+    """``text`` with all whitespace runs (newlines included) collapsed to single spaces and every
+    other control character escaped (:func:`~grounded.errors.escape_controls`): a file name with a
+    newline or an ANSI escape cannot forge a line or drive the terminal."""
+    return " ".join(escape_controls(str(text), whitespace=False).split())
 
 
 @contextmanager

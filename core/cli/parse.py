@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import inspect
 import logging
+import os
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import GroundedError, UsageError
+from ..errors import GroundedError, UsageError, escape_controls
 from ..io.atomic import InputFiles, check_output_name
 from ..model.elements import ParsingResultType
 from ..parsers import PARSERS, parser_class
@@ -147,6 +148,34 @@ def _accepts(cls: type, name: str) -> bool:
     return name in inspect.signature(cls).parameters
 
 
+def _images_of(parser: Any, pdf: Path) -> dict[str, int] | None:
+    """The figure PNGs of ``pdf`` already in the parser's image folder (name -> mtime in ns), or None
+    when the parser writes no images."""
+    folder = getattr(parser, "image_dir", None)
+    if folder is None:
+        return None
+    prefix = f"{pdf.stem}-p"
+    try:
+        return {e.name: e.stat(follow_symlinks=False).st_mtime_ns for e in os.scandir(folder)
+                if e.name.startswith(prefix) and e.name.endswith(".png")}
+    except OSError:
+        return {}
+
+
+def _remove_new_images(parser: Any, pdf: Path, before: dict[str, int] | None) -> None:
+    """After a failed parse: remove the PNGs it wrote (new, or rewritten since ``before``), so a
+    failure leaves no images of a tree that was never saved."""
+    if before is None:
+        return
+    folder = Path(parser.image_dir)
+    for name, mtime in (_images_of(parser, pdf) or {}).items():
+        if before.get(name) != mtime:
+            try:
+                (folder / name).unlink()
+            except OSError as exc:
+                log.warning("cannot remove %s left by the failed parse: %s", escape_controls(str(folder / name)), exc)
+
+
 def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None] | None, image_dir: Path | None) -> Any:
     cls = parser_class(args.parser)
     kwargs: dict[str, Any] = {"drop_types": _drop_types(args.keep)}
@@ -194,7 +223,8 @@ def run_parse(args: argparse.Namespace) -> int:
         extra = password_kwargs(parser, args)
         for n, (pdf, stem) in enumerate(zip(args.pdfs, stems), 1):
             if stem != (pdf.stem or pdf.name):
-                print(f"grounded parse: note: {pdf} -> {stem}.json, {stem}.md (the name {pdf.stem!r} is taken "
+                print(f"grounded parse: note: {escape_controls(str(pdf))} -> {escape_controls(stem)}.json, "
+                      f"{escape_controls(stem)}.md (the name {pdf.stem!r} is taken "
                       "by an earlier input of this run)", file=sys.stderr)
             bar = tqdm(
                 total=None,
@@ -206,6 +236,7 @@ def run_parse(args: argparse.Namespace) -> int:
             )
             current["bar"] = bar
             started = time.perf_counter()
+            images_before = _images_of(parser, pdf)
             try:
                 outputs = (args.out / f"{stem}.json", args.out / f"{stem}.md")
                 inputs.refuse(outputs)
@@ -215,19 +246,24 @@ def run_parse(args: argparse.Namespace) -> int:
                 json_path, md_path = output.save(args.out, stem)
             except (GroundedError, OSError) as exc:
                 failures.append(str(pdf))
+                _remove_new_images(parser, pdf, images_before)
                 print(f"grounded parse: error: {one_line(exc)}", file=sys.stderr)
                 continue
             except Exception as exc:  # a bug: report it with its traceback, go on with the other files
                 failures.append(str(pdf))
+                _remove_new_images(parser, pdf, images_before)
                 log.error("%s: unexpected %s (please report this bug)", pdf, type(exc).__name__, exc_info=True)
                 continue
+            except BaseException:  # interrupted (Ctrl-C): no images of an unsaved tree either
+                _remove_new_images(parser, pdf, images_before)
+                raise
             finally:
                 bar.close()
                 current.pop("bar", None)
             root = output.root
             elements = sum(1 for _ in root.walk()) - 1
             print(
-                f"{pdf} -> {json_path}, {md_path} ({root.metadata.get('page_count')} pages, "
+                f"{escape_controls(str(pdf))} -> {escape_controls(str(json_path))}, {escape_controls(str(md_path))} ({root.metadata.get('page_count')} pages, "
                 f"{elements} elements, {time.perf_counter() - started:.1f} s)"
             )
     finally:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import bisect
 import gc
 import logging
+import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -50,7 +51,7 @@ from .index import KgramIndex, kgram_hashes
 from .normalize import AlnumText, alnum_text, max_word_run, strip_markup
 from .tables import align_table, looks_like_table_serialization, table_ranges
 
-__all__ = ["Grounding", "Grounder", "GroundingStatus", "ground", "ground_quote"]
+__all__ = ["Grounding", "Grounder", "GroundingStatus", "MAX_TEXT_CHARS", "ground", "ground_quote", "lone_surrogate", "text_problem"]
 
 GroundingStatus = Literal["exact", "fuzzy", "partial", "furniture", "refused"]
 
@@ -163,6 +164,31 @@ def _union_mask(starts: np.ndarray, k: int, length: int) -> np.ndarray:
     return np.cumsum(diff)[:length] > 0
 
 
+#: default longest text grounded, in characters (``Grounder(max_chars=...)``): a longer text is
+#: refused before any work, so memory stays linear in what is accepted (a chunk is typically
+#: 200-10 000 characters; grounding costs roughly 500 bytes per query character)
+MAX_TEXT_CHARS = 200_000
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> str | None:
+    """Where ``text`` holds a lone surrogate (text that cannot be encoded as UTF-8), in words;
+    None when it holds none."""
+    found = _SURROGATE.search(text)
+    if found is None:
+        return None
+    return f"a lone surrogate (U+{ord(found.group()):04X} at character {found.start()}), not valid Unicode"
+
+
+def text_problem(text: str, max_chars: int = MAX_TEXT_CHARS) -> str | None:
+    """Why ``text`` cannot be grounded at all (too long, a lone surrogate), else None: checked
+    before any work."""
+    if len(text) > max_chars:
+        return f"the text has {len(text)} characters, more than the grounding limit of {max_chars}"
+    surrogate = lone_surrogate(text)
+    return None if surrogate is None else f"the text holds {surrogate}"
+
+
 class Grounder:
     """Grounds texts in one document; build once per document (cost: one pass over its text, a
     k-gram index and - unless ``stream`` is given - its token stream for the boxes).
@@ -180,7 +206,8 @@ class Grounder:
     (default): when the PDF recorded in the tree's metadata is there unchanged; ``True``: required
     (:class:`~grounded.errors.InputError` when it is not); ``False``: never. ``pdf``: the PDF to
     read instead of the recorded path (it must be the PDF the tree was parsed from); ``password``:
-    its password when it is encrypted.
+    its password when it is encrypted. ``max_chars``: longer texts are refused before any work
+    (:data:`MAX_TEXT_CHARS` by default).
     """
 
     def __init__(
@@ -198,6 +225,7 @@ class Grounder:
         furniture: bool | None = None,
         pdf: str | Path | None = None,
         password: str | None = None,
+        max_chars: int = MAX_TEXT_CHARS,
     ) -> None:
         if root.type != T.ROOT:
             raise ChunkingError(f"grounding needs a ROOT node, got {root.type}")
@@ -216,6 +244,9 @@ class Grounder:
         self.min_coverage = min_coverage
         self.partial_below = partial_below
         self.min_letters = min_letters
+        if max_chars < 1:
+            raise ChunkingError(f"max_chars must be positive, got {max_chars!r}")
+        self.max_chars = max_chars
         self.norm: AlnumText = alnum_text(self.text)
         self.index = KgramIndex(self.norm.codes(), k)
         self.furniture = furniture
@@ -230,6 +261,9 @@ class Grounder:
     # -- public API -------------------------------------------------------------------------------
     def ground(self, text: str, *, near: int | None = None) -> Grounding:
         """Spans, score, status and boxes of ``text`` in this document."""
+        problem = text_problem(text, self.max_chars)
+        if problem is not None:
+            return _refused(problem)
         cleaned = strip_markup(text)
         query = alnum_text(cleaned).text
         m = len(query)

@@ -32,7 +32,7 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
 from ..text.ids import chunk_id, source_key, stable_hash
-from .grounder import Grounder, Grounding
+from .grounder import Grounder, Grounding, text_problem
 
 __all__ = [
     "GROUNDING_KEYS",
@@ -185,7 +185,7 @@ def ground_chunks(
     for text, g in zip(texts, grounder.ground_all(texts, near=near), strict=True):
         chunk = grounded_chunk(
             text, g, key=key, fingerprint=fingerprint, strategy=f"grounding:{name}",
-            token_count=tok.count(text) if tok is not None else 0,
+            token_count=tok.count(text) if tok is not None and text_problem(text, grounder.max_chars) is None else 0,
         )
         seen[chunk.id] += 1
         if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids

@@ -8,23 +8,29 @@ writes parts and manifest records exactly like the local engine, so both engines
 files (same rows, same ids), the same resume and the same errors table.
 
 Connection: ``ray_address`` (or ``$RAY_ADDRESS``) joins an existing cluster; without one a local
-Ray runtime is started with ``num_cpus=workers``. PDFs are read by the actors from their paths,
+Ray runtime is started with ``num_cpus=workers`` by :mod:`.ray_runtime` (no connection outside the
+machine, its folder removed, its processes killed when the driver dies). PDFs are read by the actors from their paths,
 so on a multi-node cluster the inputs must be on a shared file system.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ..errors import BackendUnavailableError
+from .ray_runtime import local_ray, prepare_environment
 from .worker import DocResult, JobConfig, process_document, safe_setup
 
 
-def _ray() -> Any:
+def _ray(local: bool = False) -> Any:
+    if local:
+        prepare_environment()  # before Ray's constants are read at import (see ray_runtime)
     try:
         import ray
     except ImportError as exc:
@@ -77,42 +83,48 @@ def run_ray(
     """Results of ``todo`` ((path, sha256) pairs) as Ray Data streams them back to the driver."""
     if not todo:
         return
-    ray = _ray()
-    started_here = False
-    if not ray.is_initialized():
-        address = ray_address or os.environ.get("RAY_ADDRESS") or None
-        kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
-        if address is None:
-            kwargs["num_cpus"] = workers
-        ray.init(address=address, **kwargs)
-        started_here = True
-    try:
-        import ray.data
+    address = ray_address or os.environ.get("RAY_ADDRESS") or None
+    ray = _ray(local=address is None)
+    with contextlib.ExitStack() as stack:
+        if not ray.is_initialized():
+            if address is None:
+                stack.enter_context(local_ray(ray, workers))
+            else:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+                stack.callback(ray.shutdown)
+        yield from _stream(ray, todo, workers, config)
 
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False
-        dataset = ray.data.from_items([{"path": p, "sha256": s} for p, s in todo], override_num_blocks=len(todo))
-        results = dataset.map_batches(
-            _DocumentActor,
-            fn_constructor_args=(config,),
-            batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=workers),
-            num_cpus=1,
-            batch_format="numpy",
+
+def _stream(ray: Any, todo: Sequence[tuple[str, str]], workers: int, config: JobConfig) -> Iterator[DocResult]:
+    """Ray Data's results as :class:`DocResult` records (the runtime is up). Ray's and Ray Data's
+    INFO/WARNING lines are shown only when the driver logs INFO (``-v``)."""
+    import ray.data
+
+    if not logging.getLogger().isEnabledFor(logging.INFO):
+        for name in ("ray", "ray.data"):
+            logging.getLogger(name).setLevel(logging.ERROR)
+
+    context = ray.data.DataContext.get_current()
+    context.enable_progress_bars = False
+    dataset = ray.data.from_items([{"path": p, "sha256": s} for p, s in todo], override_num_blocks=len(todo))
+    results = dataset.map_batches(
+        _DocumentActor,
+        fn_constructor_args=(config,),
+        batch_size=1,
+        compute=ray.data.ActorPoolStrategy(size=workers),
+        num_cpus=1,
+        batch_format="numpy",
+    )
+    for row in results.iter_rows():
+        table = _table_from_bytes(bytes(row["table"])) if row["status"] == "done" else None
+        yield DocResult(
+            status=str(row["status"]),
+            path=str(row["path"]),
+            sha256=str(row["sha256"]),
+            table=table,
+            pages=int(row["pages"]),
+            chunks=int(row["chunks"]),
+            seconds={k: float(v) for k, v in json.loads(str(row["seconds"])).items()},
+            error_type=str(row["error_type"]),
+            message=str(row["message"]),
         )
-        for row in results.iter_rows():
-            table = _table_from_bytes(bytes(row["table"])) if row["status"] == "done" else None
-            yield DocResult(
-                status=str(row["status"]),
-                path=str(row["path"]),
-                sha256=str(row["sha256"]),
-                table=table,
-                pages=int(row["pages"]),
-                chunks=int(row["chunks"]),
-                seconds={k: float(v) for k, v in json.loads(str(row["seconds"])).items()},
-                error_type=str(row["error_type"]),
-                message=str(row["message"]),
-            )
-    finally:
-        if started_here:
-            ray.shutdown()

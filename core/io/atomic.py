@@ -27,7 +27,13 @@ __all__ = [
     "refuse_overwriting_inputs",
     "InputFiles",
     "check_output_name",
+    "check_output_target",
+    "check_output_suffix",
+    "is_stdout",
+    "file_kind",
     "clean_stale_temp_files",
+    "make_temp_dir",
+    "clean_stale_temp_dirs",
     "OutputError",
 ]
 
@@ -125,6 +131,44 @@ def clean_stale_temp_files(folder: str | Path) -> list[Path]:
     return removed
 
 
+def make_temp_dir(prefix: str) -> tempfile.TemporaryDirectory[str]:
+    """A private temporary directory (mode 0700) named ``<prefix><pid>-<random>`` in the system
+    temp folder; the ones a killed process left (its pid gone) are removed first."""
+    folder = tempfile.gettempdir()
+    key = f"{folder}\0{prefix}"
+    if key not in _cleaned_dirs:
+        _cleaned_dirs.add(key)
+        clean_stale_temp_dirs(folder, prefix)
+    return tempfile.TemporaryDirectory(prefix=f"{prefix}{os.getpid()}-")
+
+
+def clean_stale_temp_dirs(folder: str | Path, prefix: str) -> list[Path]:
+    """Remove directories named ``<prefix><pid>-<random>`` in ``folder`` whose creating process is
+    gone (left by a killed run, see :func:`make_temp_dir`); returns what was removed."""
+    import shutil
+
+    pattern = re.compile(re.escape(prefix) + r"(\d+)-[0-9a-z_]+$")
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None:
+            continue
+        try:
+            if not entry.is_dir(follow_symlinks=False) or not _writer_gone(int(m.group(1)), entry.stat().st_mtime):
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        if not os.path.lexists(entry.path):
+            removed.append(Path(entry.path))
+            log.info("removed %s (left by an interrupted run)", entry.path)
+    return removed
+
+
 def _clean_once(folder: Path) -> None:
     """Clean a folder of stale temp files at the first write into it in this process."""
     key = os.path.abspath(folder)
@@ -173,11 +217,62 @@ def check_output_name(path: str | Path) -> None:
         raise _output_error(path, OSError(errno.ENAMETOOLONG, "File name too long"))
 
 
+def file_kind(mode: int) -> str | None:
+    """What a non-regular file is, in words (None for a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def check_output_target(path: str | Path) -> None:
+    """Raise :class:`OutputError` when ``path`` exists and is not a regular file (a symbolic link,
+    a device, a FIFO, a directory): an atomic write renames a temp file over its target, which
+    would replace the link or device itself. Write to ``-`` (see :func:`is_stdout`) for stdout."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a missing folder is the writer's to report
+        return
+    except OSError as exc:
+        raise _output_error(path, exc) from exc
+    kind = file_kind(mode)
+    if kind is not None:
+        raise OutputError(path, f"is {kind}, not a regular file: refusing to replace it "
+                                "(name a regular file, or '-' for stdout)")
+
+
+def is_stdout(path: str | Path | None) -> bool:
+    """True for the output names that mean standard output: ``-`` and ``/dev/stdout`` (written
+    through the open stream, never renamed over)."""
+    return path is not None and str(path) in ("-", "/dev/stdout")
+
+
+def check_output_suffix(path: str | Path, allowed: Sequence[str]) -> None:
+    """Raise :class:`OutputError` unless ``path`` ends in one of ``allowed`` (``.jsonl``, ...,
+    compared case-insensitively): a ``.csv`` name never silently receives JSONL."""
+    path = Path(path)
+    if path.suffix.lower() not in {a.lower() for a in allowed}:
+        shown = path.suffix or "no extension"
+        raise OutputError(path, f"unknown output format ({shown}): name the file {' or '.join(allowed)}")
+
+
 def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
     """Write several files so that none is ever half-written: every temp file is written and
     synced first, then each is renamed over its target, in the order given.
 
-    A crash can leave a temp file (removed by the next write into that folder) or, between two
+    A target that exists and is not a regular file (a symbolic link, a device, a FIFO, a
+    directory) is refused with :class:`OutputError` before anything is written: the rename would
+    replace the link or device itself. A crash can leave a temp file (removed by the next write into that folder) or, between two
     renames, new files beside old ones (:func:`save_parse_pair` records a hash to detect that).
     Any OS failure raises :class:`OutputError` naming the target file.
     """
@@ -191,8 +286,7 @@ def atomic_write_files(files: Sequence[tuple[str | Path, bytes]]) -> list[Path]:
             path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise _output_error(path, exc) from exc
-        if path.is_dir():
-            raise OutputError(path, "is a directory, not a file name")
+        check_output_target(path)
         _clean_once(path.parent)
     temps: list[str] = []
     current = targets[0][0] if targets else Path()

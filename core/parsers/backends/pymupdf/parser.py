@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from grounded.errors import BackendUnavailableError, ParserError
+from grounded.io.atomic import make_temp_dir
 from grounded.model.elements import ParsingResult, ParsingResultType
 from grounded.parsers.base import BaseParser
 from grounded.parsers.ocr.engine import (
@@ -52,6 +53,10 @@ from .ocr_text import (
 )
 from .pool import _guided_batches, _page_batches, _PageTask, _worker_init, _worker_task
 from .tree import LABEL_MAP, _TreeBuilder
+
+#: the OCR'd copy of a PDF is written to ``<tmp>/grounded-ocr-<pid>-<random>/`` (removed after the
+#: parse; a killed run's folder is removed by the next OCR run)
+OCR_TEMP_PREFIX = "grounded-ocr-"
 
 log = logging.getLogger(__name__)
 
@@ -280,7 +285,7 @@ class PyMuPDFParser(BaseParser):
             )
         if not plan.reasons:
             return {}, None, pdf_path
-        scratch = tempfile.TemporaryDirectory(prefix="grounded-ocr-")
+        scratch = make_temp_dir(OCR_TEMP_PREFIX)  # a killed run's folder is removed by the next one
         target = Path(scratch.name) / "ocr.pdf"
         try:
             with mupdf_quiet():

@@ -1,0 +1,141 @@
+"""The local Ray runtime leaves nothing behind (issue 21.10): a driver killed with SIGKILL takes its
+runtime's processes and folder with it (the watchdog of :mod:`grounded.ingest.ray_runtime`)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from grounded.ingest import ray_runtime
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/proc"), reason="the watchdog reads /proc (Linux)")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(check, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+DRIVER = '''
+import os, subprocess, sys, time
+from grounded.ingest import ray_runtime
+from grounded.io.atomic import make_temp_dir
+scratch = make_temp_dir(ray_runtime.TEMP_PREFIX)
+token = "t" + str(os.getpid())
+os.environ[ray_runtime.MARKER_ENV] = token
+watchdog = ray_runtime._start_watchdog(token, scratch.name)
+os.environ.pop(ray_runtime.MARKER_ENV)
+# a stand-in for Ray's processes: a grandchild in its own session, carrying the marker
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True,
+                         env={**os.environ, ray_runtime.MARKER_ENV: token})
+print(scratch.name, child.pid, watchdog.pid, flush=True)
+time.sleep(600)
+'''
+
+
+def test_kill_9_of_the_driver_kills_the_marked_processes_and_removes_the_folder() -> None:
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdout=subprocess.PIPE, text=True, env=os.environ)
+    assert driver.stdout is not None
+    folder, child, watchdog = driver.stdout.readline().split()
+    child_pid, watchdog_pid = int(child), int(watchdog)
+    assert Path(folder).is_dir() and _alive(child_pid) and _alive(watchdog_pid)
+    os.kill(driver.pid, signal.SIGKILL)
+    driver.wait()
+    assert _wait_gone(lambda: not _alive(child_pid)), "the marked process survived the driver"
+    assert _wait_gone(lambda: not Path(folder).exists())
+    assert _wait_gone(lambda: not _alive(watchdog_pid))
+
+
+def test_kill_marked_spares_unmarked_processes() -> None:
+    token = f"spare{os.getpid()}"
+    marked = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                              env={**os.environ, ray_runtime.MARKER_ENV: token})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"],
+                             env={**os.environ, ray_runtime.MARKER_ENV: token + "x"})
+    try:
+        time.sleep(0.5)
+        assert ray_runtime.kill_marked(token) >= 1
+        assert marked.wait(timeout=10) == -signal.SIGKILL
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+        marked.kill()
+        marked.wait()
+
+
+def test_prepare_environment_keeps_the_users_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "1")
+    monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
+    ray_runtime.prepare_environment()
+    assert os.environ["RAY_USAGE_STATS_ENABLED"] == "1"
+    assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
+
+
+def _ray_processes() -> dict[int, str]:
+    """Processes of any grounded Ray run: pid -> command line."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            env = Path(entry.path, "environ").read_bytes()
+            cmd = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"{ray_runtime.MARKER_ENV}=".encode() in env and _alive(int(entry.name)):
+            found[int(entry.name)] = cmd
+    return found
+
+
+@pytest.mark.slow
+def test_kill_9_of_an_ingest_driver_leaves_no_ray_process(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    import pymupdf
+
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    for i in range(3):
+        doc = pymupdf.open()
+        page = doc.new_page()
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 700), f"Document {i}: trastuzumab dosing guidance. " * 20, fontsize=11)
+        doc.save(inputs / f"d{i}.pdf")
+        doc.close()
+    before = set(_ray_processes())
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    driver = subprocess.Popen(
+        [sys.executable, "-m", "grounded.cli", "ingest", str(inputs), "-o", str(tmp_path / "out"), "--engine", "ray",
+         "--no-progress"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert _wait_gone(lambda: any("ray::" in c for p, c in _ray_processes().items() if p not in before), 240), \
+            "no ray:: process appeared"
+        ours = {p: c for p, c in _ray_processes().items() if p not in before}
+    finally:
+        os.kill(driver.pid, signal.SIGKILL)
+        driver.wait()
+    assert _wait_gone(lambda: not [p for p in ours if _alive(p)], 60), \
+        {p: ours[p] for p in ours if _alive(p)}
+    assert _wait_gone(lambda: not list(Path(tempfile.gettempdir()).glob(f"{ray_runtime.TEMP_PREFIX}{driver.pid}-*")), 30)
