@@ -86,7 +86,8 @@ def register(subparsers: Any) -> None:
     ch.add_argument("--strategies", default=None, metavar="LIST",
                     help="grid: comma-separated strategies (default: fixed,recursive,semantic,hierarchical); "
                          "extended: only the rows of these strategies / splitters (e.g. kamradt)")
-    ch.add_argument("--sizes", default="128,256,512", metavar="LIST", help="grid: max tokens N (default: 128,256,512)")
+    ch.add_argument("--sizes", default="128,256,512,1024", metavar="LIST",
+                    help="grid: max tokens N (default: 128,256,512,1024, the thesis grid)")
     ch.add_argument("--overlaps", default="0,0.2", metavar="LIST",
                     help="grid: overlaps, a fraction of N if < 1 else tokens (default: 0,0.2)")
     ch.add_argument("--percentiles", default="0.7,0.9", metavar="LIST",

@@ -249,8 +249,11 @@ def test_grid_configurations():
 
     grid = grid_chunkers()
     configs = [(c.strategy, c.max_tokens, c.overlap, c.options.get("percentile")) for c in grid]
-    assert len(configs) == 24 == len(set(configs))
+    # thesis §3.5.3: N in {128, 256, 512, 1024} x (O in {0, 0.2N} | Q in {0.7, 0.9}) x 4 strategies = 32 (its
+    # "24 configurations" counts three sizes)
+    assert len(configs) == 32 == len(set(configs))
     assert ("fixed", 128, 26, None) in configs and ("hierarchical", 512, 102, None) in configs
+    assert ("recursive", 1024, 205, None) in configs and ("semantic", 1024, 0, 0.9) in configs
     assert ("semantic", 256, 0, 0.7) in configs and ("semantic", 256, 0, 0.9) in configs
     assert not any(s == "semantic" and o for s, _, o, _ in configs)
 
