@@ -1,12 +1,12 @@
 """Full chunking grid on Chroma's evaluation data (thesis §3.5.3; not part of CI).
 
 Scores all four strategies of this library (fixed, recursive, semantic, hierarchical) at
-N ∈ {128, 256, 512} MiniLM tokens and O ∈ {0, 0.2·N} (semantic, which has no overlap: breakpoint
+N ∈ {128, 256, 512, 1024} MiniLM tokens and O ∈ {0, 0.2·N} (semantic, which has no overlap: breakpoint
 percentile Q ∈ {0.7, 0.9}) on Chroma's 5 corpora / 472 questions,
 retrieving n ∈ {Min, 5, 10} chunks by cosine similarity of all-MiniLM-L6-v2 embeddings, and writes
 ``docs/results/chunking_grid.md|json|png``. Run from the repository root::
 
-    python benchmarks/eval_chunking.py [--data DIR] [--sizes 128,256,512] [--overlaps 0,0.2]
+    python benchmarks/eval_chunking.py [--data DIR] [--sizes 128,256,512,1024] [--overlaps 0,0.2]
 
 ``--strategies`` takes any registered strategy: ``cluster`` and ``kamradt_mod`` (partitions) run once
 per N without overlap; ``llm`` needs a language model and is listed as skipped, with the reason, in the
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="evaluation data folder (default: $GROUNDED_EVAL_DATA, else ../shared/data)")
     ap.add_argument("--out", type=Path, default=REPO / "docs" / "results", help="output folder")
     ap.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical")
-    ap.add_argument("--sizes", default="128,256,512")
+    ap.add_argument("--sizes", default="128,256,512,1024")
     ap.add_argument("--overlaps", default="0,0.2")
     ap.add_argument("--percentiles", default="0.7,0.9")
     ap.add_argument("--n", default="min,5,10")

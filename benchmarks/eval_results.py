@@ -31,7 +31,7 @@ STEPS = [
     ("content", ["eval", "content", "--dataset", "docling", "icdar"]),
     ("chunking_reproduction", ["eval", "chunking", "--suite", "reproduce", "--n", "min,5,10"]),
 ]
-GRID_STEP = ("chunking_grid", ["eval", "chunking", "--suite", "grid", "--sizes", "128,256,512",
+GRID_STEP = ("chunking_grid", ["eval", "chunking", "--suite", "grid", "--sizes", "128,256,512,1024",
                                "--overlaps", "0,0.2", "--percentiles", "0.7,0.9", "--n", "min,5,10"])
 
 

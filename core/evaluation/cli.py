@@ -1,4 +1,4 @@
-"""``grounded eval dla|content|chunking``: evaluation tables on stdout, files with ``--out DIR``."""
+"""``grounded eval dla|content|chunking|rag``: evaluation tables on stdout, files with ``--out DIR``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,11 @@ from ..llm.spec import ModelSpec, strategy_options
 from .runs import EvaluationError as EvalUsageError
 
 __all__ = ["register"]
+
+GRID_DEFAULT = "fixed,recursive,semantic,hierarchical"
+#: the token bound of the ``kamradt`` extended row: Kamradt's chunker has no size parameter (Chroma's row:
+#: "N/A (~660)" cl100k tokens), the library needs one; this one is far above its chunks
+KAMRADT_BOUND = 4096
 
 
 def _common(p: argparse.ArgumentParser, parser_opt: bool = True) -> None:
@@ -78,9 +83,11 @@ def register(subparsers: Any) -> None:
                     help="reproduce Chroma's published rows, score this library's strategies (grid), or score "
                          "kamradt_mod / llm at Chroma's Cluster sizes and third-party splitters grounded on the "
                          "corpora (extended) (default: reproduce)")
-    ch.add_argument("--strategies", default="fixed,recursive,semantic,hierarchical", metavar="LIST",
-                    help="grid: comma-separated strategies (default: all four)")
-    ch.add_argument("--sizes", default="128,256,512", metavar="LIST", help="grid: max tokens N (default: 128,256,512)")
+    ch.add_argument("--strategies", default=None, metavar="LIST",
+                    help="grid: comma-separated strategies (default: fixed,recursive,semantic,hierarchical); "
+                         "extended: only the rows of these strategies / splitters (e.g. kamradt)")
+    ch.add_argument("--sizes", default="128,256,512,1024", metavar="LIST",
+                    help="grid: max tokens N (default: 128,256,512,1024, the thesis grid)")
     ch.add_argument("--overlaps", default="0,0.2", metavar="LIST",
                     help="grid: overlaps, a fraction of N if < 1 else tokens (default: 0,0.2)")
     ch.add_argument("--percentiles", default="0.7,0.9", metavar="LIST",
@@ -97,6 +104,7 @@ def register(subparsers: Any) -> None:
     add_model_options(ch)
     _common(ch, parser_opt=False)
     ch.set_defaults(func=run_chunking_cmd)
+    _register_rag(sub)
 
 
 def _progress(args: argparse.Namespace) -> Any:
@@ -208,6 +216,13 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
         chunkers = reproduction_chunkers()
     elif args.suite == "extended":
         chunkers, skipped = extended_chunkers(spec)
+        if args.strategies:
+            keep = {s.strip() for s in args.strategies.split(",") if s.strip()}
+            chunkers = [c for c in chunkers if _row_key(c) in keep]
+            skipped = {k: v for k, v in skipped.items() if k in keep}
+            if not chunkers and not skipped:
+                raise EvalUsageError(f"--strategies {args.strategies!r} selects no extended row (rows: "
+                                     f"{', '.join(_row_key(c) for c in extended_chunkers(spec)[0])})")
     else:
         try:
             overlaps = [float(x) for x in args.overlaps.split(",") if x.strip()]
@@ -217,7 +232,7 @@ def run_chunking_cmd(args: argparse.Namespace) -> int:
                                  f"{args.percentiles!r}") from None
         if any(not 0 < q < 1 for q in percentiles):
             raise EvalUsageError(f"--percentiles must lie in (0, 1), got {args.percentiles!r}")
-        strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+        strategies = [s.strip() for s in (args.strategies or GRID_DEFAULT).split(",") if s.strip()]
         from ..cli.chunk import strategy_names
 
         unknown = set(strategies) - set(strategy_names())
@@ -270,15 +285,23 @@ def _llm_rows(spec: ModelSpec, sizes: list[int], **options: Any) -> list[Any]:
     return [_chroma_row("llm", size, **options, **model) for size in sizes]
 
 
+def _row_key(chunker: Any) -> str:
+    """The strategy / splitter an extended row stands for (its ``splitter`` parameter, else its name)."""
+    return str(chunker.params().get("splitter") or chunker.name)
+
+
 def extended_chunkers(spec: ModelSpec | None = None) -> tuple[list[Any], dict[str, str]]:
     """``--suite extended``: kamradt_mod at Chroma's Cluster sizes (250 / 200 cl100k tokens, 50-token
-    pieces), the LangChain Recursive 250/0 baseline and the third-party splitters at 250/0 grounded on the
-    corpora; ``llm`` at the same sizes and pieces when ``spec`` names a model, else listed as skipped
-    with its reason."""
+    pieces), Kamradt's original (``kamradt``: no size of its own, so a bound of
+    :data:`KAMRADT_BOUND` cl100k tokens that its chunks do not reach, as Chroma's unbounded row), the
+    LangChain Recursive 250/0 baseline and the third-party splitters at 250/0 grounded on the corpora;
+    ``llm`` at the same sizes and pieces when ``spec`` names a model, else listed as skipped with its
+    reason."""
     from .chunking_eval import SKIPPED_STRATEGIES, LangChainRecursive, wrapped_splitters
     from .runs import _chroma_row
 
     rows: list[Any] = [_chroma_row("kamradt_mod", size, tokenizer="cl100k_base") for size in (250, 200)]
+    rows.append(_chroma_row("kamradt", KAMRADT_BOUND, tokenizer="cl100k_base"))
     llm = _llm_rows(spec or ModelSpec(), [250, 200], tokenizer="cl100k_base")
     baseline = LangChainRecursive(250, 0)
     rows += [*llm, baseline, *wrapped_splitters(250, 0, baseline.encoder)]
@@ -289,3 +312,113 @@ def _grounding_note(chunkers: list[Any]) -> str:
     counts = [f"{c.name}: " + ", ".join(f"{k} {v}" for k, v in sorted(c.statuses.items()))
               for c in chunkers if getattr(c, "statuses", None)]
     return ("\nGrounding outcomes of the wrapped splitters' chunks: " + "; ".join(counts) + ".\n") if counts else ""
+
+
+# -- rag ---------------------------------------------------------------------------------------------------
+def _register_rag(sub: Any) -> None:
+    rag = sub.add_parser(
+        "rag", help="LLM-judged RAG: accuracy (seed 001 A.2 judge), answer faithfulness / relevancy (seed 002)",
+        description="Chunk a PDF with each strategy, retrieve the --top-k chunks per question (all-MiniLM-L6-v2), let "
+                    "the model (--llm / --llm-model) answer from them and a judge (--judge-llm / --judge-model, default: "
+                    "the same model) grade the answer: seed 001's A.2 verdict (accuracy = share 'correct') and seed "
+                    "002's per-statement relevancy and faithfulness. Without --pdf: the sample guideline "
+                    "(grounded.samples) with the 12 questions written for it. The vision strategy uses the same model.")
+    rag.add_argument("--pdf", type=Path, default=None, metavar="PDF",
+                     help="document to ask about (needs --questions; default: the sample guideline and its questions)")
+    rag.add_argument("--questions", type=Path, default=None, metavar="FILE",
+                     help="JSON list or JSON Lines of {question, answer?, evidence?} objects")
+    rag.add_argument("--strategies", default="fixed,hierarchical,vision", metavar="LIST",
+                     help="comma-separated strategies (default: fixed,hierarchical,vision: seed 001's comparison plus "
+                          "the structure-aware strategy)")
+    rag.add_argument("-n", "--max-tokens", type=int, default=256, metavar="N", help="chunk size N (default: 256)")
+    rag.add_argument("--overlap", type=float, default=0.0, metavar="O",
+                     help="overlap of the strategies that have one, a fraction of N if < 1 else tokens (default: 0)")
+    rag.add_argument("--top-k", type=int, default=5, metavar="K",
+                     help="retrieved chunks per question (default: 5, as seed 002; seed 001 used 10)")
+    add_model_options(rag)
+    rag.add_argument("--judge-llm", default=None, metavar="MODULE:OBJECT",
+                     help="judge model object (as --llm; default: the answering model)")
+    rag.add_argument("--judge-model", default=None, metavar="NAME",
+                     help="Gemini judge model through google-genai, or the model name for a client given with --judge-llm")
+    rag.add_argument("--parser", default="pymupdf", metavar="NAME", help="parser backend (default: pymupdf)")
+    rag.add_argument("--out", type=Path, default=None, metavar="DIR", help="also write NAME.json and NAME.md into DIR")
+    rag.add_argument("--name", default="rag", metavar="NAME", help="file stem for --out (default: rag)")
+    rag.add_argument("--cache-dir", type=Path, default=None, metavar="DIR",
+                     help="cache for parses and embeddings (default: $GROUNDED_CACHE_DIR or ~/.cache/grounded)")
+    rag.add_argument("--no-cache", action="store_true", help="neither read nor write the on-disk caches")
+    rag.add_argument("--limit", type=int, default=None, metavar="N", help="ask only the first N questions")
+    rag.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    rag.set_defaults(func=run_rag_cmd)
+
+
+def _rag_chunkers(args: argparse.Namespace, llm: Any, name: str | None, embed: Any) -> list[tuple[str, Any]]:
+    from ..chunking import Chunker
+    from ..chunking.base import strategy_class
+    from ..cli.chunk import strategy_names
+    from ..llm.spec import takes_model
+
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    unknown = sorted(set(strategies) - set(strategy_names()))
+    if unknown or not strategies:
+        raise EvalUsageError(f"--strategies: unknown strategies {unknown}" if unknown else "--strategies is empty")
+    if args.max_tokens < 1 or args.overlap < 0:
+        raise EvalUsageError(f"--max-tokens must be >= 1 and --overlap >= 0, got {args.max_tokens} / {args.overlap}")
+    overlap = int(args.overlap) if args.overlap >= 1 else float(args.overlap)
+    out = []
+    for s in strategies:
+        cls = strategy_class(s)
+        options: dict[str, Any] = {"llm": llm, "model": name} if takes_model(s) else {}
+        if getattr(cls, "uses_embedder", False):
+            options["embedder"] = embed
+        out.append((s, Chunker(s, args.max_tokens, overlap if cls.supports_overlap else 0, **options)))
+    return out
+
+
+def run_rag_cmd(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from ..llm import as_model
+    from .embeddings import minilm_embedder
+    from .rag import run_rag
+    from .rag_data import SAMPLE_GUIDELINE_QUESTIONS, SAMPLE_GUIDELINE_SOURCE, load_questions
+    from .report import rag_markdown
+    from .runs import parse_cached
+
+    spec = model_spec(args)
+    if not spec:
+        raise EvalUsageError(f"grounded eval rag needs a model to answer and judge: {args.model_options}")
+    if (args.pdf is None) != (args.questions is None):
+        raise EvalUsageError("--pdf and --questions go together (without both: the sample guideline and its questions)")
+    if args.top_k < 1:
+        raise EvalUsageError(f"--top-k must be at least 1, got {args.top_k}")
+    questions = list(SAMPLE_GUIDELINE_QUESTIONS) if args.questions is None else load_questions(args.questions)
+    source = SAMPLE_GUIDELINE_SOURCE if args.questions is None else str(args.questions)
+    questions = questions[: args.limit] if args.limit else questions
+    llm, name = spec.build()
+    model = as_model(llm, model=name)
+    judge_spec = ModelSpec(args.judge_llm, args.judge_model, "--judge-model NAME or --judge-llm MODULE:OBJECT")
+    judge = model
+    if judge_spec:
+        judge_obj, judge_name = judge_spec.build()
+        judge = as_model(judge_obj, model=judge_name)
+    embedder = minilm_embedder(cache_dir=args.cache_dir, use_cache=not args.no_cache)
+    chunkers = _rag_chunkers(args, llm, name, embedder.embed)
+    with tempfile.TemporaryDirectory(prefix="grounded-rag-") as tmp:
+        pdf = args.pdf
+        if pdf is None:
+            from ..demo.samples import write_sample_pdf
+
+            pdf = write_sample_pdf(Path(tmp) / "sample_guideline.pdf")
+        elif not pdf.is_file():
+            raise InputError(pdf, "PDF not found")
+        doc = parse_cached(pdf, args.parser, args.cache_dir, use_cache=not args.no_cache)
+        if doc.error or doc.root is None:
+            raise EvalUsageError(f"{pdf}: parsing failed: {doc.error}")
+        evals = run_rag(doc.root, questions, chunkers, embed=embedder.embed, model=model, judge=judge,
+                        top_k=args.top_k, progress=_progress(args))
+    md = rag_markdown(evals, model=model.identity, judge=judge.identity, source=source, top_k=args.top_k)
+    payload = {"model": model.identity, "judge": judge.identity, "questions_source": source, "top_k": args.top_k,
+               "pdf": str(args.pdf) if args.pdf else "grounded.samples sample guideline",
+               "results": [e.to_dict() for e in evals]}
+    _emit(args, md, payload)
+    return 0

@@ -21,6 +21,8 @@ Hungarian method on normalized edit distance; pairs above ``accept`` (0.7) count
 * ``teds`` / ``s_teds``: tables paired by the Hungarian method on the edit distance of their
   normalized text; each reference table scores the TEDS of its partner, 0 when it has none (extra
   predicted tables are reported, not scored).
+* ``formula_edit``: display formulas (thesis Fig. A.1), scored like text blocks by
+  :mod:`.formulas`; ``None`` for a document without a reference formula that has text.
 * ``overall`` (thesis Table 4.1) = mean of (1 - text_edit)·100, TEDS·100, (1 - reading_order_edit)·100.
 """
 
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from .content_data import DocumentContent
+from .formulas import FormulaScore, score_formulas
 from .teds import TableNode, s_teds, teds
 from .text_metrics import edit_distance, ned, normalize_text
 
@@ -182,6 +185,7 @@ class DocumentScore:
     n_matched: int = 0
     n_gt_tables: int = 0
     n_pred_tables: int = 0
+    formulas: FormulaScore = field(default_factory=FormulaScore)
 
     @property
     def text_edit(self) -> float | None:
@@ -196,6 +200,7 @@ class DocumentScore:
             "s_teds": float(np.mean(self.table_s_teds)) if self.table_s_teds else None,
             "n_gt_blocks": self.n_gt_blocks, "n_pred_blocks": self.n_pred_blocks, "n_matched_units": self.n_matched,
             "n_gt_tables": self.n_gt_tables, "n_pred_tables": self.n_pred_tables,
+            **self.formulas.to_dict(),
         }
 
 
@@ -217,6 +222,7 @@ def score_document(
             by_gt = sorted(range(len(paired)), key=lambda k: min(paired[k].gt))
             by_pred = sorted(range(len(paired)), key=lambda k: min(paired[k].pred))
             score.reading_order_edit = ned(by_gt, by_pred)
+        score.formulas = score_formulas(reference.formulas, prediction.formulas)
     if tables:
         score.n_gt_tables, score.n_pred_tables = len(reference.tables), len(prediction.tables)
         partner = dict(_pair_tables(reference.tables, prediction.tables))
@@ -229,7 +235,8 @@ def score_document(
 
 def aggregate(scores: Sequence[DocumentScore]) -> dict[str, Any]:
     """Corpus-level numbers: length-weighted text edit, mean reading-order edit over documents,
-    mean TEDS / S-TEDS over reference tables, and the thesis' overall score."""
+    mean TEDS / S-TEDS over reference tables, length-weighted formula edit over the documents whose
+    formulas are scored, and the thesis' overall score."""
     dist = sum(s.text_distance for s in scores)
     length = sum(s.text_length for s in scores)
     ro = [s.reading_order_edit for s in scores if s.reading_order_edit is not None]
@@ -245,6 +252,13 @@ def aggregate(scores: Sequence[DocumentScore]) -> dict[str, Any]:
         "gt_tables": len(t),
         "pred_tables": sum(s.n_pred_tables for s in scores),
     }
+    scored = [s.formulas for s in scores if s.formulas.scored]
+    out.update({
+        "formula_edit": sum(f.distance for f in scored) / sum(f.length for f in scored) if scored else None,
+        "gt_formulas": sum(s.formulas.n_gt for s in scores),
+        "gt_formulas_without_text": sum(s.formulas.n_gt_without_text for s in scores),
+        "pred_formulas": sum(s.formulas.n_pred for s in scores),
+    })
     parts = [v for v in ((1 - out["text_edit"]) * 100 if out["text_edit"] is not None else None,
                          out["teds"] * 100 if out["teds"] is not None else None,
                          (1 - out["reading_order_edit"]) * 100 if out["reading_order_edit"] is not None else None)

@@ -24,6 +24,7 @@ __all__ = [
     "write_json",
     "plot_dla",
     "plot_chunking",
+    "rag_markdown",
     "METRIC_TITLES",
 ]
 
@@ -82,6 +83,11 @@ def plot_dla(results: dict[str, DLAResult], path: str | Path) -> Path:
 
 
 # -- content -------------------------------------------------------------------------------------------
+def _formula_counts(pred: int, gt: int, without_text: int) -> str:
+    """``pred/ref`` display formulas, and how many reference formulas have no text."""
+    return f"{pred}/{gt}" + (f" ({without_text} without text)" if without_text else "")
+
+
 def content_markdown(docling: Sequence[Any], icdar: Sequence[Any], parser: str = "pymupdf") -> str:
     out = []
     if docling:
@@ -89,13 +95,20 @@ def content_markdown(docling: Sequence[Any], icdar: Sequence[Any], parser: str =
         for s in docling:
             d = s.to_dict()
             rows.append([d["name"], _f(d["text_edit"]), _f(d["reading_order_edit"]), _f(d["teds"]), _f(d["s_teds"]),
-                         f"{d['n_matched_units']}/{d['n_gt_blocks']}", f"{d['n_pred_tables']}/{d['n_gt_tables']}"])
+                         f"{d['n_matched_units']}/{d['n_gt_blocks']}", f"{d['n_pred_tables']}/{d['n_gt_tables']}",
+                         _f(d["formula_edit"]), _formula_counts(d["n_pred_formulas"], d["n_gt_formulas"],
+                                                                d["n_gt_formulas_without_text"])])
         agg = aggregate(docling)
         rows.append(["**all**", f"**{_f(agg['text_edit'])}**", _f(agg["reading_order_edit"]), _f(agg["teds"]),
-                     _f(agg["s_teds"]), None, f"{agg['pred_tables']}/{agg['gt_tables']}"])
+                     _f(agg["s_teds"]), None, f"{agg['pred_tables']}/{agg['gt_tables']}", _f(agg["formula_edit"]),
+                     _formula_counts(agg["pred_formulas"], agg["gt_formulas"], agg["gt_formulas_without_text"])])
         out.append(f"### Docling references (parser `{parser}`)\n\n" + markdown_table(
             ["document", "Text Edit ↓", "Read Edit ↓", "TEDS ↑", "S-TEDS ↑", "matched units / ref blocks",
-             "pred / ref tables"], rows))
+             "pred / ref tables", "Formula Edit ↓", "pred / ref formulas"], rows))
+        if agg["gt_formulas_without_text"]:
+            out.append(f"Formula Edit: {agg['gt_formulas_without_text']} of {agg['gt_formulas']} reference formulas have "
+                       "no text (Docling wrote `formula-not-decoded`: no formula model ran) and cannot be scored; "
+                       "a document is scored only when a reference formula has text.\n")
         overall = agg["overall"]
         out.append(f"Overall (thesis Table 4.1 formula) = {overall:.2f}\n" if overall is not None
                    else "Overall: – (a component is undefined)\n")
@@ -107,6 +120,30 @@ def content_markdown(docling: Sequence[Any], icdar: Sequence[Any], parser: str =
             ["documents", "GT tables", "predicted tables", "GT tables without partner", "TEDS ↑", "S-TEDS ↑"],
             [[docs_with_tables, agg["gt_tables"], agg["pred_tables"], missed, _f(agg["teds"]), _f(agg["s_teds"])]]))
     return "\n".join(out)
+
+
+# -- rag ---------------------------------------------------------------------------------------------------
+def rag_markdown(evals: Sequence[Any], *, model: str, judge: str, source: str, top_k: int) -> str:
+    """One row per strategy (:class:`~grounded.evaluation.rag.RagEvaluation`): accuracy and the other
+    A.2 labels, faithfulness and relevancy, and how many judge answers stayed invalid."""
+
+    def pct(v: float | None) -> str | None:
+        return None if v is None else f"{100 * v:.1f}"
+
+    rows = []
+    for ev in evals:
+        s = ev.summary()
+        rows.append([ev.name, ev.params.get("max_tokens"), ev.n_chunks, s["questions"], pct(s["accuracy"]),
+                     pct(s["hallucinate"]), pct(s["abstain"]), pct(s["answer_exists"]), _f(s["faithfulness"], 3),
+                     _f(s["relevancy"], 3), f"{s['invalid_verdicts']} / {s['invalid_statement_scores']}"])
+    head = (f"### RAG evaluation (retrieval: all-MiniLM-L6-v2, top {top_k})\n\nAnswering model `{model}`, judge "
+            f"`{judge}`; questions: {source}.\n\n")
+    return head + markdown_table(
+        ["Chunking", "N", "chunks", "questions", "Accuracy % ↑", "hallucinate %", "abstain %", "answer in sources %",
+         "Faithfulness ↑", "Relevancy ↑", "invalid judge answers (A.2 / statements)"], rows) + (
+        "\nAccuracy and the other A.2 labels (seed 001) are shares of the valid verdicts; faithfulness and relevancy "
+        "(seed 002, 0-1) are means over questions of the mean over the answer's statements. A judge answer still "
+        "invalid after one re-ask leaves that question out of that metric.\n")
 
 
 # -- chunking ----------------------------------------------------------------------------------------------

@@ -45,7 +45,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 GRID_STRATEGIES = ("fixed", "recursive", "semantic", "hierarchical")
-GRID_SIZES = (128, 256, 512)
+GRID_SIZES = (128, 256, 512, 1024)
 GRID_OVERLAPS = (0.0, 0.2)
 GRID_PERCENTILES = (0.7, 0.9)
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]

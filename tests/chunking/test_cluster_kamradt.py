@@ -1,7 +1,8 @@
-"""Chroma's ClusterSemanticChunker (``cluster``) and KamradtModifiedChunker (``kamradt_mod``) as
-grounded strategies: the dynamic programme against brute force, the threshold search against its
-target, and the chunk invariants (token bound, offsets, boxes, coverage) on real and generated
-documents."""
+"""Chroma's ClusterSemanticChunker (``cluster``), KamradtModifiedChunker (``kamradt_mod``) and
+Kamradt's original semantic chunker (``kamradt``) as grounded strategies: the dynamic programme
+against brute force, the threshold search against its target, the percentile breakpoints over
+buffered sentence windows, and the chunk invariants (token bound, offsets, boxes, coverage) on real
+and generated documents."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from grounded.chunking.strategies.cluster import (
     similarity_band,
 )
 from grounded.chunking.strategies.kamradt import KamradtModifiedStrategy, breakpoints, threshold_for_cuts
+from grounded.chunking.strategies.kamradt_original import KamradtStrategy, percentile_breakpoints
 from grounded.errors import ChunkingError
 from grounded.model import ParsingResult
 from grounded.parsers import get_parser
@@ -31,7 +33,7 @@ from tests.support.chunk_checks import check_invariants
 from tests.support.trees import PAGE_COUNT, bag_of_words_embedder, trees
 
 TOKENIZER = load_tokenizer()
-STRATEGIES = ("cluster", "kamradt_mod")
+STRATEGIES = ("cluster", "kamradt_mod", "kamradt")
 
 
 # -- the dynamic programme --------------------------------------------------------------------------
@@ -136,6 +138,45 @@ def test_binary_search_with_ties_never_exceeds_the_cut_budget() -> None:
     assert breakpoints(d, threshold_for_cuts(d, 0)) == []
 
 
+# -- Kamradt's original: percentile breakpoints over buffered sentence windows ---------------------
+def test_percentile_breakpoints_follow_numpy_linear_interpolation() -> None:
+    d = np.array([0.1, 0.9, 0.1, 0.2, 0.15])
+    # 95th percentile with linear interpolation: 0.2 + 0.8 * (0.9 - 0.2) = 0.76; only 0.9 is above
+    assert percentile_breakpoints(d, 0.95) == [2]
+    assert percentile_breakpoints(d, 0.5) == [2, 4]  # median 0.15: strictly above it are 0.9 and 0.2
+    assert percentile_breakpoints(np.array([]), 0.95) == []
+    assert percentile_breakpoints(np.full(4, 0.3), 0.95) == []  # no distance strictly above a constant
+
+
+def test_kamradt_embeds_each_sentence_with_its_neighbours_and_cuts_at_the_topic_change() -> None:
+    """Six sentences on two topics: the windows are sentences i-1..i+1 (buffer 1), and the largest
+    distance, the only one above the 95th percentile, is where the topic changes."""
+    from grounded.model import ParsingResultType as T
+
+    sentences = ["Tamoxifen is an endocrine therapy.", "Tamoxifen blocks the oestrogen receptor.",
+                 "Tamoxifen is taken for five years.", "Radiotherapy follows the surgery.",
+                 "Radiotherapy uses fifteen fractions.", "Radiotherapy halves the recurrence risk."]
+    root = ParsingResult("root", T.ROOT)
+    root.add_child(ParsingResult("p", T.PARAGRAPH, " ".join(sentences)))
+    seen: list[list[str]] = []
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        seen.append(list(texts))
+        return np.array([[t.count("Tamoxifen"), t.count("Radiotherapy")] for t in texts], dtype=float)
+
+    result = Chunker("kamradt", 256, tokenizer=TOKENIZER, embedder=embed).chunk(root)
+    windows = seen[0]
+    assert len(windows) == 6
+    assert windows[0] == " ".join(sentences[:2]) and windows[2] == " ".join(sentences[1:4])
+    assert windows[5] == " ".join(sentences[4:])
+    # window vectors (T, R counts): (2,0) (3,0) (2,1) (1,2) (0,3) (0,2); cosine distances 0, .106, .2, .106, 0;
+    # 95th percentile .181: the one break is before sentence 3, where the topic changes
+    assert [c.body for c in result.chunks] == [" ".join(sentences[:3]), " ".join(sentences[3:])]
+    bare = Chunker("kamradt", 256, tokenizer=TOKENIZER, embedder=embed, buffer=0).chunk(root)
+    assert seen[1] == sentences  # buffer 0: every sentence alone
+    assert [c.body for c in bare.chunks] == [" ".join(sentences[:3]), " ".join(sentences[3:])]
+
+
 # -- registry, options ------------------------------------------------------------------------------
 def test_registered_with_documented_options() -> None:
     assert strategy_class("cluster") is ClusterStrategy
@@ -145,6 +186,9 @@ def test_registered_with_documented_options() -> None:
     k = Chunker("kamradt_mod", 300, embedder=bag_of_words_embedder)
     assert k.strategy.params() == {"max_tokens": 300, "overlap": 0, "avg_tokens": 300, "min_chunk_tokens": 50, "buffer": 3}
     assert Chunker("cluster", 16).strategy.params()["piece_tokens"] == 16  # pieces never above N
+    assert strategy_class("kamradt") is KamradtStrategy
+    o = Chunker("kamradt", 4096, embedder=bag_of_words_embedder)  # LangChain SemanticChunker's defaults
+    assert o.strategy.params() == {"max_tokens": 4096, "overlap": 0, "percentile": 0.95, "buffer": 1, "language": "english"}
 
 
 @pytest.mark.parametrize(
@@ -158,6 +202,11 @@ def test_registered_with_documented_options() -> None:
         ("kamradt_mod", {"avg_tokens": 0}),
         ("kamradt_mod", {"min_chunk_tokens": 0}),
         ("kamradt_mod", {"buffer": -1}),
+        ("kamradt", {"overlap": 10}),
+        ("kamradt", {"percentile": 1.0}),
+        ("kamradt", {"percentile": True}),
+        ("kamradt", {"buffer": -1}),
+        ("kamradt", {"buffer": 1.5}),
     ],
 )
 def test_bad_options_raise_typed_errors(strategy: str, options: dict) -> None:

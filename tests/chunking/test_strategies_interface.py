@@ -161,11 +161,11 @@ def test_ranges_become_groups(clinsci: ParsingResult) -> None:
 
 # -- the built-ins -----------------------------------------------------------------------------------
 def test_builtins_use_the_interface_and_declare_their_traits() -> None:
-    for name in ("fixed", "recursive", "semantic", "hierarchical", "cluster", "kamradt_mod", "llm"):
+    for name in ("fixed", "recursive", "semantic", "hierarchical", "cluster", "kamradt_mod", "kamradt", "llm"):
         assert issubclass(strategy_class(name), PieceStrategy), name
-    assert {n for n in STRATEGIES if strategy_class(n).uses_embedder} >= {"semantic", "cluster", "kamradt_mod"}
+    assert {n for n in STRATEGIES if strategy_class(n).uses_embedder} >= {"semantic", "cluster", "kamradt_mod", "kamradt"}
     assert not strategy_class("llm").uses_embedder
-    assert {n for n in ("cluster", "kamradt_mod", "llm") if not strategy_class(n).supports_overlap} == {"cluster", "kamradt_mod", "llm"}
+    assert {n for n in ("cluster", "kamradt_mod", "kamradt", "llm") if not strategy_class(n).supports_overlap} == {"cluster", "kamradt_mod", "kamradt", "llm"}
     assert strategy_class("fixed").supports_overlap and strategy_class("hierarchical").supports_overlap
 
 

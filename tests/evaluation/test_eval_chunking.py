@@ -249,8 +249,11 @@ def test_grid_configurations():
 
     grid = grid_chunkers()
     configs = [(c.strategy, c.max_tokens, c.overlap, c.options.get("percentile")) for c in grid]
-    assert len(configs) == 24 == len(set(configs))
+    # thesis §3.5.3: N in {128, 256, 512, 1024} x (O in {0, 0.2N} | Q in {0.7, 0.9}) x 4 strategies = 32 (its
+    # "24 configurations" counts three sizes)
+    assert len(configs) == 32 == len(set(configs))
     assert ("fixed", 128, 26, None) in configs and ("hierarchical", 512, 102, None) in configs
+    assert ("recursive", 1024, 205, None) in configs and ("semantic", 1024, 0, 0.9) in configs
     assert ("semantic", 256, 0, 0.7) in configs and ("semantic", 256, 0, 0.9) in configs
     assert not any(s == "semantic" and o for s, _, o, _ in configs)
 
@@ -281,15 +284,25 @@ def test_wrapped_splitters_are_grounded_on_the_corpus(dataset, cl100k, corpus):
 
 def test_extended_suite_rows_and_skips():
     from grounded.evaluation.chunking_eval import SKIPPED_STRATEGIES, GroundedSplitter
-    from grounded.evaluation.cli import extended_chunkers
+    from grounded.evaluation.cli import KAMRADT_BOUND, extended_chunkers
 
     rows, skipped = extended_chunkers()
     kamradt = [r for r in rows if r.params().get("splitter") == "kamradt_mod"]
     assert [(r.max_tokens, r.options) for r in kamradt] == [(250, {"tokenizer": "cl100k_base"}), (200, {"tokenizer": "cl100k_base"})]
+    original = [r for r in rows if r.params().get("splitter") == "kamradt"]
+    assert [(r.max_tokens, r.options) for r in original] == [(KAMRADT_BOUND, {"tokenizer": "cl100k_base"})]
     wrapped = [r for r in rows if isinstance(r, GroundedSplitter)]
     assert [type(r.splitter).__name__ for r in wrapped] == ["RecursiveCharacterTextSplitter", "SentenceSplitter", "TokenChunker"]
     assert all(r.params()["offsets"] == "grounded" and r.params()["chunk_size"] == 250 for r in wrapped)
     assert skipped == {"llm": SKIPPED_STRATEGIES["llm"]} and "offline" in skipped["llm"]
+
+
+def test_extended_suite_runs_only_the_selected_rows(capsys):
+    from grounded.cli import main
+
+    assert main(["eval", "chunking", "--suite", "extended", "--strategies", "nope", "--data", str(shared())]) == 1
+    err = capsys.readouterr().err
+    assert "selects no extended row" in err and "kamradt_mod, kamradt_mod, kamradt, recursive" in err
 
 
 def test_grid_with_only_skipped_strategies_is_a_usage_error(capsys):
@@ -312,7 +325,7 @@ def test_embedding_strategies_get_the_runs_embedder(dataset):
         return v / np.linalg.norm(v, axis=1, keepdims=True)
 
     text = dataset.corpora["chatlogs"][:6000]
-    for strategy, embeds in (("kamradt_mod", True), ("cluster", True), ("recursive", False)):
+    for strategy, embeds in (("kamradt_mod", True), ("kamradt", True), ("cluster", True), ("recursive", False)):
         calls.clear()
         chunker = GroundedCorpusChunker(strategy, 128, 0)
         chunker.sentence_embedder = embed

@@ -117,3 +117,47 @@ def test_icdar_structure_reader():
     html = table_to_html(table)
     assert html.startswith("<table><tr><td></td><td>Q1</td><td>Q2</td><td>Q3</td><td>Q4</td><td>Total</td></tr><tr><td>2004</td>")
     assert teds(table, table) == 1.0
+
+
+# -- display formulas (thesis Fig. A.1: display_formula Edit_dist) ----------------------------------
+def test_formulas_are_normalized_paired_and_length_weighted():
+    from grounded.evaluation.formulas import normalize_formula, score_formulas
+
+    assert normalize_formula("$$\n E = m c^2 \n$$") == "E=mc^2" == normalize_formula("\\[E = mc^2\\]")
+    ref = ["E = mc^2", "\\frac{a}{b}", "x_1 + x_2"]
+    pred = ["$$x_1 + x_3$$", "$$E=mc^2$$", "$$\\sum_i y_i$$"]  # reordered, one typo, one extra, one missing
+    s = score_formulas(ref, pred)
+    assert (s.n_gt, s.n_pred, s.n_matched, s.n_gt_without_text) == (3, 3, 2, 0)
+    # E=mc^2 exact; x_1+x_2 vs x_1+x_3 one substitution; \frac{a}{b} missing (11); \sum_iy_i extra (9)
+    assert s.distance == 0 + 1 + 11 + 9 and s.length == 6 + 7 + 11 + 9
+    assert s.edit == pytest.approx(21 / 33)
+    assert sorted(s.neds) == [0.0, pytest.approx(1 / 7), 1.0, 1.0]
+
+
+def test_formula_without_reference_text_is_counted_not_scored():
+    from grounded.evaluation.formulas import score_formulas
+
+    s = score_formulas([""], ["$$a+b$$"])
+    assert s.edit is None and not s.scored and (s.n_gt, s.n_gt_without_text, s.n_pred) == (1, 1, 1)
+    assert score_formulas([], ["$$a$$"]).edit is None  # no reference formula: nothing to score
+    # one reference with text, one without: only the first is compared; the extra prediction counts
+    s = score_formulas(["", "a+b"], ["$$a+b$$", "$$c$$"])
+    assert s.scored and s.n_matched == 1 and s.distance == 1 and s.length == 4
+
+
+def test_document_scores_and_aggregate_carry_the_formula_edit():
+    ref = DocumentContent(text_blocks=PARAS[:1], formulas=["E = mc^2"])
+    pred = extract_markdown(PARAS[0] + "\n\n$$\nE = mc^3\n$$\n")
+    s = score_document("d", ref, pred, tables=False)
+    assert s.text_edit == 0.0  # the formula is no text block
+    assert s.to_dict()["formula_edit"] == pytest.approx(1 / 6) and s.to_dict()["n_pred_formulas"] == 1
+    empty = score_document("e", DocumentContent(text_blocks=PARAS[:1], formulas=[""]), pred, tables=False)
+    agg = aggregate([s, empty])
+    assert agg["formula_edit"] == pytest.approx(1 / 6)  # the unscorable document adds nothing
+    assert (agg["gt_formulas"], agg["gt_formulas_without_text"], agg["pred_formulas"]) == (2, 1, 2)
+
+
+def test_docling_code_and_formula_reference_has_one_formula_without_text():
+    """The shared reference's only display formula is `formula-not-decoded` (no LaTeX): counted, not scored."""
+    ref = read_docling_content(shared("pdfs", "docling_groundtruth", "code_and_formula.json"))
+    assert ref.formulas == [""]

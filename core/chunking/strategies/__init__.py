@@ -2,4 +2,4 @@
 model-driven ``llm`` and ``vision`` strategies live in :mod:`grounded.llm` and are loaded on first use
 (:func:`grounded.chunking.base.load_strategies`)."""
 
-from . import cluster, fixed, hierarchical, kamradt, recursive, semantic  # noqa: F401
+from . import cluster, fixed, hierarchical, kamradt, kamradt_original, recursive, semantic  # noqa: F401

@@ -1,0 +1,111 @@
+"""Greg Kamradt's original semantic chunker (Chroma's ``KamradtSemanticChunker`` row; LangChain's
+``SemanticChunker`` with its defaults).
+
+The algorithm, as seed 003 describes it and LangChain implements it: split the document into
+sentences; embed each sentence *combined* with its ``buffer`` neighbours on either side (a sliding
+window, LangChain's ``buffer_size=1``); compute the cosine distance between consecutive combined
+sentences; a new chunk starts after every distance strictly above the ``percentile``-th percentile of
+all distances (LangChain's default ``breakpoint_threshold_amount=95``, numpy's linear
+interpolation). There is no minimum chunk size and no target size: the threshold is relative, so the
+chunks grow with the corpus (Chroma's row reads "N/A (~660)").
+
+Differences from the reference, all forced by this library's contract:
+
+* sentences are NLTK Punkt sentences that never cross a text element (``piece_kind = "sentence"``),
+  not LangChain's regex ``(?<=[.?!])\\s+`` over the raw text; a window is the exact document text
+  from its first to its last sentence (LangChain joins the sentence strings with a space);
+* a group above ``max_tokens`` is re-split by the recursive delimiter splitter (every strategy's
+  chunks fit N); pass a large N to reproduce the unbounded original.
+
+Cost: S sentences embedded once as S windows, O(S D) for the distances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from grounded.errors import ChunkingError
+
+from ..base import _is_int, register_strategy
+from ..pieces import Document, Piece, PieceStrategy
+from .semantic import Embedder, minilm_embedder
+
+__all__ = ["KamradtStrategy", "percentile_breakpoints"]
+
+
+def percentile_breakpoints(distances: np.ndarray, percentile: float) -> list[int]:
+    """Indices ``i + 1`` of the pieces that start a chunk: distance ``i`` strictly above the
+    ``percentile`` (in (0, 1)) quantile of ``distances`` (numpy's linear interpolation, as LangChain)."""
+    d = np.asarray(distances, dtype=np.float64)
+    if d.size == 0:
+        return []
+    threshold = float(np.percentile(d, percentile * 100.0))
+    return [i + 1 for i in np.flatnonzero(d > threshold).tolist()]
+
+
+@register_strategy
+class KamradtStrategy(PieceStrategy):
+    """Parameters: ``percentile`` (breakpoint quantile in (0, 1), default 0.95), ``buffer`` (sentences
+    on each side combined into one embedding window, default 1), ``embedder`` (texts -> vectors;
+    default MiniLM), ``language`` (Punkt sentences). No overlap: the chunks partition the document."""
+
+    name = "kamradt"
+    piece_kind = "sentence"
+    uses_embedder = True
+    supports_overlap = False
+
+    def __init__(
+        self,
+        max_tokens: int = 256,
+        overlap: int = 0,
+        percentile: float = 0.95,
+        buffer: int = 1,
+        embedder: Embedder | None = None,
+        language: str = "english",
+    ) -> None:
+        super().__init__(max_tokens, overlap)
+        if isinstance(percentile, bool) or not isinstance(percentile, (int, float)) or not 0.0 < percentile < 1.0:
+            raise ChunkingError(f"percentile must be a number in (0, 1), got {percentile!r}")
+        if not _is_int(buffer) or buffer < 0:
+            raise ChunkingError(f"buffer must be a non-negative int, got {buffer!r}")
+        self.percentile = float(percentile)
+        self.buffer = int(buffer)
+        self.language = language
+        self._embedder = embedder
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = minilm_embedder()
+        return self._embedder
+
+    def piece_options(self) -> dict[str, Any]:
+        return {"language": self.language}
+
+    def windows(self, pieces: Sequence[Piece], doc: Document) -> list[str]:
+        """Each sentence with its ``buffer`` neighbours on either side, as exact document text."""
+        b, last = self.buffer, len(pieces) - 1
+        return [doc.text(pieces[max(0, i - b)].start, pieces[min(last, i + b)].end) for i in range(len(pieces))]
+
+    def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
+        if not pieces:
+            return
+        starts = [0]
+        if len(pieces) > 1:
+            vecs = np.asarray(self.embedder(self.windows(pieces, doc)), dtype=np.float64)
+            if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
+                raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} windows")
+            norms = np.linalg.norm(vecs, axis=1)
+            norms[norms == 0] = 1.0
+            unit = vecs / norms[:, None]
+            distances = 1.0 - np.einsum("ij,ij->i", unit[:-1], unit[1:])
+            starts += percentile_breakpoints(distances, self.percentile)
+        edges = [*starts, len(pieces)]
+        for a, b in zip(edges, edges[1:], strict=False):
+            yield from doc.split(pieces[a].start, pieces[b - 1].end, self.max_tokens)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "percentile": self.percentile, "buffer": self.buffer, "language": self.language}
