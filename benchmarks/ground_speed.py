@@ -37,7 +37,7 @@ def _chunk_speed():
 
 def _perturb(text: str, rng: random.Random) -> str:
     sys.path.insert(0, str(REPO))
-    from tests.test_grounding import perturb_all
+    from tests.grounding.test_grounding import perturb_all
 
     return perturb_all(text, rng)
 

@@ -62,7 +62,7 @@ def dump(out: Path) -> None:
         result[f"pymupdf/{pdf.name}"] = summary(parser.parse(pdf))
         print(f"pymupdf/{pdf.name}", file=sys.stderr)
     sys.path.insert(0, str(REPO))
-    from tests.test_backend_contract import cases
+    from tests.parse.backends.test_backend_contract import cases
 
     from tests.conftest import shared
 
@@ -72,8 +72,8 @@ def dump(out: Path) -> None:
         result[f"{name}/{case.pdf.name}"] = summary(case.output().root)
         print(f"{name}/{case.pdf.name}", file=sys.stderr)
     # the other recorded Docling outputs with their PDFs
-    from tests.test_backend_docling import RecordedConverter
-    from tests.test_backend_docling_granite import RecordedVlmConverter
+    from tests.support.backends.docling import RecordedConverter
+    from tests.support.backends.granite_docling import RecordedVlmConverter
 
     from grounded.parsers.backends.docling import DoclingParser
     from grounded.parsers.backends.granite_docling import DocTagsPages, GraniteDoclingParser

@@ -103,7 +103,7 @@ def test_eval_imports_stay_light():
 
 # -- model options: the llm strategy scored with a local model (no network) ------------------------------------
 def split_model() -> Any:
-    """``--llm tests.test_eval_cli:split_model()``: a model splitting after every fourth piece of its window."""
+    """``--llm tests.evaluation.test_eval_cli:split_model()``: a model splitting after every fourth piece of its window."""
 
     def answer(prompt: str) -> str:
         ids = [int(x) for x in re.findall(r"<\|start_chunk_(\d+)\|>", prompt)]
@@ -118,14 +118,14 @@ def test_llm_strategy_needs_a_model_and_is_scored_with_one(tmp_path, capsys, mon
     assert main(args) == 1  # no model: llm is skipped, so nothing is left to evaluate
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "llm skipped" in err and "--llm MODULE:OBJECT" in err
-    assert main(["eval", "chunking", "--data", str(shared()), "--llm", "tests.test_eval_cli:split_model()"]) == 1
+    assert main(["eval", "chunking", "--data", str(shared()), "--llm", "tests.evaluation.test_eval_cli:split_model()"]) == 1
     assert "--suite grid or extended" in capsys.readouterr().err  # the reproduction has no llm row
 
     monkeypatch.syspath_prepend(str(REPO))
-    assert main([*args, "--llm", "tests.test_eval_cli:split_model()", "--out", str(tmp_path / "out")]) == 0
+    assert main([*args, "--llm", "tests.evaluation.test_eval_cli:split_model()", "--out", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "### Skipped" not in out and "| llm | 256 | 0 |" in out
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
-    assert row["params"]["strategy"] == "llm" and row["params"]["llm"] == "callable:tests.test_eval_cli.split_model.<locals>.answer"
+    assert row["params"]["strategy"] == "llm" and row["params"]["llm"] == "callable:tests.evaluation.test_eval_cli.split_model.<locals>.answer"
     assert row["n_chunks"] > 10 and row["mean_chunk_tokens_cl100k"] > 100  # about four 50-token pieces per chunk
     assert row["summaries"]["5"]["all"]["n_questions"] == 12 and 0 < row["summaries"]["5"]["all"]["mean"]["recall"] <= 1

@@ -583,7 +583,7 @@ def test_ingest_cli_passes_the_model_to_its_workers(
     pdf = shared("long", "federal-register-2020-17221.pdf")
     out = tmp_path / "out"
     code = main(
-        ["ingest", str(pdf), "-o", str(out), "-s", "llm", "--llm", "tests.test_models:every_fourth()", "--workers", "1", "-q"]
+        ["ingest", str(pdf), "-o", str(out), "-s", "llm", "--llm", "tests.llm.test_models:every_fourth()", "--workers", "1", "-q"]
     )
     assert code == 0, capsys.readouterr().err
     table = pq.read_table(next((out / "chunks").glob("*.parquet")))
