@@ -17,6 +17,7 @@ from langchain_text_splitters import TextSplitter
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, SchemaError
+from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
     BOXES_KEY,
     TEXT_HASH_KEY,
@@ -41,9 +42,10 @@ __all__ = ["GroundedTextSplitter"]
 #: metadata keys a split recomputes for every part (everything else is inherited from the parent)
 _PART_KEYS = frozenset(
     {
-        KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
-        "page", "page_start", "page_end", "element_ids", "heading_ids", BOXES_KEY, TEXT_HASH_KEY,
-        "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
+        # the field table's keys a part does not inherit (its own chunk writes them anew)
+        *resplit_keys("recompute"), *resplit_keys("drop"), "strategy", "strategy_params", "heading_ids",
+        # LangChain's and the element documents' own keys
+        KIND_KEY, "page", "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
     }
 )
 _NO_TREE = (

@@ -25,8 +25,8 @@ from pydantic import AliasChoices, ConfigDict
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError
+from grounded.io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from grounded.io.chunk_metadata import (
-    PAYLOAD_KEYS,
     TREE_KEY,
     GroundingWarning,
     chunk_metadata,
@@ -45,20 +45,18 @@ __all__ = ["GroundedNodeParser"]
 
 HeadingContext = Literal["text", "metadata", "none"]
 
-#: metadata keys a chunk node gets from its chunk (replaced, not inherited, when a node is re-split)
-CHUNK_KEYS = frozenset(
-    {
-        "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages", "page_start", "page_end",
-        "section", "heading_path", "element_ids", "heading_ids", "boxes", "text_hash", "page", "page_label",
-    }
-)
-#: machine payload: never shown to an embedder or an LLM
-_HIDDEN = (*PAYLOAD_KEYS, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
+#: metadata keys a chunk node gets from its chunk (replaced, not inherited, when a node is re-split):
+#: the field table's keys plus LlamaIndex's page keys
+CHUNK_KEYS = frozenset({*STORED_KEYS, "page", "page_label"})
+#: machine payload: never shown to an embedder or an LLM (the field table decides for chunk keys)
+_SOURCE_HIDDEN = (TREE_KEY, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
+_EMBED_HIDDEN = (*embed_hidden_keys(), *_SOURCE_HIDDEN)
+_LLM_HIDDEN = (*llm_hidden_keys(), *_SOURCE_HIDDEN)
 _ALIASES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}
-#: keys a node does not repeat: page_start/page_end are in ``pages``, heading_path is ``section``,
-#: the sha256 and parser are in the tree reference, the rest stays on the source Document
+#: keys a node does not repeat: the sha256 and parser are in the tree reference, the rest stays on
+#: the source Document
 _NODE_DROPPED = (
-    "page_start", "page_end", "heading_path", "source_sha256", "parser",
+    "source_sha256", "parser",
     "creator", "producer", "subject", "keywords", "creationdate", "moddate",
 )
 
@@ -435,7 +433,7 @@ class GroundedNodeParser(NodeParser):
 
     def _hidden(self, inherited: dict[str, Any], *, embed: bool, source: BaseNode | None = None) -> list[str]:
         given = (source.excluded_embed_metadata_keys if embed else source.excluded_llm_metadata_keys) if source else []
-        hidden = list(dict.fromkeys([*given, *_HIDDEN]))
+        hidden = list(dict.fromkeys([*given, *(_EMBED_HIDDEN if embed else _LLM_HIDDEN)]))
         if embed:
             hidden += ["page_label", "file_name", "pages"]
             if self.heading_context != "metadata":
