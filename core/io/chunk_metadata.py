@@ -22,7 +22,6 @@ boxes (one :class:`GroundingWarning`) instead of the whole parent's boxes.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
 import warnings
@@ -38,7 +37,7 @@ from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult, ParsingResultType
-from ..model.record import ChunkRecord
+from ..model.record import ChunkRecord, text_hash
 from .chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys
 from .chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from .codec import dumps_parsing_result, loads_parsing_result
@@ -49,6 +48,7 @@ __all__ = [
     "TEXT_HASH_KEY",
     "GroundingWarning",
     "text_hash",
+    "ChunkRecord",
     "pdf_metadata",
     "document_info",
     "recorded_info",
@@ -97,11 +97,6 @@ _TREE_PREFIX = "z2:"
 class GroundingWarning(UserWarning):
     """Boxes were withheld because they do not belong to the text at hand (it was re-split or
     edited after grounding); highlighting them would point at the wrong region."""
-
-
-def text_hash(text: str) -> str:
-    """16 hex digits of the sha256 of ``text`` (UTF-8): identifies the exact text boxes belong to."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 _STALE_MESSAGE = (

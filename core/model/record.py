@@ -14,13 +14,19 @@ the embedder or the LLM sees it, and what a re-split part does with it is declar
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
 from .boxes import ParsingBoundingBox
 from .chunk import Chunk
 
-__all__ = ["ChunkRecord", "RECORD_KEYS"]
+__all__ = ["ChunkRecord", "RECORD_KEYS", "text_hash"]
+
+
+def text_hash(text: str) -> str:
+    """16 hex digits of the sha256 of ``text`` (UTF-8): identifies the exact text boxes belong to."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(eq=True)
@@ -122,6 +128,15 @@ class ChunkRecord:
                 md[name] = value
         md.update(self.strategy_params)
         return Chunk(id=self.id, content=self.content, metadata=md, geom=list(self.boxes))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The chunks-JSON (version 2) form: ``{"id", "content", "metadata", "geom"}`` with the
+        strategy's parameters under ``metadata.strategy_params``."""
+        chunk = self.to_chunk()
+        md = {k: v for k, v in chunk.metadata.items() if k in RECORD_KEYS}
+        if self.strategy_params:
+            md["strategy_params"] = dict(self.strategy_params)
+        return {"id": self.id, "content": self.content, "metadata": md, "geom": [b.to_dict() for b in self.boxes]}
 
     def replace(self, **changes: Any) -> ChunkRecord:
         return dataclasses.replace(self, **changes)
