@@ -73,6 +73,7 @@ __all__ = [
     "record_from_row",
     "record_from_store",
     "chunk_from_store",
+    "part_metadata",
     "box_struct",
 ]
 
@@ -387,6 +388,38 @@ def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | N
     nested or flat form), ready for ``grounded.attribution.render``/``highlight``; see
     :func:`record_from_metadata`."""
     return record_from_metadata(content, meta, chunk_id).to_chunk()
+
+
+def part_metadata(
+    parent: Mapping[str, Any],
+    text: str,
+    *,
+    span: tuple[int, int] | None = None,
+    boxes: Sequence[ParsingBoundingBox] | None = None,
+    token_count: int | None = None,
+) -> dict[str, Any]:
+    """The metadata of a part of a re-split chunk (a splitter copied ``parent`` onto the part whose
+    text is ``text``), by the field table's ``resplit`` column: ``inherit`` keys are kept, ``drop``
+    keys removed, ``recompute`` keys made from the part's own ``span`` (document-text offsets),
+    ``boxes`` and ``token_count`` - and left out when those are not known (never the parent's).
+    Keys that are not chunk fields (the source's) are kept. Flat or nested like ``parent``."""
+    out = {k: v for k, v in parent.items() if k not in FIELD_BY_KEY or FIELD_BY_KEY[k].resplit == "inherit"}
+    flat = any(isinstance(parent.get(k), str) for k in ("pages", BOXES_KEY, "element_ids"))
+    values: dict[str, Any] = {"id": "", "content": text, "text_hash": text_hash(text)}
+    if token_count is not None:
+        values["token_count"] = int(token_count)
+    if span is not None:
+        values.update(start_char=int(span[0]), end_char=int(span[1]), body_start=0)
+    if boxes is not None:
+        values["boxes"] = list(boxes)
+        values["pages"] = sorted({int(b.page) for b in boxes})
+        values["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
+    own = chunk_metadata(ChunkRecord(**values), flat=flat, text=text)
+    known = {"text_hash", *(["token_count"] if token_count is not None else []),
+             *(["start_char", "end_char", "body_start"] if span is not None else []),
+             *([BOXES_KEY, "pages", "page_start", "page_end", "element_ids"] if boxes is not None else [])}
+    out.update({k: v for k, v in own.items() if k in known})
+    return out
 
 
 # -- store rows (ingest Parquet / LanceDB) ----------------------------------------------------------
