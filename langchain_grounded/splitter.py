@@ -486,6 +486,9 @@ def _segments(meta: Mapping[str, Any], text: str) -> list[tuple[int, int, int]] 
             body_start = int(meta.get("body_start", 0) or 0)
             start, end = int(meta["start_char"]), int(meta["end_char"])
             return [(body_start, start, end - start)] if len(text) - body_start == end - start else None
+        if kind == "element":  # a block of the document text: its text is that span
+            start, end = int(meta["start_char"]), int(meta["end_char"])
+            return [(0, start, end - start)] if len(text) == end - start else None
         if kind == "page":
             raw = meta.get(SPANS_KEY)
             spans = json.loads(raw) if isinstance(raw, str) else raw
