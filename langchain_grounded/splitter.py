@@ -29,7 +29,7 @@ from grounded.io.chunk_metadata import (
     text_tree,
     unflatten_metadata,
 )
-from grounded.model import Chunk, ParsingBoundingBox
+from grounded.model import Chunk, ChunkRecord, ParsingBoundingBox
 from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
 from grounded.text.ids import chunk_id, source_key, stable_hash, text_key
 from grounded.text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
@@ -383,7 +383,8 @@ class GroundedTextSplitter(TextSplitter):
         body_start = int(meta.get("body_start", 0) or 0) if meta.get(KIND_KEY) == "chunk" else 0
         heading_boxes = [b for b in boxes_from_metadata(meta) if b.is_heading] if body_start else []
         for part in self._text_chunks(text, _part_key(doc)):
-            ps, pe = int(part.metadata["start_char"]), int(part.metadata["end_char"])
+            own = ChunkRecord.from_chunk(part)
+            ps, pe = own.start_char or 0, own.end_char or 0
             ranges = [(d + max(ps, t) - t, d + min(pe, t + n) - t) for t, d, n in segments if max(ps, t) < min(pe, t + n)]
             geom: list[ParsingBoundingBox] = list(heading_boxes) if ps < body_start else []
             for lo, hi in ranges:
@@ -399,14 +400,15 @@ class GroundedTextSplitter(TextSplitter):
         parent: Mapping[str, Any],
         parent_body_start: int,
     ) -> Document:
-        ps = int(part.metadata["start_char"])
+        own = ChunkRecord.from_chunk(part)
+        ps = own.start_char or 0
         element_ids = list(dict.fromkeys(b.element_id for b in geom if b.element_id and not b.is_heading))
         metadata: dict[str, Any] = {
             **inherited,
             KIND_KEY: "chunk",
             "chunk_id": part.id,
             "strategy": self.chunker.strategy.name,
-            "token_count": int(part.metadata["token_count"]),
+            "token_count": own.token_count,
             "start_char": ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0),
             "end_char": ranges[-1][1] if ranges else int(parent.get("start_char", 0) or 0),
             "body_start": min(max(parent_body_start - ps, 0), len(part.content)),
@@ -432,7 +434,7 @@ class GroundedTextSplitter(TextSplitter):
                 KIND_KEY: "chunk",
                 "chunk_id": part.id,
                 "strategy": self.chunker.strategy.name,
-                "token_count": int(part.metadata["token_count"]),
+                "token_count": ChunkRecord.from_chunk(part).token_count,
                 TEXT_HASH_KEY: text_hash(part.content),
             }
             yield Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)

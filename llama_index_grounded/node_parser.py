@@ -33,7 +33,7 @@ from grounded.io.chunk_metadata import (
     source_info,
     text_tree,
 )
-from grounded.model import Chunk, ParsingResult
+from grounded.model import Chunk, ChunkRecord, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from grounded.text.assembly import BOX_MODES
 from grounded.text.ids import chunk_id, source_key, text_key
@@ -385,25 +385,21 @@ class GroundedNodeParser(NodeParser):
         heading_path = _heading_path(meta or {})
         out = []
         for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
-            s = start + int(part.metadata["start_char"])
-            e = start + int(part.metadata["end_char"])
+            own = ChunkRecord.from_chunk(part)
+            s, e = start + (own.start_char or 0), start + (own.end_char or 0)
             geom = assembler.boxes_for_chars(s, e)
-            metadata = {
-                "token_count": int(part.metadata["token_count"]),
-                "strategy": chunker.strategy.name,
-                "start_char": s,
-                "end_char": e,
-                "body_start": 0,
-                "pages": sorted({b.page for b in geom}),
-                "element_ids": list(dict.fromkeys(b.element_id for b in geom if b.element_id)),
-                "heading_path": heading_path,
-            }
-            out.append(Chunk(id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], metadata=metadata, geom=geom))
+            record = ChunkRecord(
+                id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], start_char=s, end_char=e,
+                token_count=own.token_count, strategy=chunker.strategy.name, pages=sorted({b.page for b in geom}),
+                boxes=geom, element_ids=list(dict.fromkeys(str(b.element_id) for b in geom if b.element_id)),
+                heading_path=heading_path,
+            )
+            out.append(record.to_chunk())
         return out
 
     # -- what the embedder sees must fit max_tokens ----------------------------------------------------
     def _section(self, chunk: Chunk) -> str:
-        path = [str(h) for h in chunk.metadata.get("heading_path", ())]
+        path = ChunkRecord.from_chunk(chunk).heading_path
         section = " > ".join(path)
         if self.heading_context != "metadata" or not section:
             return section
@@ -490,11 +486,12 @@ class GroundedNodeParser(NodeParser):
             smaller = Chunker("recursive", budget, tokenizer=tok, box_mode=self.box_mode)
         out: list[Chunk] = []
         for c in chunks:
-            if fits(c) or "start_char" not in c.metadata:
+            record = ChunkRecord.from_chunk(c)
+            if fits(c) or record.start_char is None or record.end_char is None:
                 out.append(c)
                 continue
-            span = (int(c.metadata["start_char"]), int(c.metadata["end_char"]))
-            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": c.metadata.get("heading_path", [])}))
+            span = (record.start_char, record.end_char)
+            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": record.heading_path}))
         return out
 
 
@@ -529,7 +526,7 @@ class GroundedNodeParser(NodeParser):
         if self.heading_context != "text":
             meta["body_start"] = 0
         meta["section"] = self._section(chunk)
-        pages = [int(p) for p in chunk.metadata.get("pages") or chunk.pages]
+        pages = ChunkRecord.from_chunk(chunk).pages
         extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
         if info is not None:
             extra["file_name"] = inherited.get("file_name") or info["name"]
@@ -554,7 +551,7 @@ class GroundedNodeParser(NodeParser):
         use_id_func: bool,
     ) -> TextNode:
         text, metadata = self._text_and_metadata(chunk, inherited, info)
-        start = base_offset + int(chunk.metadata["start_char"])
+        start = base_offset + (ChunkRecord.from_chunk(chunk).start_char or 0)
         node_id = self.id_func(index, source) if use_id_func else chunk.id
         if node_id == metadata.get("chunk_id"):
             del metadata["chunk_id"]  # the node id is the chunk id
