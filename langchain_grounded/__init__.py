@@ -22,9 +22,11 @@ from .embeddings import MiniLMEmbeddings
 from .graph import graph_to_documents
 from .grounding import GroundingSplitter
 from .loader import GroundedPDFLoader, GroundedPDFParser
+from .parts import GroundedParts
 from .splitter import GroundedTextSplitter
 
 __all__ = [
+    "GroundedParts",
     "graph_to_documents",
     "GroundedPDFLoader",
     "GroundedPDFParser",

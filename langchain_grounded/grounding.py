@@ -34,6 +34,7 @@ from langchain_text_splitters import TextSplitter
 from grounded.errors import ChunkingError, SchemaError
 from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.wrappers import grounding_fields, splitter_fingerprint
+from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
     BOXES_KEY,
     TEXT_HASH_KEY,
@@ -46,7 +47,7 @@ from grounded.io.chunk_metadata import (
 )
 from grounded.model import ParsingResult
 from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
-from grounded.text.ids import chunk_id, source_key, stable_hash
+from grounded.text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
 
 from .documents import KIND_KEY, SPANS_KEY, page_keys
 from .elements import ELEMENT_KEY
@@ -56,10 +57,10 @@ __all__ = ["GroundingSplitter"]
 #: keys that describe the parent's own text: recomputed for each part (or dropped when refused)
 _PARENT_KEYS = frozenset(
     {
-        KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
-        "page", "page_start", "page_end", "element_ids", "heading_ids", "element_id", "element_type",
-        BOXES_KEY, TEXT_HASH_KEY, SPANS_KEY, ELEMENT_KEY, TREE_KEY, "section", "heading_path",
-        "grounding_status", "grounding_score", "grounding_reason", "grounding_spans", "grounding_furniture_boxes",
+        # the field table's keys a part does not inherit, plus the heading keys grounding finds anew
+        *resplit_keys("recompute"), *resplit_keys("drop"), "strategy", "section", "heading_path", "heading_ids",
+        # LangChain's and the element documents' own keys
+        KIND_KEY, "page", "element_id", "element_type", SPANS_KEY, ELEMENT_KEY, TREE_KEY,
     }
 )
 
@@ -193,12 +194,11 @@ class GroundingSplitter(TextSplitter):
             cid = (
                 chunk_id(key, self.fingerprint, int(g.spans[0][0]), int(g.spans[-1][1]))
                 if g.ok and g.spans
-                else f"{chunk_id(key, self.fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+                else refused_id(key, self.fingerprint, text_hash(text))
             )
             repeats = seen.get(cid, 0)
             seen[cid] = repeats + 1
-            if repeats:
-                cid = f"{cid}~{repeats}"
+            cid = repeat_id(cid, repeats)
             meta["chunk_id"] = cid
             yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=cid)
 

@@ -17,6 +17,7 @@ from langchain_text_splitters import TextSplitter
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, SchemaError
+from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
     BOXES_KEY,
     TEXT_HASH_KEY,
@@ -28,7 +29,7 @@ from grounded.io.chunk_metadata import (
     text_tree,
     unflatten_metadata,
 )
-from grounded.model import Chunk, ParsingBoundingBox
+from grounded.model import Chunk, ChunkRecord, ParsingBoundingBox
 from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
 from grounded.text.ids import chunk_id, source_key, stable_hash, text_key
 from grounded.text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
@@ -41,9 +42,10 @@ __all__ = ["GroundedTextSplitter"]
 #: metadata keys a split recomputes for every part (everything else is inherited from the parent)
 _PART_KEYS = frozenset(
     {
-        KIND_KEY, "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages",
-        "page", "page_start", "page_end", "element_ids", "heading_ids", BOXES_KEY, TEXT_HASH_KEY,
-        "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
+        # the field table's keys a part does not inherit (its own chunk writes them anew)
+        *resplit_keys("recompute"), *resplit_keys("drop"), "strategy", "strategy_params", "heading_ids",
+        # LangChain's and the element documents' own keys
+        KIND_KEY, "page", "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
     }
 )
 _NO_TREE = (
@@ -381,7 +383,8 @@ class GroundedTextSplitter(TextSplitter):
         body_start = int(meta.get("body_start", 0) or 0) if meta.get(KIND_KEY) == "chunk" else 0
         heading_boxes = [b for b in boxes_from_metadata(meta) if b.is_heading] if body_start else []
         for part in self._text_chunks(text, _part_key(doc)):
-            ps, pe = int(part.metadata["start_char"]), int(part.metadata["end_char"])
+            own = ChunkRecord.from_chunk(part)
+            ps, pe = own.start_char or 0, own.end_char or 0
             ranges = [(d + max(ps, t) - t, d + min(pe, t + n) - t) for t, d, n in segments if max(ps, t) < min(pe, t + n)]
             geom: list[ParsingBoundingBox] = list(heading_boxes) if ps < body_start else []
             for lo, hi in ranges:
@@ -397,14 +400,15 @@ class GroundedTextSplitter(TextSplitter):
         parent: Mapping[str, Any],
         parent_body_start: int,
     ) -> Document:
-        ps = int(part.metadata["start_char"])
+        own = ChunkRecord.from_chunk(part)
+        ps = own.start_char or 0
         element_ids = list(dict.fromkeys(b.element_id for b in geom if b.element_id and not b.is_heading))
         metadata: dict[str, Any] = {
             **inherited,
             KIND_KEY: "chunk",
             "chunk_id": part.id,
             "strategy": self.chunker.strategy.name,
-            "token_count": int(part.metadata["token_count"]),
+            "token_count": own.token_count,
             "start_char": ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0),
             "end_char": ranges[-1][1] if ranges else int(parent.get("start_char", 0) or 0),
             "body_start": min(max(parent_body_start - ps, 0), len(part.content)),
@@ -430,7 +434,7 @@ class GroundedTextSplitter(TextSplitter):
                 KIND_KEY: "chunk",
                 "chunk_id": part.id,
                 "strategy": self.chunker.strategy.name,
-                "token_count": int(part.metadata["token_count"]),
+                "token_count": ChunkRecord.from_chunk(part).token_count,
                 TEXT_HASH_KEY: text_hash(part.content),
             }
             yield Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
@@ -484,6 +488,9 @@ def _segments(meta: Mapping[str, Any], text: str) -> list[tuple[int, int, int]] 
             body_start = int(meta.get("body_start", 0) or 0)
             start, end = int(meta["start_char"]), int(meta["end_char"])
             return [(body_start, start, end - start)] if len(text) - body_start == end - start else None
+        if kind == "element":  # a block of the document text: its text is that span
+            start, end = int(meta["start_char"]), int(meta["end_char"])
+            return [(0, start, end - start)] if len(text) == end - start else None
         if kind == "page":
             raw = meta.get(SPANS_KEY)
             spans = json.loads(raw) if isinstance(raw, str) else raw

@@ -22,9 +22,12 @@ from .embedding import MiniLMEmbedding
 from .graph import graph_to_nodes
 from .grounding import GroundingNodeParser, node_boxes
 from .node_parser import GroundedNodeParser
+from .parts import GroundedParts, part_node_metadata
 from .reader import GroundedPDFReader
 
 __all__ = [
+    "GroundedParts",
+    "part_node_metadata",
     "graph_to_nodes",
     "GroundedPDFReader",
     "GroundedNodeParser",

@@ -42,7 +42,7 @@ from grounded.io.chunk_metadata import (
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, resolve_tree
 from grounded.text.assembly import ChunkAssembler
-from grounded.text.ids import chunk_id, source_key, stable_hash
+from grounded.text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
 from grounded.text.stream import document_text
 
 __all__ = [
@@ -425,10 +425,10 @@ class GroundingNodeParser(NodeParser):
                 if not g.ok:  # status "furniture" (page text outside the tree) has boxes of its own
                     refused.append(g.reason)
                 start = end = None  # type: ignore[assignment]
-                cid = f"{chunk_id(key, fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+                cid = refused_id(key, fingerprint, text_hash(text))
             repeats = seen.get(cid, 0)
             seen[cid] = repeats + 1
-            meta["chunk_id"] = f"{cid}~{repeats}" if repeats else cid
+            meta["chunk_id"] = repeat_id(cid, repeats)
             meta["text_hash"] = text_hash(text)
             meta.update(grounding_fields(g))
             part.metadata = flatten_metadata(meta)

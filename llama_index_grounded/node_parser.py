@@ -25,15 +25,15 @@ from pydantic import AliasChoices, ConfigDict
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError
+from grounded.io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from grounded.io.chunk_metadata import (
-    PAYLOAD_KEYS,
     TREE_KEY,
     GroundingWarning,
     chunk_metadata,
     source_info,
     text_tree,
 )
-from grounded.model import Chunk, ParsingResult
+from grounded.model import Chunk, ChunkRecord, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from grounded.text.assembly import BOX_MODES
 from grounded.text.ids import chunk_id, source_key, text_key
@@ -45,20 +45,18 @@ __all__ = ["GroundedNodeParser"]
 
 HeadingContext = Literal["text", "metadata", "none"]
 
-#: metadata keys a chunk node gets from its chunk (replaced, not inherited, when a node is re-split)
-CHUNK_KEYS = frozenset(
-    {
-        "chunk_id", "strategy", "token_count", "start_char", "end_char", "body_start", "pages", "page_start", "page_end",
-        "section", "heading_path", "element_ids", "heading_ids", "boxes", "text_hash", "page", "page_label",
-    }
-)
-#: machine payload: never shown to an embedder or an LLM
-_HIDDEN = (*PAYLOAD_KEYS, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
+#: metadata keys a chunk node gets from its chunk (replaced, not inherited, when a node is re-split):
+#: the field table's keys plus LlamaIndex's page keys
+CHUNK_KEYS = frozenset({*STORED_KEYS, "page", "page_label"})
+#: machine payload: never shown to an embedder or an LLM (the field table decides for chunk keys)
+_SOURCE_HIDDEN = (TREE_KEY, TREE_REF_KEY, PARSER_OPTIONS_KEY, PAGE_KEY, "source_sha256", "file_path", "total_pages", "parser", "page")
+_EMBED_HIDDEN = (*embed_hidden_keys(), *_SOURCE_HIDDEN)
+_LLM_HIDDEN = (*llm_hidden_keys(), *_SOURCE_HIDDEN)
 _ALIASES = {"chunk_size": "max_tokens", "chunk_overlap": "overlap"}
-#: keys a node does not repeat: page_start/page_end are in ``pages``, heading_path is ``section``,
-#: the sha256 and parser are in the tree reference, the rest stays on the source Document
+#: keys a node does not repeat: the sha256 and parser are in the tree reference, the rest stays on
+#: the source Document
 _NODE_DROPPED = (
-    "page_start", "page_end", "heading_path", "source_sha256", "parser",
+    "source_sha256", "parser",
     "creator", "producer", "subject", "keywords", "creationdate", "moddate",
 )
 
@@ -387,25 +385,21 @@ class GroundedNodeParser(NodeParser):
         heading_path = _heading_path(meta or {})
         out = []
         for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
-            s = start + int(part.metadata["start_char"])
-            e = start + int(part.metadata["end_char"])
+            own = ChunkRecord.from_chunk(part)
+            s, e = start + (own.start_char or 0), start + (own.end_char or 0)
             geom = assembler.boxes_for_chars(s, e)
-            metadata = {
-                "token_count": int(part.metadata["token_count"]),
-                "strategy": chunker.strategy.name,
-                "start_char": s,
-                "end_char": e,
-                "body_start": 0,
-                "pages": sorted({b.page for b in geom}),
-                "element_ids": list(dict.fromkeys(b.element_id for b in geom if b.element_id)),
-                "heading_path": heading_path,
-            }
-            out.append(Chunk(id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], metadata=metadata, geom=geom))
+            record = ChunkRecord(
+                id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], start_char=s, end_char=e,
+                token_count=own.token_count, strategy=chunker.strategy.name, pages=sorted({b.page for b in geom}),
+                boxes=geom, element_ids=list(dict.fromkeys(str(b.element_id) for b in geom if b.element_id)),
+                heading_path=heading_path,
+            )
+            out.append(record.to_chunk())
         return out
 
     # -- what the embedder sees must fit max_tokens ----------------------------------------------------
     def _section(self, chunk: Chunk) -> str:
-        path = [str(h) for h in chunk.metadata.get("heading_path", ())]
+        path = ChunkRecord.from_chunk(chunk).heading_path
         section = " > ".join(path)
         if self.heading_context != "metadata" or not section:
             return section
@@ -435,7 +429,7 @@ class GroundedNodeParser(NodeParser):
 
     def _hidden(self, inherited: dict[str, Any], *, embed: bool, source: BaseNode | None = None) -> list[str]:
         given = (source.excluded_embed_metadata_keys if embed else source.excluded_llm_metadata_keys) if source else []
-        hidden = list(dict.fromkeys([*given, *_HIDDEN]))
+        hidden = list(dict.fromkeys([*given, *(_EMBED_HIDDEN if embed else _LLM_HIDDEN)]))
         if embed:
             hidden += ["page_label", "file_name", "pages"]
             if self.heading_context != "metadata":
@@ -492,11 +486,12 @@ class GroundedNodeParser(NodeParser):
             smaller = Chunker("recursive", budget, tokenizer=tok, box_mode=self.box_mode)
         out: list[Chunk] = []
         for c in chunks:
-            if fits(c) or "start_char" not in c.metadata:
+            record = ChunkRecord.from_chunk(c)
+            if fits(c) or record.start_char is None or record.end_char is None:
                 out.append(c)
                 continue
-            span = (int(c.metadata["start_char"]), int(c.metadata["end_char"]))
-            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": c.metadata.get("heading_path", [])}))
+            span = (record.start_char, record.end_char)
+            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": record.heading_path}))
         return out
 
 
@@ -531,7 +526,7 @@ class GroundedNodeParser(NodeParser):
         if self.heading_context != "text":
             meta["body_start"] = 0
         meta["section"] = self._section(chunk)
-        pages = [int(p) for p in chunk.metadata.get("pages") or chunk.pages]
+        pages = ChunkRecord.from_chunk(chunk).pages
         extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
         if info is not None:
             extra["file_name"] = inherited.get("file_name") or info["name"]
@@ -556,7 +551,7 @@ class GroundedNodeParser(NodeParser):
         use_id_func: bool,
     ) -> TextNode:
         text, metadata = self._text_and_metadata(chunk, inherited, info)
-        start = base_offset + int(chunk.metadata["start_char"])
+        start = base_offset + (ChunkRecord.from_chunk(chunk).start_char or 0)
         node_id = self.id_func(index, source) if use_id_func else chunk.id
         if node_id == metadata.get("chunk_id"):
             del metadata["chunk_id"]  # the node id is the chunk id

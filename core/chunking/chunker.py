@@ -17,7 +17,7 @@ from ..model.elements import ParsingResult
 from ..model.elements import ParsingResultType as T
 from ..text.assembly import BOX_MODES, ChunkAssembler
 from ..text.bound import enforce_bound
-from ..text.ids import class_identity, stable_hash
+from ..text.ids import class_identity, repeat_id, stable_hash
 from ..text.ids import source_key as _source_key
 from ..text.stream import TokenStream, build_stream, document_text
 from ..text.tokenizer import Tokenizer, load_tokenizer
@@ -141,7 +141,7 @@ class Chunker:
             repeats = seen.get(chunk.id, 0)
             seen[chunk.id] = repeats + 1
             if repeats:  # one body span twice (a custom strategy): still one id per chunk
-                chunk.id = f"{chunk.id}~{repeats}"
+                chunk.id = repeat_id(chunk.id, repeats)
             yield chunk
 
     def chunk(self, root: ParsingResult, *, source_key: str | None = None) -> ChunkingResult:

@@ -36,7 +36,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("pdf", type=Path, help="the PDF the chunks were made from")
-    p.add_argument("chunks", type=Path, help="chunks file written by `grounded chunk -o` (.jsonl or .json)")
+    p.add_argument(
+        "chunks", type=Path,
+        help="chunks file: written by `grounded chunk -o` (.jsonl or .json), or an ingest Parquet part "
+        "(OUT/chunks/part-*.parquet) or folder of parts (the rows of this PDF are used)",
+    )
     p.add_argument(
         "-c", "--chunk", dest="chunk_ids", action="append", nargs="+", metavar="ID", default=None,
         help="only these chunk ids (repeatable; default: all chunks in the file)",
@@ -99,12 +103,16 @@ def recorded_sha256(metadata: dict[str, Any]) -> str | None:
     return sha if isinstance(sha, str) and sha else None
 
 
+def _sha256(pdf: Path) -> str:
+    return hashlib.sha256(pdf.read_bytes()).hexdigest()
+
+
 def check_same_pdf(pdf: Path, chunks_file: Path, metadata: dict[str, Any]) -> None:
     """Refuse a PDF whose sha256 differs from the one recorded with the chunks."""
     expected = recorded_sha256(metadata)
     if expected is None:
         return
-    actual = hashlib.sha256(pdf.read_bytes()).hexdigest()
+    actual = _sha256(pdf)
     if actual != expected.lower():
         document = metadata.get("document")
         source = document.get("source") if isinstance(document, dict) else None
@@ -119,22 +127,27 @@ def check_same_pdf(pdf: Path, chunks_file: Path, metadata: dict[str, Any]) -> No
 def run(args: argparse.Namespace) -> int:
     from ..attribution.highlight import DEFAULT_COLOR, highlight
     from ..attribution.render import render_to_files
-    from ..io.codec import load_chunking_result
+    from ..io.chunks_file import is_parquet, load_chunks_file
 
-    for path in (args.pdf, args.chunks):
-        if not path.is_file():
-            raise InputNotFoundError(path, "no such file")
+    if not args.pdf.is_file():
+        raise InputNotFoundError(args.pdf, "no such file")
+    if not (args.chunks.is_file() or (args.chunks.is_dir() and is_parquet(args.chunks))):
+        raise InputNotFoundError(args.chunks, "no such file" if not args.chunks.exists() else "a folder without Parquet parts")
     out: Path = args.out or Path(f"{args.pdf.stem}.highlighted.pdf")
     kind = out.suffix.lower()
     if kind not in (".pdf", ".png"):
         raise AttributionError(out, "output must end in .pdf (annotated PDF) or .png (page images)")
     ids = [i for group in args.chunk_ids for i in group] if args.chunk_ids else None
-    result = load_chunking_result(args.chunks)
+    if is_parquet(args.chunks):  # an ingest part holds many PDFs' rows: the ones of this PDF
+        result = load_chunks_file(args.chunks, source_sha256=None if args.force else _sha256(args.pdf))
+    else:
+        result = load_chunks_file(args.chunks)
     if not args.force:
         check_same_pdf(args.pdf, args.chunks, result.metadata)
     chunks = select_chunks(result.chunks, ids, args.chunks)
     if not chunks:
-        raise AttributionError(args.chunks, "the file holds no chunks")
+        of_pdf = f" of {args.pdf} (sha256 {_sha256(args.pdf)[:12]}...)" if is_parquet(args.chunks) and not args.force else ""
+        raise AttributionError(args.chunks, f"the file holds no chunks{of_pdf}")
     pages = sorted({b.page for c in chunks for b in chunk_boxes(c, args.chunks)})
     stem = out.name[: -len(out.suffix)]
     targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]

@@ -27,11 +27,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ChunkingError
+from ..io.chunk_fields import STORED_KEYS
 from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
-from ..text.ids import chunk_id, source_key, stable_hash
+from ..text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
 from .grounder import Grounder, Grounding, text_problem
 
 __all__ = [
@@ -46,8 +47,8 @@ __all__ = [
     "status_counts",
 ]
 
-#: metadata keys describing the grounding of a chunk
-GROUNDING_KEYS = ("grounding_status", "grounding_score", "grounding_reason", "grounding_spans", FURNITURE_BOXES_KEY)
+#: metadata keys describing the grounding of a chunk (the field table's ``grounding_*`` keys)
+GROUNDING_KEYS = tuple(k for k in STORED_KEYS if k.startswith("grounding_"))
 _SCALARS = (str, int, float, bool, type(None))
 
 
@@ -142,7 +143,7 @@ def grounded_chunk(
         meta.update({"start_char": start, "end_char": end, "body_start": 0})
         cid = chunk_id(key, fingerprint, start, end)
     else:
-        cid = f"{chunk_id(key, fingerprint, 0, 0)}~refused-{text_hash(text)[:8]}"
+        cid = refused_id(key, fingerprint, text_hash(text))
     boxes = list(g.boxes) if g.ok else []
     meta["pages"] = sorted({int(b.page) for b in boxes})
     meta["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
@@ -189,7 +190,7 @@ def ground_chunks(
         )
         seen[chunk.id] += 1
         if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
-            chunk.id = f"{chunk.id}~{seen[chunk.id] - 1}"
+            chunk.id = repeat_id(chunk.id, seen[chunk.id] - 1)
         out.append(chunk)
     return out
 

@@ -1,6 +1,8 @@
 """Arrow schemas of the ingest output and the conversion of chunks to rows.
 
-One row per chunk (``chunks/part-*.parquet``); boxes are a nested column: a list of
+One row per chunk (``chunks/part-*.parquet``), written from the chunk record: one column per field
+of the chunk field table (:mod:`grounded.io.chunk_fields`; read a row back with
+:func:`grounded.metadata.chunk_from_store`); boxes are a nested column: a list of
 ``struct{page, left, top, right, bottom, mode, heading, element_id, spans: list<struct{left, top,
 right, bottom}>}`` (LTRB fractions of the page, origin top-left, as in
 :class:`grounded.ParsingBoundingBox`).
@@ -14,6 +16,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from ..io.chunk_fields import FIELDS
+from ..io.chunk_metadata import record_to_row
 from ..model.chunk import Chunk
 
 
@@ -49,27 +53,31 @@ def box_type() -> Any:
     )
 
 
-def chunk_schema() -> Any:
+def _arrow_type(name: str) -> Any:
+    """The Arrow type of a field-table ``arrow`` name (:mod:`grounded.io.chunk_fields`)."""
     pa = _pa()
-    return pa.schema(
-        [
-            ("chunk_id", pa.string()),
-            ("text", pa.string()),
-            ("body", pa.string()),
-            ("start_char", pa.int64()),
-            ("end_char", pa.int64()),
-            ("pages", pa.list_(pa.int32())),
-            ("boxes", pa.list_(box_type())),
-            ("heading_path", pa.list_(pa.string())),
-            ("element_ids", pa.list_(pa.string())),
-            ("token_count", pa.int32()),
-            ("source_path", pa.string()),
-            ("source_sha256", pa.string()),
-            ("config_fingerprint", pa.string()),
-            ("strategy", pa.string()),
-            ("embedding", pa.list_(pa.float32())),
-        ]
-    )
+    simple = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(),
+              "bool": pa.bool_(), "json": pa.string(), "list<int32>": pa.list_(pa.int32()),
+              "list<string>": pa.list_(pa.string())}
+    return pa.list_(box_type()) if name == "boxes" else simple[name]
+
+
+#: columns of a row that are not chunk fields: where the chunk came from and its vector
+_SOURCE_COLUMNS = (("source_path", "string"), ("source_sha256", "string"), ("config_fingerprint", "string"))
+
+
+def chunk_schema() -> Any:
+    """One column per field of the chunk field table (in its order; ``body`` after ``text``),
+    the source columns, then ``embedding``."""
+    pa = _pa()
+    fields: list[tuple[str, Any]] = []
+    for f in FIELDS:
+        fields.append((f.key, _arrow_type(f.arrow)))
+        if f.key == "text":
+            fields.append(("body", pa.string()))
+    fields.extend((name, _arrow_type(t)) for name, t in _SOURCE_COLUMNS)
+    fields.append(("embedding", pa.list_(pa.float32())))
+    return pa.schema(fields)
 
 
 def documents_schema() -> Any:
@@ -105,23 +113,6 @@ def errors_schema() -> Any:
     )
 
 
-def _box(b: Any) -> dict[str, Any]:
-    return {
-        "page": int(b.page),
-        "left": float(b.left),
-        "top": float(b.top),
-        "right": float(b.right),
-        "bottom": float(b.bottom),
-        "mode": b.mode,
-        "heading": bool(b.is_heading),
-        "element_id": b.element_id,
-        "spans": [
-            {"left": float(s.left), "top": float(s.top), "right": float(s.right), "bottom": float(s.bottom)}
-            for s in b.spans
-        ],
-    }
-
-
 def chunk_rows(
     chunks: Sequence[Chunk],
     *,
@@ -133,22 +124,12 @@ def chunk_rows(
     """A :class:`pyarrow.Table` (schema :func:`chunk_schema`) of one document's chunks."""
     pa = _pa()
     columns: dict[str, list[Any]] = {name: [] for name in chunk_schema().names}
+    source = {"source_path": source_path, "source_sha256": source_sha256, "config_fingerprint": config_fingerprint}
     for c in chunks:
-        meta = c.metadata
-        columns["chunk_id"].append(c.id)
-        columns["text"].append(c.content)
-        columns["body"].append(c.body)
-        columns["start_char"].append(int(meta.get("start_char", 0)))
-        columns["end_char"].append(int(meta.get("end_char", 0)))
-        columns["pages"].append([int(p) for p in (meta.get("pages") or c.pages)])
-        columns["boxes"].append([_box(b) for b in c.geom])
-        columns["heading_path"].append([str(h) for h in meta.get("heading_path") or []])
-        columns["element_ids"].append([str(e) for e in meta.get("element_ids") or []])
-        columns["token_count"].append(int(meta.get("token_count", 0)))
-        columns["source_path"].append(source_path)
-        columns["source_sha256"].append(source_sha256)
-        columns["config_fingerprint"].append(config_fingerprint)
-        columns["strategy"].append(str(meta.get("strategy", "")))
+        row = {**record_to_row(c), **source}
+        for name, values in columns.items():
+            if name != "embedding":
+                values.append(row[name])
     schema = chunk_schema()
     arrays = {name: pa.array(values, type=schema.field(name).type) for name, values in columns.items() if name != "embedding"}
     n = len(chunks)

@@ -22,7 +22,6 @@ boxes (one :class:`GroundingWarning`) instead of the whole parent's boxes.
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
 import warnings
@@ -38,6 +37,9 @@ from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult, ParsingResultType
+from ..model.record import ChunkRecord, text_hash
+from .chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys
+from .chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from .codec import dumps_parsing_result, loads_parsing_result
 
 __all__ = [
@@ -46,6 +48,7 @@ __all__ = [
     "TEXT_HASH_KEY",
     "GroundingWarning",
     "text_hash",
+    "ChunkRecord",
     "pdf_metadata",
     "document_info",
     "recorded_info",
@@ -65,6 +68,13 @@ __all__ = [
     "text_tree",
     "source_info",
     "chunk_from_metadata",
+    "record_from_metadata",
+    "record_to_row",
+    "record_from_row",
+    "record_from_store",
+    "chunk_from_store",
+    "part_metadata",
+    "box_struct",
 ]
 
 BOXES_KEY = "boxes"
@@ -74,32 +84,13 @@ FURNITURE_BOXES_KEY = "grounding_furniture_boxes"
 TEXT_HASH_KEY = "text_hash"
 #: a compressed parse tree kept on a source document so a splitter can chunk it with boxes
 TREE_KEY = "grounded_tree"
-#: list-valued keys of :func:`chunk_metadata` (JSON strings in flat mode)
-LIST_KEYS = ("pages", "heading_path", "element_ids", "heading_ids", BOXES_KEY)
+#: keys whose flat-metadata value is a JSON string (from the field table)
+LIST_KEYS = _FIELD_LIST_KEYS
 #: keys of chunks whose text was grounded after it was written (the ``vision`` strategy's model
-#: chunks): :func:`chunk_metadata` passes them on as they are
-CHUNK_GROUNDING_KEYS = (
-    "grounded", "grounding_status", "grounding_score", "grounding_reason", "grounding_spans",
-    "vision_continues", "vision_batch", "vision_pages", "vision_merged", "vision_issues", "vision_text",
-)
-#: machine payload of :func:`chunk_metadata`: never useful to an embedder or an LLM
-PAYLOAD_KEYS = (
-    BOXES_KEY,
-    "chunk_id",
-    "strategy",
-    "token_count",
-    "start_char",
-    "end_char",
-    "body_start",
-    "page_start",
-    "page_end",
-    "heading_path",
-    "element_ids",
-    "heading_ids",
-    TEXT_HASH_KEY,
-    TREE_KEY,
-    *CHUNK_GROUNDING_KEYS,
-)
+#: chunks), from the field table
+CHUNK_GROUNDING_KEYS = tuple(k for k in STORED_KEYS if k == "grounded" or k.startswith(("grounding_", "vision_")))
+#: machine payload: never useful to an embedder (the field table's ``embed`` column, plus the tree)
+PAYLOAD_KEYS = (*embed_hidden_keys(), TREE_KEY)
 _DECIMALS = 5
 _TREE_PREFIX = "z2:"
 
@@ -107,11 +98,6 @@ _TREE_PREFIX = "z2:"
 class GroundingWarning(UserWarning):
     """Boxes were withheld because they do not belong to the text at hand (it was re-split or
     edited after grounding); highlighting them would point at the wrong region."""
-
-
-def text_hash(text: str) -> str:
-    """16 hex digits of the sha256 of ``text`` (UTF-8): identifies the exact text boxes belong to."""
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 _STALE_MESSAGE = (
@@ -173,6 +159,8 @@ def _box_from_any(d: Any) -> ParsingBoundingBox:
     if isinstance(d, Mapping):
         if "p" in d and "b" in d:
             return _box_from_compact(d)
+        if "heading" in d and "left" in d:  # the Parquet / LanceDB box struct
+            return _box_from_struct(d)
         if "page" in d:
             return ParsingBoundingBox.from_dict(dict(d))
     raise SchemaError(f"not a grounded box: {str(d)[:80]!r}")
@@ -214,41 +202,39 @@ def boxes_from_metadata(meta_or_value: Any, text: str | None = None) -> list[Par
         raise SchemaError(f"box metadata is malformed ({type(exc).__name__}: {exc})") from exc
 
 
-def chunk_metadata(chunk: Chunk, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
-    """The metadata an adapter attaches to a chunk's node/document.
-
-    Keys: ``chunk_id``, ``strategy``, ``token_count``, ``start_char``/``end_char`` (body offsets in
-    the document text), ``body_start`` (body offset inside the chunk content), ``pages``,
-    ``page_start``/``page_end`` (1-based), ``section`` (heading path joined with " > "),
-    ``heading_path``, ``element_ids``, ``heading_ids`` (when headings were prepended), ``boxes`` and
-    ``text_hash`` of ``text`` (the text the adapter stores: default the chunk content).
+def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
+    """The metadata an adapter attaches to a chunk's node/document: every stored field of the
+    field table (:mod:`grounded.io.chunk_fields`) that has a value - ``chunk_id``, ``strategy``,
+    ``strategy_params``, ``token_count``, ``start_char``/``end_char`` (body offsets in the document
+    text), ``body_start`` (body offset inside the chunk content), ``pages``, ``page_start``/``page_end``
+    (1-based ints, for range filters), ``section`` (heading path joined with " > "),
+    ``heading_path``, ``element_ids``, ``element_spans``, ``heading_ids``, ``boxes``, the grounding and
+    vision details, and ``text_hash`` of ``text`` (the text the adapter stores: default the chunk
+    content). Absent values (None, empty lists) are left out.
 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
     """
-    md = chunk.metadata
-    pages = sorted({int(p) for p in md.get("pages") or chunk.pages})
-    heading_path = [str(h) for h in md.get("heading_path", ())]
-    out: dict[str, Any] = {
-        "chunk_id": chunk.id,
-        "strategy": md.get("strategy", ""),
-        "token_count": int(md.get("token_count", 0)),
-        "start_char": int(md["start_char"]),
-        "end_char": int(md["end_char"]),
-        "body_start": int(md.get("body_start", 0)),
-        "pages": pages,
-        "page_start": pages[0] if pages else 0,
-        "page_end": pages[-1] if pages else 0,
-        "section": " > ".join(heading_path),
-        "heading_path": heading_path,
-        "element_ids": [str(e) for e in md.get("element_ids", ())],
-        BOXES_KEY: boxes_to_metadata(chunk.geom, line_spans=line_spans),
-        TEXT_HASH_KEY: text_hash(chunk.content if text is None else text),
-    }
-    if md.get("heading_ids"):
-        out["heading_ids"] = [str(h) for h in md["heading_ids"]]
-    out.update({k: md[k] for k in CHUNK_GROUNDING_KEYS if k in md})
-    return flatten_metadata(out) if flat else out
+    record = chunk if isinstance(chunk, ChunkRecord) else ChunkRecord.from_chunk(chunk)
+    record = record.replace(text_hash=text_hash(record.content if text is None else text))
+    out: dict[str, Any] = {}
+    for f in FIELDS:
+        if f.kind == "text":
+            continue
+        value = getattr(record, f.attr)
+        if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
+            continue
+        if f.kind == "boxes":
+            out[f.key] = boxes_to_metadata(value, flat=flat, line_spans=line_spans)
+        elif f.kind == "json" and flat:
+            out[f.key] = _compact(value)
+        else:
+            out[f.key] = value
+    return out
+
+
+#: list keys written even when empty (readers and filters expect them on every chunk)
+_KEPT_EMPTY = frozenset({"pages", "heading_path", "element_ids", BOXES_KEY})
 
 
 def flatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,15 +335,187 @@ def source_info(root: ParsingResult) -> dict[str, Any]:
     }
 
 
+def record_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> ChunkRecord:
+    """The :class:`~grounded.model.record.ChunkRecord` of a retrieved node/document (text +
+    metadata in nested or flat form, or a store row's values). Boxes recorded for another text (see
+    :func:`boxes_from_metadata`) are dropped with a :class:`GroundingWarning`; a malformed value
+    raises :class:`SchemaError` naming the key."""
+    plain = unflatten_metadata(meta)
+    values: dict[str, Any] = {}
+    for f in FIELDS:
+        if f.derived or f.kind == "text" or f.key not in plain or plain[f.key] is None:
+            continue
+        if f.kind == "boxes":
+            values[f.attr] = boxes_from_metadata(plain, text=content)
+            continue
+        values[f.attr] = _typed(f.attr, f.key, plain[f.key])
+    values["id"] = str(chunk_id if chunk_id is not None else plain.get("chunk_id", ""))
+    if not values.get("heading_path") and plain.get("section") and "heading_path" not in plain:
+        values["heading_path"] = str(plain["section"]).split(" > ")
+    if not values.get("pages") and plain.get("page_start"):
+        values["pages"] = list(range(int(plain["page_start"]), int(plain.get("page_end") or plain["page_start"]) + 1))
+    return ChunkRecord(content=content, **values)
+
+
+_INT_FIELDS = frozenset({"start_char", "end_char", "body_start", "token_count", "index", "vision_batch", "vision_merged"})
+
+
+def _typed(attr: str, key: str, value: Any) -> Any:
+    """A stored value with the record field's type (Arrow gives numpy/list types, JSON gives
+    floats for ints written by other tools)."""
+    try:
+        if attr in _INT_FIELDS:
+            return int(value)
+        if attr == "grounding_score":
+            return float(value)
+        if attr in ("grounded", "vision_continues"):
+            return bool(value)
+        if attr in ("pages", "vision_pages"):
+            return [int(p) for p in value]
+        if attr in ("heading_path", "heading_ids", "element_ids"):
+            return [str(v) for v in value]
+        if attr in ("element_spans", "grounding_spans", "grounding_furniture_boxes"):
+            return [list(v) for v in value]
+        if attr == "strategy_params":
+            return dict(value)
+        return str(value)
+    except (TypeError, ValueError) as exc:
+        raise SchemaError(f"chunk metadata {key!r} is malformed ({type(exc).__name__}: {exc})") from exc
+
+
 def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
     """A :class:`~grounded.model.Chunk` back from a retrieved node/document (text + metadata in
-    nested or flat form), ready for ``grounded.attribution.render``/``highlight``. Boxes recorded
-    for another text (see :func:`boxes_from_metadata`) are dropped with a :class:`GroundingWarning`."""
-    plain = unflatten_metadata(meta)
-    geom = boxes_from_metadata(plain, text=content)
-    keep = ("strategy", "token_count", "start_char", "end_char", "body_start", "pages", "heading_path", "element_ids", "heading_ids")
-    metadata = {k: plain[k] for k in keep if k in plain}
-    return Chunk(id=str(chunk_id or plain.get("chunk_id", "")), content=content, metadata=metadata, geom=geom)
+    nested or flat form), ready for ``grounded.attribution.render``/``highlight``; see
+    :func:`record_from_metadata`."""
+    return record_from_metadata(content, meta, chunk_id).to_chunk()
+
+
+def part_metadata(
+    parent: Mapping[str, Any],
+    text: str,
+    *,
+    span: tuple[int, int] | None = None,
+    boxes: Sequence[ParsingBoundingBox] | None = None,
+    token_count: int | None = None,
+) -> dict[str, Any]:
+    """The metadata of a part of a re-split chunk (a splitter copied ``parent`` onto the part whose
+    text is ``text``), by the field table's ``resplit`` column: ``inherit`` keys are kept, ``drop``
+    keys removed, ``recompute`` keys made from the part's own ``span`` (document-text offsets),
+    ``boxes`` and ``token_count`` - and left out when those are not known (never the parent's).
+    Keys that are not chunk fields (the source's) are kept. Flat or nested like ``parent``."""
+    out = {k: v for k, v in parent.items() if k not in FIELD_BY_KEY or FIELD_BY_KEY[k].resplit == "inherit"}
+    flat = any(isinstance(parent.get(k), str) for k in ("pages", BOXES_KEY, "element_ids"))
+    values: dict[str, Any] = {"id": "", "content": text, "text_hash": text_hash(text)}
+    if token_count is not None:
+        values["token_count"] = int(token_count)
+    if span is not None:
+        values.update(start_char=int(span[0]), end_char=int(span[1]), body_start=0)
+    if boxes is not None:
+        values["boxes"] = list(boxes)
+        values["pages"] = sorted({int(b.page) for b in boxes})
+        values["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
+    own = chunk_metadata(ChunkRecord(**values), flat=flat, text=text)
+    known = {"text_hash", *(["token_count"] if token_count is not None else []),
+             *(["start_char", "end_char", "body_start"] if span is not None else []),
+             *([BOXES_KEY, "pages", "page_start", "page_end", "element_ids"] if boxes is not None else [])}
+    out.update({k: v for k, v in own.items() if k in known})
+    return out
+
+
+# -- store rows (ingest Parquet / LanceDB) ----------------------------------------------------------
+def box_struct(b: ParsingBoundingBox) -> dict[str, Any]:
+    """One box as the Parquet/LanceDB box struct (``grounded.ingest.rows.box_type``)."""
+    return {
+        "page": int(b.page),
+        "left": float(b.left),
+        "top": float(b.top),
+        "right": float(b.right),
+        "bottom": float(b.bottom),
+        "mode": b.mode,
+        "heading": bool(b.is_heading),
+        "element_id": b.element_id,
+        "spans": [{"left": float(s.left), "top": float(s.top), "right": float(s.right), "bottom": float(s.bottom)} for s in b.spans],
+    }
+
+
+def _box_from_struct(d: Mapping[str, Any]) -> ParsingBoundingBox:
+    page = int(d["page"])
+    spans = [ParsingBoundingBox(page, float(s["left"]), float(s["top"]), float(s["right"]), float(s["bottom"])) for s in d.get("spans") or ()]
+    return ParsingBoundingBox(
+        page, float(d["left"]), float(d["top"]), float(d["right"]), float(d["bottom"]),
+        spans=spans, mode=d.get("mode"), element_id=d.get("element_id"), is_heading=bool(d.get("heading") or d.get("is_heading")),
+    )
+
+
+def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
+    """One chunk as a store row: a value per field-table key (Parquet/LanceDB column), plus
+    ``body``. ``json`` columns hold compact JSON (None when empty); boxes are box structs."""
+    rec = record if isinstance(record, ChunkRecord) else ChunkRecord.from_chunk(record)
+    rec = rec.replace(text_hash=text_hash(rec.content))
+    row: dict[str, Any] = {}
+    for f in FIELDS:
+        value = getattr(rec, f.attr)
+        if f.kind == "boxes":
+            value = [box_struct(b) for b in value]
+        elif f.arrow == "json":
+            value = _compact(value) if value else None
+        row[f.key] = value
+    row["body"] = rec.body
+    return row
+
+
+def record_from_row(row: Mapping[str, Any]) -> ChunkRecord:
+    """Inverse of :func:`record_to_row`: a row read from the ingest Parquet or the LanceDB table
+    (``pyarrow`` ``to_pylist()`` dicts, a pandas row); extra columns (embedding, source) are ignored."""
+    content = row.get("text")
+    if not isinstance(content, str):
+        raise SchemaError(f"store row {str(row.get('chunk_id'))[:40]!r}: no 'text' column")
+    meta = {k: _plain(v) for k, v in row.items() if k in FIELD_BY_KEY}
+    return record_from_metadata(content, meta)
+
+
+def _plain(value: Any) -> Any:
+    """numpy arrays/scalars of a pandas row -> lists/scalars."""
+    if isinstance(value, np.ndarray):
+        return [_plain(v) for v in value.tolist()]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
+
+
+def record_from_store(item: Any) -> ChunkRecord:
+    """The :class:`ChunkRecord` of anything a chunk is stored as: a LlamaIndex node (or
+    ``NodeWithScore``), a LangChain ``Document``, a store row (an ingest Parquet / LanceDB row dict,
+    a search hit's row), a chunks-JSON chunk dict, a :class:`~grounded.model.Chunk` or a record.
+    Anything else raises :class:`SchemaError`."""
+    if isinstance(item, ChunkRecord):
+        return item
+    if isinstance(item, Chunk):
+        return ChunkRecord.from_chunk(item)
+    node = getattr(item, "node", None)
+    if node is not None and hasattr(node, "metadata") and hasattr(item, "score"):
+        item = node  # a LlamaIndex NodeWithScore
+    if hasattr(item, "page_content") and hasattr(item, "metadata"):  # LangChain Document
+        return record_from_metadata(item.page_content, item.metadata, item.metadata.get("chunk_id") or getattr(item, "id", None))
+    if hasattr(item, "get_content") and hasattr(item, "metadata"):  # LlamaIndex node
+        text = item.get_content(metadata_mode="none")
+        meta = item.metadata
+        return record_from_metadata(text, meta, meta.get("chunk_id") or item.node_id)
+    if isinstance(item, Mapping):
+        if "content" in item and "metadata" in item:
+            return ChunkRecord.from_chunk(Chunk.from_dict(dict(item)))
+        return record_from_row(item)
+    raise SchemaError(f"not a stored chunk: {type(item).__name__}")
+
+
+def chunk_from_store(item: Any) -> Chunk:
+    """The :class:`~grounded.model.Chunk` of a store row, node or document (see
+    :func:`record_from_store`): one call from a search hit to ``grounded.attribution.highlight``."""
+    return record_from_store(item).to_chunk()
 
 
 #: PDF document metadata keys, named as LangChain's ``PyMuPDFLoader`` names them

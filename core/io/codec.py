@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import SchemaError
 from ..model.chunk import Chunk, ChunkingResult
 from ..model.elements import ParsingResult
+from ..model.record import ChunkRecord, text_hash
 from .atomic import atomic_write_files, atomic_write_text
 
 __all__ = [
@@ -57,10 +58,15 @@ log = logging.getLogger(__name__)
 PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
 SCHEMA_VERSION = 1
-_READABLE = {PARSE_SCHEMA: {1}, CHUNKS_SCHEMA: {1}}
+#: version 2: each chunk is written from its record (:meth:`ChunkRecord.to_dict`): the strategy's
+#: parameters under ``metadata.strategy_params``, ``metadata.text_hash`` of the content; version 1
+#: (parameters at the top level of ``metadata``, no hash) is still read
+CHUNKS_VERSION = 2
+_READABLE = {PARSE_SCHEMA: {1}, CHUNKS_SCHEMA: {1, 2}}
+_WRITTEN = {PARSE_SCHEMA: SCHEMA_VERSION, CHUNKS_SCHEMA: CHUNKS_VERSION}
 def _envelope(schema: str, payload_key: str, payload: Any, **extra: Any) -> dict[str, Any]:
     """``{"schema", "version", **extra, payload_key}``: the payload is always the last key."""
-    return {"schema": schema, "version": SCHEMA_VERSION, **extra, payload_key: payload}
+    return {"schema": schema, "version": _WRITTEN[schema], **extra, payload_key: payload}
 
 
 def _check(data: Any, schema: str, source: str) -> dict[str, Any]:
@@ -264,7 +270,20 @@ def _loads_deep(s: str) -> Any:
 
 
 def dumps_chunking_result(result: ChunkingResult, indent: int | None = None) -> str:
-    return json.dumps(_envelope(CHUNKS_SCHEMA, "result", result.to_dict()), ensure_ascii=False, indent=indent)
+    payload = {"metadata": result.metadata, "chunks": [_chunk_dict(c) for c in result.chunks]}
+    return json.dumps(_envelope(CHUNKS_SCHEMA, "result", payload), ensure_ascii=False, indent=indent)
+
+
+def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
+    """A chunk as chunks JSON version 2 writes it (from its record, with the content's hash)."""
+    record = ChunkRecord.from_chunk(chunk)
+    return record.replace(text_hash=text_hash(chunk.content)).to_dict()
+
+
+def _chunk_of(data: Any, version: int, where: str) -> Chunk:
+    """A chunk of chunks JSON ``version`` (1: the chunker's metadata as it was; 2: a record)."""
+    chunk = Chunk.from_dict(data, where)
+    return chunk if version == 1 else ChunkRecord.from_chunk(chunk).to_chunk()
 
 
 def loads_chunking_result(text: str | bytes, source: str = "<string>") -> ChunkingResult:
@@ -272,8 +291,11 @@ def loads_chunking_result(text: str | bytes, source: str = "<string>") -> Chunki
     with _loading(source):
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
-        data = json.loads(text)
-        return ChunkingResult.from_dict(_payload(_check(data, CHUNKS_SCHEMA, source), "result", source))
+        data = _check(json.loads(text), CHUNKS_SCHEMA, source)
+        result = ChunkingResult.from_dict(_payload(data, "result", source))
+        if data["version"] > 1:
+            result.chunks = [ChunkRecord.from_chunk(c).to_chunk() for c in result.chunks]
+        return result
 
 
 def save_parsing_result(root: ParsingResult, path: str | Path) -> Path:
@@ -340,7 +362,7 @@ def dumps_chunks_jsonl(result: ChunkingResult) -> str:
     """The text :func:`write_chunks_jsonl` writes: the envelope with the result metadata on the
     first line, then one chunk per line."""
     head = json.dumps(_envelope(CHUNKS_SCHEMA, "result", {"metadata": result.metadata}), ensure_ascii=False)
-    lines: Iterable[str] = (json.dumps(c.to_dict(), ensure_ascii=False) for c in result.chunks)
+    lines: Iterable[str] = (json.dumps(_chunk_dict(c), ensure_ascii=False) for c in result.chunks)
     return "\n".join([head, *lines]) + "\n"
 
 
@@ -365,5 +387,5 @@ def read_chunks_jsonl(path: str | Path) -> ChunkingResult:
         chunks = []
         for n, line in lines[1:]:
             with _loading(f"{source}: line {n}"):
-                chunks.append(Chunk.from_dict(json.loads(line), "chunk"))
+                chunks.append(_chunk_of(json.loads(line), head["version"], "chunk"))
         return ChunkingResult(chunks=chunks, metadata=meta)

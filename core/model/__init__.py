@@ -7,6 +7,7 @@ from __future__ import annotations
 from .boxes import BoxMode, ParsingBoundingBox
 from .chunk import Chunk, ChunkingResult, RichToken
 from .elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
+from .record import ChunkRecord
 
 __all__ = [
     "ParsingResultType",
@@ -15,6 +16,7 @@ __all__ = [
     "RichToken",
     "Chunk",
     "ChunkingResult",
+    "ChunkRecord",
     "BoxMode",
     "CONTAINER_TYPES",
     "TEXT_TYPES",

@@ -22,7 +22,9 @@ PACKAGE = Path(__file__).resolve().parents[1]
 #: the code that makes a parse tree: the types and every parser backend, rule and post-processing step
 PARSE_CODE: tuple[str, ...] = ("model", "parsers")
 #: the code that makes a chunk (text, ids, boxes, row metadata) from a tree
-CHUNK_CODE: tuple[str, ...] = ("text", "chunking", "grounding", "llm", "io/chunk_metadata.py", "ingest/rows.py")
+CHUNK_CODE: tuple[str, ...] = (
+    "text", "chunking", "grounding", "llm", "io/chunk_fields.py", "io/chunk_metadata.py", "ingest/rows.py",
+)
 #: parts covered by neither fingerprint, and why their changes cannot change a stored tree or chunk
 OUTSIDE: dict[str, str] = {
     "__init__.py": "lazy exports only",
@@ -34,6 +36,7 @@ OUTSIDE: dict[str, str] = {
     "runtime": "process infrastructure: retries, processes, memory, telemetry switches, these fingerprints",
     "io/__init__.py": "package docstring only",
     "io/atomic.py": "how files are written, not what they hold",
+    "io/chunks_file.py": "reads chunk files written by other modules (codec, ingest rows); writes nothing",
     "io/codec.py": "the JSON codec is versioned by its schema name + version (a format change bumps it)",
     "io/markdown.py": "Markdown is rendered from the tree on demand, never cached",
     "attribution": "renders stored boxes; makes none",

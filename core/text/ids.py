@@ -23,7 +23,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["chunk_id", "source_key", "text_key", "stable_hash", "class_identity"]
+__all__ = ["chunk_id", "source_key", "text_key", "stable_hash", "class_identity", "repeat_id", "refused_id", "text_only_id"]
 
 
 def stable_hash(value: Any, length: int = 64) -> str:
@@ -73,3 +73,23 @@ def chunk_id(source_key: str, config_fingerprint: str, start: int, end: int) -> 
         raise ValueError("chunk_id needs a non-empty source key")
     middle = hashlib.sha256(f"{source_key}\0{config_fingerprint}".encode()).hexdigest()[:10]
     return f"{source_key[:12]}-{middle}-{int(start)}-{int(end)}"
+
+
+# -- id suffixes: the one home of the rules that make an id unique when its span does not ----------
+def repeat_id(cid: str, n: int) -> str:
+    """The id of the ``n``-th repeat (n >= 1) of a chunk whose id another chunk of the same call
+    already has (equal text grounded twice, a strategy that emits one span twice): ``<id>~<n>``;
+    ``n == 0`` is the id itself."""
+    return f"{cid}~{int(n)}" if n else cid
+
+
+def refused_id(source_key: str, config_fingerprint: str, text_hash_: str) -> str:
+    """The id of a text grounding refused (it has no span): the empty span's id plus
+    ``~refused-<first 8 hex of the text hash>``."""
+    return f"{chunk_id(source_key, config_fingerprint, 0, 0)}~refused-{text_hash_[:8]}"
+
+
+def text_only_id(source_key: str, config_fingerprint: str, at: int, text_hash_: str) -> str:
+    """The id of a chunk with text but an empty document span (a model's chunk found nowhere in the
+    document text): the empty span at ``at`` plus ``~text-<first 8 hex of the text hash>``."""
+    return f"{chunk_id(source_key, config_fingerprint, at, at)}~text-{text_hash_[:8]}"

@@ -33,7 +33,7 @@ from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.chunk import Chunk
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.bound import enforce_bound
-from grounded.text.ids import chunk_id
+from grounded.text.ids import chunk_id, text_only_id
 from grounded.text.splitting import recursive_split
 
 from .merge import table_header
@@ -266,5 +266,5 @@ class ChunkBuilder:
         if e > s:
             cid = chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e)
         else:
-            cid = f"{chunk_id(self.assembler.doc_key, self.assembler.fingerprint or 'vision', s, s)}~text-{text_hash(content)[:8]}"
+            cid = text_only_id(self.assembler.doc_key, self.assembler.fingerprint or 'vision', s, text_hash(content))
         return Chunk(id=cid, content=content, metadata=meta, geom=boxes)
