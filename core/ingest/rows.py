@@ -49,7 +49,15 @@ def box_type() -> Any:
     )
 
 
-def chunk_schema() -> Any:
+def embedding_type(dim: int | None) -> Any:
+    """The ``embedding`` column's type: ``FixedSizeList<float32>[dim]`` (DuckDB reads it as
+    ``FLOAT[dim]``, LanceDB as a vector), or a (null) variable list when the run does not embed."""
+    pa = _pa()
+    return pa.list_(pa.float32()) if dim is None else pa.list_(pa.float32(), dim)
+
+
+def chunk_schema(dim: int | None = None) -> Any:
+    """The schema of the chunk rows; ``dim``: the embedding size of the run (None: no embeddings)."""
     pa = _pa()
     return pa.schema(
         [
@@ -67,7 +75,7 @@ def chunk_schema() -> Any:
             ("source_sha256", pa.string()),
             ("config_fingerprint", pa.string()),
             ("strategy", pa.string()),
-            ("embedding", pa.list_(pa.float32())),
+            ("embedding", embedding_type(dim)),
         ]
     )
 
@@ -129,10 +137,12 @@ def chunk_rows(
     source_sha256: str,
     config_fingerprint: str,
     embeddings: Any = None,
+    dim: int | None = None,
 ) -> Any:
-    """A :class:`pyarrow.Table` (schema :func:`chunk_schema`) of one document's chunks."""
+    """A :class:`pyarrow.Table` (schema :func:`chunk_schema` of ``dim``) of one document's chunks;
+    ``embeddings``: an (n, dim) array, or None (a null column)."""
     pa = _pa()
-    columns: dict[str, list[Any]] = {name: [] for name in chunk_schema().names}
+    columns: dict[str, list[Any]] = {name: [] for name in chunk_schema(dim).names}
     for c in chunks:
         meta = c.metadata
         columns["chunk_id"].append(c.id)
@@ -149,13 +159,12 @@ def chunk_rows(
         columns["source_sha256"].append(source_sha256)
         columns["config_fingerprint"].append(config_fingerprint)
         columns["strategy"].append(str(meta.get("strategy", "")))
-    schema = chunk_schema()
+    schema = chunk_schema(dim)
     arrays = {name: pa.array(values, type=schema.field(name).type) for name, values in columns.items() if name != "embedding"}
     n = len(chunks)
     if embeddings is None:
         arrays["embedding"] = pa.nulls(n, type=schema.field("embedding").type)
     else:
-        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(n, -1)
-        offsets = pa.array(np.arange(0, vectors.size + 1, max(vectors.shape[1], 1) if n else 1, dtype=np.int32)[: n + 1])
-        arrays["embedding"] = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel()))
+        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(n, dim or -1)
+        arrays["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), type=pa.float32()), dim)
     return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
