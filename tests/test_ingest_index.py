@@ -256,6 +256,15 @@ def test_one_configuration_per_folder(sample_pdf: Path, tmp_path: Path, capsys: 
     assert_clean(out)
 
 
+def test_a_folder_written_before_configurations_were_recorded_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    (out / "chunks").mkdir(parents=True)
+    (out / "chunks" / "part-0123456789ab-fedcba98.parquet").write_bytes(b"PAR1")
+    with pytest.raises(ConfigurationMismatchError, match="earlier grounded that did not record its configuration"):
+        ingest(one_page(ONE_PAGE[0]), out, workers=1, progress=False)
+    assert read_manifest(out) is None and (out / "chunks" / "part-0123456789ab-fedcba98.parquet").exists()
+
+
 def test_replaced_bytes_equal_to_a_deleted_files_are_indexed_under_the_current_path(tmp_path: Path) -> None:
     folder = tmp_path / "in"
     folder.mkdir()
@@ -344,28 +353,30 @@ def indexed(sample_pdf: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_kill_9_at_every_step_of_a_reindex(indexed: Path, tmp_path: Path, step: str) -> None:
     """Guideline v2 replaces v1; the run is killed at ``step``. A reader following the manifest
     sees v1 or v2 of the guideline, never both (Parquet and LanceDB), and the next run repairs."""
-    base = tmp_path / "copy"
-    shutil.copytree(indexed, base, symlinks=True)
-    folder, out = base / "in", base / "out"
+    folder, out = indexed / "in", tmp_path / "out"
+    shutil.copytree(indexed / "out", out)  # the index of the shared inputs (paths are absolute)
     guideline = str(folder / "guideline.pdf")
+    v1 = (folder / "guideline.pdf").read_bytes()
     before = assert_one_version_per_path(out)
-    shutil.copy(one_page(ONE_PAGE[2]), folder / "guideline.pdf")  # version 2
-    v2 = sha256(folder / "guideline.pdf")
-    driver = tmp_path / "killed_run.py"
-    driver.write_text(KILLED_RUN)
-    killed = subprocess.run([sys.executable, str(driver), str(folder), str(out), step],
-                            cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
-    assert killed.returncode == -signal.SIGKILL, killed.stderr
-    served = assert_one_version_per_path(out)
-    assert served[guideline] in (before[guideline], v2) and len(served) == 2
-    assert served[guideline] == (v2 if step in ("manifest", "removal") else before[guideline])
-    import lancedb
+    try:
+        shutil.copy(one_page(ONE_PAGE[2]), folder / "guideline.pdf")  # version 2
+        v2 = sha256(folder / "guideline.pdf")
+        driver = tmp_path / "killed_run.py"
+        driver.write_text(KILLED_RUN)
+        killed = subprocess.run([sys.executable, str(driver), str(folder), str(out), step],
+                                cwd=tmp_path, env=ENV, capture_output=True, text=True, timeout=600)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr
+        served = assert_one_version_per_path(out)
+        assert served[guideline] == (v2 if step in ("manifest", "removal") else before[guideline]) and len(served) == 2
+        import lancedb
 
-    latest = lancedb.connect(str(out / "lancedb")).open_table("chunks").to_arrow().to_pylist()
-    assert all(len(s) == 1 for s in versions_per_path(latest).values())  # even the newest table version
-    repaired = ingest(folder, out, workers=1, progress=False)  # the sink is kept (sticky)
-    assert repaired.ok
-    assert assert_one_version_per_path(out) == {**before, guideline: v2}
+        latest = lancedb.connect(str(out / "lancedb")).open_table("chunks").to_arrow().to_pylist()
+        assert all(len(s) == 1 for s in versions_per_path(latest).values())  # even the newest table version
+        repaired = ingest(folder, out, workers=1, progress=False)  # the sink is kept (sticky)
+        assert repaired.ok
+        assert assert_one_version_per_path(out) == {**before, guideline: v2}
+    finally:
+        (folder / "guideline.pdf").write_bytes(v1)
     assert_clean(out)
 
 

@@ -1,8 +1,8 @@
 """The LanceDB sink (``--sink lancedb``): ``OUT/lancedb``, table ``chunks``, kept in step with the manifest.
 
 The Parquet parts stay the source of truth; the table holds exactly the rows of the documents the
-live manifest names (:mod:`grounded.ingest.manifest`), plus ``vector`` (the embedding, when the
-run embeds: the column LanceDB's vector search uses). :func:`sync_lancedb` runs before every
+live manifest names (:mod:`grounded.ingest.manifest`), with the embedding (when the run embeds) as
+``vector``, the column LanceDB's vector search uses, instead of ``embedding``. :func:`sync_lancedb` runs before every
 publish of the manifest:
 
 * the table is updated **incrementally**: one ``merge_insert`` on ``chunk_id`` adds the rows of the
@@ -60,8 +60,11 @@ def lancedb_module() -> Any:
 
 
 def lance_schema(dim: int | None) -> Any:
+    """The chunk rows with the embedding as ``vector`` (LanceDB's default vector column; one
+    vector column, so ``search(vector)`` needs no column name), or without it when not embedding."""
     pa = _pa()
     schema = chunk_schema(dim)
+    schema = schema.remove(schema.get_field_index("embedding"))
     return schema if dim is None else schema.append(pa.field("vector", pa.list_(pa.float32(), dim)))
 
 
@@ -71,8 +74,10 @@ def _batches(parts: Iterable[Path], dim: int | None) -> Iterator[Any]:
     schema = lance_schema(dim)
     for part in parts:
         table = pq.read_table(part).cast(chunk_schema(dim))
+        vectors = table.column("embedding")
+        table = table.drop_columns(["embedding"])
         if dim is not None:
-            table = table.append_column(schema.field("vector"), table.column("embedding"))
+            table = table.append_column(schema.field("vector"), vectors)
         yield from table.to_batches()
 
 
@@ -95,7 +100,7 @@ def _ensure_indexes(table: Any, dim: int | None) -> None:
         table.create_index("text", config=FTS())
     if dim is not None and not _has_index(table, "vector") and table.count_rows() >= VECTOR_INDEX_MIN_ROWS:
         log.info("ingest: building the vector index of %s (%d rows)", TABLE, table.count_rows())
-        table.create_index(vector_column_name="vector", config=HnswSq(distance_type="cosine"))
+        table.create_index("vector", config=HnswSq(distance_type="cosine"))
 
 
 def _changes(previous: Manifest, new: Manifest) -> tuple[list[str], list[dict[str, Any]]]:
@@ -128,10 +133,11 @@ def _incremental(db: Any, previous: Manifest | None, new: Manifest, dim: int | N
     """The table updated in place, or None when it must be (re)built."""
     if previous is None or not previous.lancedb or previous.fingerprint != new.fingerprint:
         return None
-    if TABLE not in db.table_names():
+    try:
+        table = db.open_table(TABLE)
+    except ValueError:  # not found
         log.warning("ingest: the LanceDB table %s is missing: rebuilt", TABLE)
         return None
-    table = db.open_table(TABLE)
     recorded = int(previous.lancedb["version"])
     if table.version != recorded:  # a run was killed after changing the table, before its manifest
         try:

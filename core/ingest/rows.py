@@ -140,8 +140,12 @@ def chunk_rows(
     dim: int | None = None,
 ) -> Any:
     """A :class:`pyarrow.Table` (schema :func:`chunk_schema` of ``dim``) of one document's chunks;
-    ``embeddings``: an (n, dim) array, or None (a null column)."""
+    ``embeddings``: an (n, dim) array (``dim`` defaults to its width), or None (a null column)."""
     pa = _pa()
+    vectors = None
+    if embeddings is not None:
+        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(len(chunks), dim or -1)
+        dim = int(vectors.shape[1])
     columns: dict[str, list[Any]] = {name: [] for name in chunk_schema(dim).names}
     for c in chunks:
         meta = c.metadata
@@ -162,9 +166,8 @@ def chunk_rows(
     schema = chunk_schema(dim)
     arrays = {name: pa.array(values, type=schema.field(name).type) for name, values in columns.items() if name != "embedding"}
     n = len(chunks)
-    if embeddings is None:
+    if vectors is None:
         arrays["embedding"] = pa.nulls(n, type=schema.field("embedding").type)
     else:
-        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(n, dim or -1)
         arrays["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), type=pa.float32()), dim)
     return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)
