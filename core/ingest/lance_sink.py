@@ -18,7 +18,8 @@ publish of the manifest:
   new ones: the old rows of a path go in the same commit that adds its new ones);
 * indexes: a full-text (BM25) index on ``text`` after every sync, so hybrid search can use it; a
   vector index (IVF-HNSW-SQ, cosine) once the table has :data:`VECTOR_INDEX_MIN_ROWS` rows -- below
-  that LanceDB's brute-force search is exact and fast. Both are brought up to date by
+  that LanceDB's brute-force search is exact and takes tens of milliseconds
+  (``benchmarks/lancedb_vector_index.py``). Both are brought up to date by
   ``optimize()`` after each change (new rows are also searched before they are indexed).
 
 Once a folder has a LanceDB table, every later run keeps it in step (``--sink`` is sticky)::
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 #: the table's name in ``OUT/lancedb``
 TABLE = "chunks"
 #: rows from which a vector index is built (below, brute force is exact and fast enough)
-VECTOR_INDEX_MIN_ROWS = 50_000
+VECTOR_INDEX_MIN_ROWS = 10_000
 #: at most this many replaced paths per merge (the delete condition names each)
 MERGE_BATCH_PATHS = 500
 
