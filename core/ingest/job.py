@@ -264,6 +264,9 @@ def _run(
     if previous is not None:
         fresh.generation = previous.generation
     live = fresh if replace or previous is None else previous.copy()
+    if previous is None and not other:  # a new folder: its configuration is claimed at once, so
+        store.publish(live)  # the work of a first run killed before publishing is resumed
+        previous = live.copy()
     lance = sink == "lancedb" or bool(previous is not None and previous.lancedb)
     if lance:
         from .lance_sink import lancedb_module
