@@ -13,9 +13,9 @@ import dataclasses
 from importlib import metadata as importlib_metadata
 from typing import Any
 
+from ..runtime.code_version import chunking_code_version, parser_code_version
 from ..runtime.version import __version__
 from ..text.ids import stable_hash
-from ..runtime.code_version import chunking_code_version, parser_code_version
 from .worker import JobConfig
 
 __all__ = ["config_settings", "config_fingerprint", "settings_difference"]

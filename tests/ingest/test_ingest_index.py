@@ -25,7 +25,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from grounded.cli import main
+from grounded.cli.main import main
 from grounded.errors import InputNotFoundError
 from grounded.ingest import (
     ConfigurationMismatchError,
@@ -38,8 +38,7 @@ from grounded.ingest import (
 )
 from grounded.ingest.manifest import read_manifest
 from grounded.samples import write_sample_pdf
-
-from .conftest import REPO, shared
+from tests.support.data import REPO, shared
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
        "PYTHONPATH": os.pathsep.join([str(Path(__import__("grounded").__file__).parent.parent),
