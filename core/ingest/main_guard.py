@@ -5,12 +5,14 @@ script again (as ``__mp_main__``). A call that is not under the ``__main__`` gua
 more in every worker while it starts, and the pool breaks before any document is parsed. This is
 detected in the parent, before any work: the frame of the main script that (directly or not)
 called ``ingest`` is found on the stack, and the script's syntax tree tells whether that line is
-inside an ``if __name__ == "__main__":`` block.
+inside an ``if __name__ == "__main__":`` block. Like :mod:`multiprocessing.spawn`, a
+``__main__.py`` (``python -m package``) is never run again in a worker: it is not checked.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import sys
 from types import FrameType
 
@@ -54,8 +56,8 @@ def check_main_guard(what: str = "ingest()") -> None:
     script file outside ``if __name__ == "__main__":`` (spawned workers would run it again)."""
     main = sys.modules.get("__main__")
     path = getattr(main, "__file__", None)
-    if not path:  # an interactive session, python -c, a notebook: workers do not re-run it
-        return
+    if not path or os.path.basename(path) == "__main__.py":
+        return  # an interactive session, python -c, a notebook, a package's __main__: never re-run
     frame = _main_frame()
     if frame is None:
         return
