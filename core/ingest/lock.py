@@ -80,7 +80,11 @@ class OutLock:
 
     def acquire(self) -> None:
         """Take the lock or raise :class:`OutputLockedError` naming the running ingest."""
-        import fcntl
+        try:
+            import fcntl
+        except ImportError:  # not POSIX (Windows): no flock
+            log.warning("ingest: %s: no file locking on this platform; run one ingest at a time into it", self.root)
+            return
 
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
