@@ -18,9 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="parse + chunk (+ embed) a folder, glob or list of PDFs into Parquet (resumable)",
         description=(
             "Ingest many PDFs: parse, chunk with exact boxes, optionally embed, and write one Parquet part per "
-            "document under OUT/chunks plus OUT/documents.parquet and OUT/errors.parquet. A re-run skips "
-            "documents already done with the same configuration; a file that fails is recorded in "
-            "errors.parquet and never stops the run (exit code 1 when any input failed)."
+            "document under OUT/chunks plus OUT/documents.parquet and OUT/errors.parquet; OUT/manifest.json names "
+            "what is served (readers: grounded.ingest.open_chunks / open_lancedb). A re-run skips documents already "
+            "done; a new version of a file replaces its rows. OUT holds one configuration: a run with other "
+            "settings is refused (use another -o, or --replace). One run at a time per OUT. A file that fails is "
+            "recorded in errors.parquet and never stops the run (exit code 1 when any input failed)."
         ),
     )
     p.add_argument(
@@ -45,6 +47,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sink", choices=("parquet", "lancedb"), default="parquet",
                    help="parquet (default); lancedb: also a searchable LanceDB table OUT/lancedb "
                    "(pip install 'grounded[lancedb]')")
+    p.add_argument("--replace", action="store_true",
+                   help="this run's inputs, under this run's configuration, become the whole index of OUT "
+                   "(switched when the run completes; needed when OUT holds another configuration)")
     p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line (failures are still listed)")
@@ -74,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         engine=args.engine,
         ray_address=args.ray_address,
         sink=args.sink,
-        **({"model": spec} if spec else {}),
+        model=spec or None,
+        replace=args.replace,
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)

@@ -1,12 +1,35 @@
-"""Batch ingestion: a folder, glob or list of PDFs -> Parquet chunk rows with exact boxes.
+"""Batch ingestion: a folder, glob or list of PDFs -> an index of Parquet chunk rows with exact boxes.
 
 ``grounded.ingest.ingest(...)`` / ``grounded ingest ...``: parse -> chunk -> (embed) -> write,
 one document per task in a pool of worker processes, resumable, failure-isolated and
-deterministic (see :mod:`grounded.ingest.job`).
+deterministic (see :mod:`grounded.ingest.job`). Read the index with :func:`open_chunks` (pyarrow)
+or :func:`open_lancedb` (``--sink lancedb``): both follow the folder's manifest.
 """
 
 from __future__ import annotations
 
-from .job import IngestError, IngestReport, config_fingerprint, expand_inputs, ingest
+from .config import config_fingerprint
+from .errors import (
+    ConfigurationMismatchError,
+    IngestError,
+    NoInputsError,
+    OutputLockedError,
+    UnguardedMainError,
+)
+from .inputs import expand_inputs
+from .job import IngestReport, ingest
+from .reader import open_chunks, open_lancedb
 
-__all__ = ["ingest", "IngestReport", "IngestError", "expand_inputs", "config_fingerprint"]
+__all__ = [
+    "ingest",
+    "IngestReport",
+    "IngestError",
+    "NoInputsError",
+    "OutputLockedError",
+    "ConfigurationMismatchError",
+    "UnguardedMainError",
+    "expand_inputs",
+    "config_fingerprint",
+    "open_chunks",
+    "open_lancedb",
+]

@@ -66,9 +66,16 @@ def _arrow_type(name: str) -> Any:
 _SOURCE_COLUMNS = (("source_path", "string"), ("source_sha256", "string"), ("config_fingerprint", "string"))
 
 
-def chunk_schema() -> Any:
-    """One column per field of the chunk field table (in its order; ``body`` after ``text``),
-    the source columns, then ``embedding``."""
+def embedding_type(dim: int | None) -> Any:
+    """The ``embedding`` column's type: ``FixedSizeList<float32>[dim]`` (DuckDB reads it as
+    ``FLOAT[dim]``, LanceDB as a vector), or a (null) variable list when the run does not embed."""
+    pa = _pa()
+    return pa.list_(pa.float32()) if dim is None else pa.list_(pa.float32(), dim)
+
+
+def chunk_schema(dim: int | None = None) -> Any:
+    """One column per field of the chunk field table (in its order; ``body`` after ``text``), the
+    source columns, then ``embedding`` (``dim``: the embedding size of the run, None: no embeddings)."""
     pa = _pa()
     fields: list[tuple[str, Any]] = []
     for f in FIELDS:
@@ -76,7 +83,7 @@ def chunk_schema() -> Any:
         if f.key == "text":
             fields.append(("body", pa.string()))
     fields.extend((name, _arrow_type(t)) for name, t in _SOURCE_COLUMNS)
-    fields.append(("embedding", pa.list_(pa.float32())))
+    fields.append(("embedding", embedding_type(dim)))
     return pa.schema(fields)
 
 
@@ -120,23 +127,27 @@ def chunk_rows(
     source_sha256: str,
     config_fingerprint: str,
     embeddings: Any = None,
+    dim: int | None = None,
 ) -> Any:
-    """A :class:`pyarrow.Table` (schema :func:`chunk_schema`) of one document's chunks."""
+    """A :class:`pyarrow.Table` (schema :func:`chunk_schema` of ``dim``) of one document's chunks;
+    ``embeddings``: an (n, dim) array (``dim`` defaults to its width), or None (a null column)."""
     pa = _pa()
-    columns: dict[str, list[Any]] = {name: [] for name in chunk_schema().names}
+    vectors = None
+    if embeddings is not None:
+        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(len(chunks), dim or -1)
+        dim = int(vectors.shape[1])
+    schema = chunk_schema(dim)
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     source = {"source_path": source_path, "source_sha256": source_sha256, "config_fingerprint": config_fingerprint}
     for c in chunks:
         row = {**record_to_row(c), **source}
         for name, values in columns.items():
             if name != "embedding":
                 values.append(row[name])
-    schema = chunk_schema()
     arrays = {name: pa.array(values, type=schema.field(name).type) for name, values in columns.items() if name != "embedding"}
     n = len(chunks)
-    if embeddings is None:
+    if vectors is None:
         arrays["embedding"] = pa.nulls(n, type=schema.field("embedding").type)
     else:
-        vectors = np.ascontiguousarray(embeddings, dtype=np.float32).reshape(n, -1)
-        offsets = pa.array(np.arange(0, vectors.size + 1, max(vectors.shape[1], 1) if n else 1, dtype=np.int32)[: n + 1])
-        arrays["embedding"] = pa.ListArray.from_arrays(offsets, pa.array(vectors.ravel()))
+        arrays["embedding"] = pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), type=pa.float32()), dim)
     return pa.Table.from_arrays([arrays[name] for name in schema.names], schema=schema)

@@ -185,6 +185,7 @@ def document_result(
             source_sha256=sha256,
             config_fingerprint=config.config_fingerprint,
             embeddings=vectors,
+            dim=EMBED_DIMS.get(config.embed),
         )
         seconds["rows"] = time.perf_counter() - started
         return DocResult("done", path, sha256, table=table, pages=pages, chunks=len(chunks), seconds=seconds)

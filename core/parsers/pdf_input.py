@@ -149,8 +149,9 @@ def _read_checked(path: Path) -> bytes:
     if not data:
         raise NotAPDFError(path, "empty file (0 bytes), not a PDF")
     if b"%PDF-" not in data[:_HEADER_WINDOW]:
-        head = data[:16].decode("latin-1").encode("unicode_escape").decode("ascii")
-        raise NotAPDFError(path, f"not a PDF (no %PDF- header; file starts with '{head}')")
+        from .file_type import describe_type  # the type, never the content (it may be a secret)
+
+        raise NotAPDFError(path, f"not a PDF: {describe_type(data[:_HEADER_WINDOW * 4])} (no %PDF- header)")
     return data
 
 
