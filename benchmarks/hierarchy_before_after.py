@@ -62,9 +62,8 @@ def dump(out: Path) -> None:
         result[f"pymupdf/{pdf.name}"] = summary(parser.parse(pdf))
         print(f"pymupdf/{pdf.name}", file=sys.stderr)
     sys.path.insert(0, str(REPO))
-    from tests.parse.backends.test_backend_contract import cases
-
     from tests.conftest import shared
+    from tests.parse.backends.test_backend_contract import cases
 
     for name, case in cases(shared("long", "cermine_web_example3_clinsci.pdf")).items():
         if case.native is None:
@@ -72,11 +71,10 @@ def dump(out: Path) -> None:
         result[f"{name}/{case.pdf.name}"] = summary(case.output().root)
         print(f"{name}/{case.pdf.name}", file=sys.stderr)
     # the other recorded Docling outputs with their PDFs
-    from tests.support.backends.docling import RecordedConverter
-    from tests.support.backends.granite_docling import RecordedVlmConverter
-
     from grounded.parsers.backends.docling import DoclingParser
     from grounded.parsers.backends.granite_docling import DocTagsPages, GraniteDoclingParser
+    from tests.support.backends.docling import RecordedConverter
+    from tests.support.backends.granite_docling import RecordedVlmConverter
 
     pdf = shared("native", "docling", "multi_page.pdf")
     docling = DoclingParser(converter=RecordedConverter())

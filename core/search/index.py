@@ -1,8 +1,10 @@
 """An ingest output opened for reading: ``OUT/lancedb``, table ``chunks`` (``grounded ingest --sink lancedb``).
 
-Nothing here writes: the table is opened read-only in spirit (only queries run; no index is built,
-no version is created). Every query sees the table's latest committed version
-(``read_consistency_interval=0``), so a re-ingest while a viewer runs is never served stale.
+Nothing here writes: only queries run; no index is built, no version is created. Every query reads
+the table at the version the output folder's manifest publishes (``OUT/manifest.json``, written by
+``grounded ingest`` after its rows are committed), re-read before each query: a re-ingest while a
+viewer runs is served once it is published, never half-way and never stale. A table without a
+manifest (written by another tool) is read at its latest version.
 
 The columns are found, not assumed: the vector column is the first of ``vector`` / ``embedding``
 stored as a fixed-size float list (a variable-length ``embedding`` list cannot be searched by
@@ -19,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailableError
+from ..ingest.manifest import read_manifest
 from .errors import IndexNotFoundError, MixedConfigurationsError, NotAnIndexError
 from .hit import ROW_COLUMNS
 
@@ -76,6 +79,7 @@ class SearchIndex:
             raise NotAnIndexError(db_path, f"table {TABLE!r} lacks the ingest columns {missing}; re-run `grounded ingest`")
         self.vector_column, self.vector_dim = _vector_column(schema)
         self._lock = threading.Lock()
+        self._published: int | None = None
         self._cache_version: Any = None
         self._configs: dict[str, int] = {}
         self._sources: dict[str, str] = {}
@@ -86,7 +90,19 @@ class SearchIndex:
         columns = [c for ix in self.table.list_indices() if str(ix.index_type).upper() == "FTS" for c in ix.columns]
         return "text" if "text" in columns else (columns[0] if columns else None)
 
+    def sync(self) -> None:
+        """Check the table out at the version the manifest publishes (when it changed)."""
+        manifest = read_manifest(self.out)
+        published = manifest.lancedb.get("version") if manifest is not None and manifest.lancedb else None
+        if published is None:
+            return
+        with self._lock:
+            if int(published) != self._published:
+                self.table.checkout(int(published))
+                self._published = int(published)
+
     def _refresh(self) -> None:
+        self.sync()
         version = self.table.version
         with self._lock:
             if version == self._cache_version:
@@ -132,6 +148,7 @@ class SearchIndex:
 
     def row(self, chunk_id: str) -> dict[str, Any] | None:
         """The row of ``chunk_id`` (the columns of a hit), or None."""
+        self.sync()
         rows = (self.table.search().where(f"chunk_id = {sql_string(chunk_id)}")
                 .select(list(ROW_COLUMNS)).limit(1).to_list())
         return rows[0] if rows else None
