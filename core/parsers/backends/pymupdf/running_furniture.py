@@ -17,7 +17,6 @@ heading at the top of every page ("Section 1: dosing", "Section 2: dosing" on sl
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.parsers.furniture import furniture_key
 
 __all__ = [
     "BAND_SHARE",
@@ -60,12 +60,6 @@ MIN_FUZZY_CHARS = 12
 #: and of its supplement), captions, list items, tables or figures.
 _RELABEL = frozenset({T.TITLE, T.PARAGRAPH, T.SECTION_HEADER, T.UNKNOWN, T.MISSING})
 _TYPES = _RELABEL | {T.PAGE_HEADER, T.PAGE_FOOTER}
-
-
-def furniture_key(text: str) -> str:
-    """``text`` as it repeats from page to page: case folded, each run of digits one ``#`` (page
-    numbers, dates), everything but letters and ``#`` dropped (OCR's spaces and punctuation vary)."""
-    return re.sub(r"[^\w#]|_", "", re.sub(r"\d+", "#", text.casefold()))
 
 
 @dataclass(frozen=True)
