@@ -313,6 +313,8 @@ class BaseParser(ABC):
                         "width": w,
                         "height": h,
                         **report[i + 1],
+                        # the backend's own page warnings (e.g. a page beyond a budget) after MuPDF's
+                        "warnings": [*report[i + 1]["warnings"], *backend_pages.get(i + 1, {}).get("warnings", [])],
                         **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
                     }
                     for i, (w, h) in enumerate(info.page_sizes)

@@ -146,11 +146,11 @@ def many_operators_pdf(path: Path, operators: int, *, per_line: int = 100, fonts
     ``per_line`` to a line in ``fontsize`` pt Helvetica: a hostile page of very many text spans
     (written as raw content: PyMuPDF's insert_text would take minutes)."""
     lines = -(-operators // per_line)
-    step = 720 / max(lines, 1)
+    step = 640 / max(lines, 1)  # lines from y=700 down to 60: off the page's margin band
     ops = [b"BT /F1 %g Tf" % fontsize]
     for i in range(operators):
         row, col = divmod(i, per_line)
-        ops.append(b"1 0 0 1 %.2f %.2f Tm (w%d) Tj" % (20 + col * 5.8, 760 - row * step, i % 10))
+        ops.append(b"1 0 0 1 %.2f %.2f Tm (w%d) Tj" % (50 + col * (500 / per_line), 700 - row * step, i % 10))
     ops.append(b"ET")
     content = b"\n".join(ops)
     return _write(path, raw_pdf([

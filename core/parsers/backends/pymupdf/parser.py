@@ -45,7 +45,15 @@ from grounded.parsers.pdf_input import NoTextLayerWarning, PDFInfo, format_pages
 from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
 
-from .layout import ProgressCallback, PyMuPDFNative, T, _layout_pages, _load_layout, _require_layout
+from .layout import (
+    LAYOUT_SKIPPED_KEY,
+    ProgressCallback,
+    PyMuPDFNative,
+    T,
+    _layout_pages,
+    _load_layout,
+    _require_layout,
+)
 from .layout_device import use_layout_device
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
@@ -355,6 +363,13 @@ class PyMuPDFParser(BaseParser):
             entry["text_source"] = "ocr" if why else "text_layer"
             if why:
                 entry["ocr_reason"] = why
+            skipped = getattr(p, LAYOUT_SKIPPED_KEY, None)
+            if skipped is not None:  # beyond the layout budget: text-layer blocks, no layout model
+                entry[LAYOUT_SKIPPED_KEY] = skipped
+                entry["warnings"] = [
+                    f"layout model skipped ({skipped}): text taken from the text layer's blocks, "
+                    "no headings, tables or figures detected on this page"
+                ]
             left_out = getattr(p, OCR_LEFT_OUT_KEY, None)
             if left_out is not None:
                 entry[OCR_LEFT_OUT_KEY] = left_out
