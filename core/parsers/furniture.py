@@ -11,8 +11,18 @@ lines by the same key.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
-__all__ = ["furniture_key", "has_words"]
+from rapidfuzz import process
+from rapidfuzz.distance import Indel
+
+__all__ = ["MIN_FUZZY_CHARS", "SIMILARITY", "furniture_key", "has_words", "recurs_in"]
+
+#: Two texts are the same furniture when their normalised forms (see :func:`furniture_key`) have
+#: at least this Indel similarity (OCR drops, adds and swaps a few characters per line) ...
+SIMILARITY = 0.85
+#: ... and normalised texts shorter than this must be equal (a page number is "#").
+MIN_FUZZY_CHARS = 12
 
 
 def furniture_key(text: str) -> str:
@@ -25,3 +35,17 @@ def has_words(key: str) -> bool:
     """Whether a :func:`furniture_key` holds letters (a bare page number "12" or "- 3 -" does not:
     it is furniture even on the one page that shows it)."""
     return any(c.isalpha() for c in key)
+
+
+def recurs_in(key: str, others: Iterable[str]) -> bool:
+    """Whether the :func:`furniture_key` ``key`` is among ``others`` (keys of lines on other
+    pages) with its numbers ignored ("47705 Federal Register / Vol. 85" and "Federal Register /
+    Vol. 85 47706" are one running header), or, when at least :data:`MIN_FUZZY_CHARS` long, has
+    :data:`SIMILARITY` with one of them."""
+    bare = key.replace("#", "")
+    pool = {other.replace("#", "") for other in others}
+    if bare in pool:
+        return True
+    if len(bare) < MIN_FUZZY_CHARS:
+        return False
+    return bool(process.extractOne(bare, pool, scorer=Indel.normalized_similarity, score_cutoff=SIMILARITY))

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
-from .furniture import furniture_key, has_words
+from .furniture import furniture_key, has_words, recurs_in
 from .hierarchy import assign_heading_levels, group_lists, numbering_level
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 
@@ -113,11 +113,12 @@ def keep_body_furniture(
       :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, all of them are kept;
     * **a block**: a single header/footer element of more than :data:`FURNITURE_MAX_LINES` lines and
       at least :data:`FURNITURE_RESCUE_MIN_CHARS` characters;
-    * **a heading's twin**: a header/footer whose text (:func:`.furniture.furniture_key`: digits and
-      case ignored) recurs on other pages mostly as a heading ("Heading 2" between "Heading 1" and
+    * **a heading's twin**: a header/footer whose text (:func:`.furniture.furniture_key`, numbers
+      and case ignored) recurs on other pages mostly as a heading ("Heading 2" between "Heading 1" and
       "Heading 3" that the model called section headers) becomes that heading type;
     * **repeats nowhere**: a header/footer with words whose text recurs on no other page (as any
-      element) is not running furniture. A bare page number ("12", "- 3 -") stays furniture.
+      element; numbers ignored, near-equal texts match, :func:`.furniture.recurs_in`) is not running
+      furniture. A bare page number ("12", "- 3 -") stays furniture.
 
     Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
     is kept and ``metadata["relabeled_from"]`` names the old type; one :class:`FurnitureKeptWarning`
@@ -179,9 +180,11 @@ def _not_furniture(
     key = furniture_key(node.content)
     if not has_words(key):
         return None
-    elsewhere = [types for p, types in seen.get(key, {}).items() if p != page]
+    bare = key.replace("#", "")
+    elsewhere = [types for k, pages in seen.items() if k.replace("#", "") == bare for p, types in pages.items() if p != page]
     if not elsewhere:
-        return T.PARAGRAPH
+        others = (k for k, pages in seen.items() if any(p != page for p in pages))
+        return None if recurs_in(key, others) else T.PARAGRAPH
     headings = [next(t for t in types if t in HEADING_TYPES) for types in elsewhere if any(t in HEADING_TYPES for t in types)]
     if 2 * len(headings) > len(elsewhere):
         return max(set(headings), key=headings.count)

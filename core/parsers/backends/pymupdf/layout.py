@@ -41,6 +41,8 @@ class PyMuPDFNative:
     ocr_seconds: float = 0.0
     #: owns the OCR'd copy; removed when the native output is dropped
     scratch: tempfile.TemporaryDirectory[str] | None = None
+    #: 1-based page -> why it was OCR'd at a lower resolution than asked (OCR_MAX_PIXELS)
+    ocr_notes: dict[int, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from grounded.model.elements import ParsingResult, ParsingResultType
-from grounded.parsers.furniture import furniture_key
+from grounded.parsers.furniture import MIN_FUZZY_CHARS, SIMILARITY, furniture_key
 
 __all__ = [
     "BAND_SHARE",
@@ -49,11 +49,6 @@ MAX_LINES = 3
 #: Two occurrences are "at about the same height" when their vertical centres differ by at most
 #: this share of the page height.
 POSITION_TOLERANCE = 0.025
-#: Two texts are the same furniture when their normalised forms (see :func:`furniture_key`) have
-#: at least this Indel similarity (OCR drops, adds and swaps a few characters per line) ...
-SIMILARITY = 0.85
-#: ... and normalised texts shorter than this must be equal (a page number is "#").
-MIN_FUZZY_CHARS = 12
 
 #: element types the rule may relabel: the ones the model gives running headers/footers on OCR'd
 #: pages. Not footnotes (a document may repeat one, e.g. the corresponding-author note of an article
