@@ -16,7 +16,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from grounded.model import ParsingResult
+from grounded.model import TEXT_TYPES, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import postprocess
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
@@ -30,7 +30,7 @@ def parser() -> PyMuPDFParser:
 
 
 def _text(root: ParsingResult) -> str:
-    return " ".join(n.content for n in root.walk() if n.content and not n.children)
+    return " ".join(n.content for n in root.walk() if n.content and (n.type in TEXT_TYPES or not n.children))
 
 
 @pytest.mark.parametrize(

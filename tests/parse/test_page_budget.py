@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pymupdf
 
+from grounded.model import TEXT_TYPES
 from grounded.parsers.backends.pymupdf import layout
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from tests.support.pdf_builders import many_operators_pdf
@@ -30,7 +31,7 @@ def _solid(text: str) -> str:
 
 
 def _result_text(root) -> str:
-    return "".join(_solid(n.content) for n in root.walk() if n.content and not n.children)
+    return "".join(_solid(n.content) for n in root.walk() if n.content and (n.type in TEXT_TYPES or not n.children))
 
 
 def test_a_page_beyond_the_default_budget_is_parsed_from_text_blocks(tmp_path: Path) -> None:
