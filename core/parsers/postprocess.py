@@ -106,8 +106,9 @@ def keep_body_furniture(
     silently remove a page's body. Page furniture repeats from page to page; these rules (documented
     contract, README "headers and footers never swallow a page's body") keep the rest:
 
-    * **the page's only text**: on a page where nothing else is kept, its headers/footers are its
-      body (a tiny page, a one-word page, a page a layout model saw at an odd scale);
+    * **the page's only text**: on a page where nothing else is kept, its headers/footers that
+      repeat on no other page are its body, bare numbers included (a tiny page, a one-word page, a
+      page a layout model saw at an odd scale); a running header on a figure-only page stays furniture;
     * **dominant**: on a page where the headers/footers about to be dropped hold at least
       :data:`FURNITURE_RESCUE_MIN_CHARS` non-space characters and at least
       :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, all of them are kept;
@@ -148,10 +149,10 @@ def keep_body_furniture(
     for page, nodes in sorted(furniture.items()):
         chars = furniture_chars[page]
         body = body_chars.get(page, 0)
-        whole_page = not body or (chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body)
+        whole_page = chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body
         rescued: list[tuple[ParsingResult, ParsingResultType]] = []
         for node in nodes:
-            new_type = None if whole_page else _not_furniture(node, page, seen)
+            new_type = None if whole_page else _not_furniture(node, page, seen, only_text=not body)
             if whole_page or new_type is not None:
                 rescued.append((node, new_type or T.PARAGRAPH))
         for node, new_type in rescued:
@@ -171,14 +172,15 @@ def keep_body_furniture(
 
 
 def _not_furniture(
-    node: ParsingResult, page: int, seen: dict[str, dict[int, list[ParsingResultType]]]
+    node: ParsingResult, page: int, seen: dict[str, dict[int, list[ParsingResultType]]], only_text: bool
 ) -> ParsingResultType | None:
     """The type a header/footer ``node`` on ``page`` takes because it is not page furniture (see
-    :func:`keep_body_furniture`), or None when it is."""
+    :func:`keep_body_furniture`), or None when it is. ``only_text``: nothing else on the page is
+    kept (then a bare number that repeats nowhere is the page's text too)."""
     if _lines(node) > FURNITURE_MAX_LINES and _solid(node.content) >= FURNITURE_RESCUE_MIN_CHARS:
         return T.PARAGRAPH
     key = furniture_key(node.content)
-    if not has_words(key):
+    if not has_words(key) and not only_text:
         return None
     bare = key.replace("#", "")
     elsewhere = [types for k, pages in seen.items() if k.replace("#", "") == bare for p, types in pages.items() if p != page]
