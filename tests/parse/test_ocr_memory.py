@@ -1,7 +1,7 @@
 """Issue #21 item 9: OCR does not leak: RSS stays flat over repeated OCR'd parses in one process.
 
-A child process parses a constructed one-page scan (no text layer, so every parse runs Tesseract
-and writes the temporary OCR'd copy) PARSES times with one parser object and prints its RSS after
+A child process parses a one-page scan (page 2 of a shared article rendered at 200 dpi, no text
+layer, so every parse runs Tesseract and writes the temporary OCR'd copy) PARSES times with one parser object and prints its RSS after
 each parse; after WARM_UP parses the growth must be at most MAX_MB_PER_PAGE per parse. (Measured
 numbers: docs/results/memory_growth.md.)
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.data import REPO
-from tests.support.pdf_builders import bitmap_page_pdf
+from tests.support.data import REPO, shared
+from tests.support.scanned import scanned_pdf
 
 PARSES = 12
 WARM_UP = 3
@@ -43,8 +43,14 @@ print(json.dumps(rss))
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="#21.9 open: a full-page scan still grows ~10 MB per OCR'd parse (253 -> 265 -> 276 -> 285 MB); "
+    "a two-line constructed scan stays flat, so the leak grows with the OCR'd text/regions",
+)
 def test_rss_is_flat_over_repeated_ocr_parses(tmp_path: Path) -> None:
-    pdf = bitmap_page_pdf(tmp_path / "scan.pdf", 1400, ["Memory page line one of text", "A second readable line here"])
+    pdf = tmp_path / "scan.pdf"
+    pdf.write_bytes(scanned_pdf(shared("long", "cermine_web_example3_clinsci.pdf"), [2]))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     out = subprocess.run(
         [sys.executable, "-c", _CHILD, str(pdf), str(PARSES)],
