@@ -1,7 +1,9 @@
 """Memory of a long-lived process: one parser object, the same PDF parsed N times (issue #14.7).
 
 Run: ``python benchmarks/memory_growth.py [-n 50] [--pdf PATH] [--save docs/results/memory_growth.md]``
-(``--no-release`` measures the old behaviour: no cache flush / ``malloc_trim`` after a parse).
+(``--no-release`` measures the old behaviour: no cache flush / ``malloc_trim`` after a parse;
+``--ocr`` parses a one-page scan of page 2 of ``--pdf`` (rendered at 200 dpi, no text layer) with
+OCR on, so every parse runs Tesseract: issue #21.9, target <= 0.5 MB per OCR'd page).
 
 Prints, after every parse, the process RSS, the C heap bytes in use and free inside glibc's
 arenas (``mallinfo2``; Linux/glibc only) and the parse time; then RSS after the 1st, 5th and last
@@ -63,6 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-release", action="store_true", help="baseline: no memory release after a parse")
     ap.add_argument("--save", type=Path, help="write the table as Markdown")
+    ap.add_argument("--ocr", action="store_true", help="parse a one-page scan of --pdf's page 2 with OCR on")
     args = ap.parse_args(argv)
     if args.n < 6:
         ap.error("-n must be >= 6 (growth is measured after the 5th parse)")
@@ -85,17 +88,26 @@ def main(argv: list[str] | None = None) -> int:
 
     import pymupdf
 
+    pdf = args.pdf
+    if args.ocr:
+        import tempfile
+
+        sys.path.insert(0, str(REPO))
+        from tests.support.scanned import scanned_pdf
+
+        pdf = Path(tempfile.mkdtemp(prefix="grounded-memory-")) / f"scan-{args.pdf.stem}-p2.pdf"
+        pdf.write_bytes(scanned_pdf(args.pdf, [2]))
     out(
-        f"pdf: {args.pdf.name}  parses: {args.n}  workers: {args.workers}  release after parse: "
+        f"pdf: {pdf.name}  ocr: {'yes' if args.ocr else 'no'}  parses: {args.n}  workers: {args.workers}  release after parse: "
         f"{'no' if args.no_release else 'yes'}  python {platform.python_version()}  pymupdf {pymupdf.__version__}  "
         f"cpus: {os.cpu_count()}"
     )
     out(f"{'parse':>5} {'RSS MB':>8} {'C heap in use MB':>17} {'free in arenas MB':>18} {'seconds':>8}")
     rss: list[float] = []
-    with PyMuPDFParser(workers=args.workers) as parser:
+    with PyMuPDFParser(workers=args.workers, ocr="auto") as parser:  # the default: a scan is OCR'd
         for i in range(1, args.n + 1):
             started = time.perf_counter()
-            parser.parse(args.pdf)
+            parser.parse(pdf)
             took = time.perf_counter() - started
             rss.append(rss_mb())
             heap = _mallinfo()

@@ -313,6 +313,8 @@ class BaseParser(ABC):
                         "width": w,
                         "height": h,
                         **report[i + 1],
+                        # the backend's own page warnings (e.g. a page beyond a budget) after MuPDF's
+                        "warnings": _page_warnings(report[i + 1], backend_pages.get(i + 1, {})),
                         **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
                     }
                     for i, (w, h) in enumerate(info.page_sizes)
@@ -335,3 +337,9 @@ def _empty_reason(info: PDFInfo, parser: str) -> str:
         f"no text left: parser '{parser}' found no text to keep on the {len(info.text_pages)} page(s) with a "
         "text layer (after removing the element types it drops)"
     )
+
+
+def _page_warnings(report: dict[str, object], backend: dict[str, Any]) -> list[str]:
+    """A page's warnings: MuPDF's (from the report), then the backend's own (e.g. a budget)."""
+    mupdf = report.get("warnings")
+    return [*(mupdf if isinstance(mupdf, list) else []), *(backend.get("warnings") or [])]

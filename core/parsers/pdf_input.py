@@ -62,6 +62,14 @@ _CONTENT_DAMAGE = re.compile(
     r"content stream|page may not be correct|ignoring rest of page|unknown keyword|syntax error in array",
     re.IGNORECASE,
 )
+#: MuPDF messages while extracting a page's text that mean a font it uses is damaged (a byte flip
+#: in an embedded font stream: ``ignoring zlib error``, ``FT_Load_Glyph(...): broken file``): the
+#: page's glyphs, and so the text and its positions, may be wrong. Such a page is damaged too, but
+#: does not count towards "every page is broken" (its text was read).
+_FONT_DAMAGE = re.compile(
+    r"zlib error|inflate|FT_Load_Glyph|FT_New_Memory_Face|broken file|cannot load font|invalid font",
+    re.IGNORECASE,
+)
 #: at most this many distinct MuPDF messages are kept per page
 _MAX_MESSAGES = 20
 
@@ -105,7 +113,8 @@ class PDFInfo:
 
     ``warnings`` are MuPDF's messages while opening the file (e.g. a repaired xref);
     ``page_warnings`` its messages while reading each 1-based page, and ``damaged_pages`` the
-    pages whose content stream could not be read completely (see :func:`inspect_pdf`).
+    pages whose content stream could not be read completely or whose fonts are broken
+    (``font_damaged_pages``: only a font, see :func:`_check_damage`).
     """
 
     path: Path
@@ -120,6 +129,7 @@ class PDFInfo:
     warnings: list[str] = field(default_factory=list)
     page_warnings: dict[int, list[str]] = field(default_factory=dict)
     damaged_pages: list[int] = field(default_factory=list)
+    font_damaged_pages: list[int] = field(default_factory=list)
     repaired: bool = False
     #: the document information (PyMuPDF's ``Document.metadata``), read while the PDF is open
     doc_info: dict[str, str] = field(default_factory=dict)
@@ -202,10 +212,11 @@ def _page_count(path: Path, doc: Any) -> int:
         raise CorruptPDFError(path, f"damaged PDF: the page tree cannot be read ({exc})") from exc
 
 
-def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], bool]:
+def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], str | None]:
     """Load page ``index``: (page, its text, whether it needs OCR (see
-    :func:`~grounded.parsers.ocr.engine.text_layer_verdict`), MuPDF's messages, whether its content is
-    damaged)."""
+    :func:`~grounded.parsers.ocr.engine.text_layer_verdict`), MuPDF's messages, how it is damaged:
+    ``"content"`` (its content streams could not be read completely), ``"font"`` (a font it uses
+    is broken, :data:`_FONT_DAMAGE`) or None)."""
     page = doc.load_page(index)
     load_messages = _mupdf_messages()
     page.read_contents()  # decode the page's own content streams (zlib/flate errors show here)
@@ -213,7 +224,11 @@ def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], b
     text = page.get_textpage(flags=0).extractText()
     verdict = text_layer_verdict(page, text)  # a page without text is checked for ink here
     messages = load_messages + [m for m in decode_messages + _mupdf_messages() if m not in load_messages]
-    damaged = bool(decode_messages) or any(_CONTENT_DAMAGE.search(m) for m in messages)
+    damaged: str | None = None
+    if decode_messages or any(_CONTENT_DAMAGE.search(m) for m in messages):
+        damaged = "content"
+    elif any(_FONT_DAMAGE.search(m) for m in messages):
+        damaged = "font"
     return page, text, verdict, messages[:_MAX_MESSAGES], damaged
 
 
@@ -245,6 +260,8 @@ def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
             info.page_warnings[number] = messages
         if damaged:
             info.damaged_pages.append(number)
+        if damaged == "font":
+            info.font_damaged_pages.append(number)
     info.repaired = bool(doc.is_repaired)  # MuPDF may repair the file while loading a page
     return info
 
@@ -253,12 +270,15 @@ def _check_damage(info: PDFInfo) -> None:
     """Documented rule: a page whose content stream MuPDF could not decode or interpret
     completely (zlib/flate/read errors, content-stream syntax errors) is *damaged*: it is
     flagged in the result and a :class:`PDFDamageWarning` names it. A document whose every
-    page is damaged raises :class:`CorruptPDFError` -- nothing in it can be trusted."""
+    page is damaged raises :class:`CorruptPDFError` -- nothing in it can be trusted. A page whose
+    only damage is a broken font (:data:`_FONT_DAMAGE`) is damaged but does not count for "every
+    page": its text was read, its glyphs may be wrong."""
     damaged = info.damaged_pages
     if not damaged and not info.repaired:
         return
     first = next((m for p in damaged for m in info.page_warnings.get(p, [])), None)
-    if damaged and len(damaged) == info.page_count:
+    broken = [p for p in damaged if p not in info.font_damaged_pages]
+    if broken and len(broken) == info.page_count:
         raise CorruptPDFError(
             info.path,
             f"damaged PDF: the content of every page ({info.page_count}) is broken (MuPDF: {first})",

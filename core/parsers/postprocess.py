@@ -35,6 +35,7 @@ from typing import Any
 
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
+from .furniture import furniture_key, has_words, recurs_in
 from .hierarchy import assign_heading_levels, group_lists, numbering_level
 from .textlayer import BuiltText, PageChars, TextLayer, _fill_gaps, build_lines
 
@@ -101,16 +102,28 @@ def _text_nodes(root: ParsingResult) -> Iterable[ParsingResult]:
 def keep_body_furniture(
     root: ParsingResult, drop_types: Iterable[ParsingResultType | str], source: str | Path = "document"
 ) -> dict[int, int]:
-    """Relabel as PARAGRAPH the PAGE_HEADER/PAGE_FOOTER nodes of a page whose furniture text is
-    substantial and dominates the page, so the filter does not silently remove the page's body.
+    """Relabel the PAGE_HEADER/PAGE_FOOTER nodes that are not page furniture, so the filter does not
+    silently remove a page's body. Page furniture repeats from page to page; these rules (documented
+    contract, README "headers and footers never swallow a page's body") keep the rest:
 
-    Rule (documented contract): on a page where the page headers/footers about to be dropped hold
-    at least :data:`FURNITURE_RESCUE_MIN_CHARS` non-space characters and at least
-    :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, they become PARAGRAPHs
-    (``metadata["native_label"]`` is kept, ``metadata["relabeled_from"]`` names the old type) and a
-    :class:`FurnitureKeptWarning` names the pages. So is, on any page, a single header/footer
-    element of more than :data:`FURNITURE_MAX_LINES` lines and at least
-    :data:`FURNITURE_RESCUE_MIN_CHARS` characters. Returns page -> characters kept this way.
+    * **the page's only text**: on a page where nothing else is kept, its headers/footers that
+      repeat on no other page are its body, bare numbers included (a tiny page, a one-word page, a
+      page a layout model saw at an odd scale); a running header on a figure-only page stays furniture;
+    * **dominant**: on a page where the headers/footers about to be dropped hold at least
+      :data:`FURNITURE_RESCUE_MIN_CHARS` non-space characters and at least
+      :data:`FURNITURE_RESCUE_RATIO` times the page's other kept text, all of them are kept;
+    * **a block**: a single header/footer element of more than :data:`FURNITURE_MAX_LINES` lines and
+      at least :data:`FURNITURE_RESCUE_MIN_CHARS` characters;
+    * **a heading's twin**: a header/footer whose text (:func:`.furniture.furniture_key`, numbers
+      and case ignored) recurs on other pages mostly as a heading ("Heading 2" between "Heading 1" and
+      "Heading 3" that the model called section headers) becomes that heading type;
+    * **repeats nowhere**: a header/footer with words whose text recurs on no other page (as any
+      element; numbers ignored, near-equal texts match, :func:`.furniture.recurs_in`) is not running
+      furniture. A bare page number ("12", "- 3 -") stays furniture.
+
+    Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
+    is kept and ``metadata["relabeled_from"]`` names the old type; one :class:`FurnitureKeptWarning`
+    names the pages. Returns page -> characters kept this way.
     """
     drop = frozenset(ParsingResultType(t) for t in drop_types)
     dropped_furniture = [t for t in _FURNITURE if t in drop]
@@ -119,11 +132,14 @@ def keep_body_furniture(
     furniture: dict[int, list[ParsingResult]] = {}
     furniture_chars: dict[int, int] = {}
     body_chars: dict[int, int] = {}
+    seen: dict[str, dict[int, list[ParsingResultType]]] = {}  # furniture key -> page -> types there
     for node in _text_nodes(root):
         if not node.geom or (node.type in drop and node.type not in dropped_furniture):
             continue
         page = node.geom[0].page
         chars = _solid(node.content)
+        if chars:
+            seen.setdefault(furniture_key(node.content), {}).setdefault(page, []).append(node.type)
         if node.type in dropped_furniture:
             furniture.setdefault(page, []).append(node)
             furniture_chars[page] = furniture_chars.get(page, 0) + chars
@@ -132,24 +148,49 @@ def keep_body_furniture(
     kept: dict[int, int] = {}
     for page, nodes in sorted(furniture.items()):
         chars = furniture_chars[page]
-        if chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body_chars.get(page, 0):
-            rescued = nodes
-        else:
-            rescued = [n for n in nodes if _lines(n) > FURNITURE_MAX_LINES and _solid(n.content) >= FURNITURE_RESCUE_MIN_CHARS]
-        for node in rescued:
+        body = body_chars.get(page, 0)
+        whole_page = chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body
+        rescued: list[tuple[ParsingResult, ParsingResultType]] = []
+        for node in nodes:
+            new_type = None if whole_page else _not_furniture(node, page, seen, only_text=not body)
+            if whole_page or new_type is not None:
+                rescued.append((node, new_type or T.PARAGRAPH))
+        for node, new_type in rescued:
             node.metadata["relabeled_from"] = node.type.value
-            node.type = T.PARAGRAPH
+            node.type = new_type
         if rescued:
-            kept[page] = sum(_solid(n.content) for n in rescued)
+            kept[page] = sum(_solid(n.content) for n, _ in rescued)
     if kept:
         warnings.warn(
             f"{source}: page header/footer text kept as body text on page(s) {sorted(kept)} "
-            f"({sum(kept.values())} characters: most of their page's text, or blocks of more than "
-            f"{FURNITURE_MAX_LINES} lines)",
+            f"({sum(kept.values())} characters: the page's only or most of its text, blocks of more than "
+            f"{FURNITURE_MAX_LINES} lines, or lines that repeat on no other page)",
             FurnitureKeptWarning,
             stacklevel=3,
         )
     return kept
+
+
+def _not_furniture(
+    node: ParsingResult, page: int, seen: dict[str, dict[int, list[ParsingResultType]]], only_text: bool
+) -> ParsingResultType | None:
+    """The type a header/footer ``node`` on ``page`` takes because it is not page furniture (see
+    :func:`keep_body_furniture`), or None when it is. ``only_text``: nothing else on the page is
+    kept (then a bare number that repeats nowhere is the page's text too)."""
+    if _lines(node) > FURNITURE_MAX_LINES and _solid(node.content) >= FURNITURE_RESCUE_MIN_CHARS:
+        return T.PARAGRAPH
+    key = furniture_key(node.content)
+    if not has_words(key) and not only_text:
+        return None
+    bare = key.replace("#", "")
+    elsewhere = [types for k, pages in seen.items() if k.replace("#", "") == bare for p, types in pages.items() if p != page]
+    if not elsewhere:
+        others = (k for k, pages in seen.items() if any(p != page for p in pages))
+        return None if recurs_in(key, others) else T.PARAGRAPH
+    headings = [next(t for t in types if t in HEADING_TYPES) for types in elsewhere if any(t in HEADING_TYPES for t in types)]
+    if 2 * len(headings) > len(elsewhere):
+        return max(set(headings), key=headings.count)
+    return None
 
 
 def _lines(node: ParsingResult) -> int:

@@ -24,6 +24,7 @@ from grounded.errors import (
 from grounded.model import ParsingResultType as T
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from grounded.parsers.pdf_input import NoTextLayerWarning, inspect_pdf
+from grounded.parsers.postprocess import FurnitureKeptWarning
 from tests.support.data import shared
 from tests.support.pdf_builders import add_scanned_page, raw_pdf, save_pdf
 
@@ -141,14 +142,17 @@ def test_rotated_and_cropped_pages_parse_into_the_displayed_page(tmp_path, sourc
     doc.save(path)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        # two pages of an article: their (odd/even) running headers repeat on no other page here,
+        # so they are kept as text (#21.5) -- this test is about the page geometry
+        warnings.filterwarnings("ignore", category=FurnitureKeptWarning)
         root = PyMuPDFParser().parse(path)
     sizes = [(p["width"], p["height"]) for p in root.metadata["pages"]]
     assert sizes[0] == pytest.approx((595.28, 788.03), abs=0.01) and sizes[1] == pytest.approx((520, 700))
     check = pymupdf.open(path)
     checked = 0
     for n in root.walk():
-        if n.type != T.PARAGRAPH or len(n.content) < 200:
-            continue
+        if n.type != T.PARAGRAPH or len(n.content) < 200 or "relabeled_from" in n.metadata:
+            continue  # body paragraphs (a kept footer's lines read in the model's order, not MuPDF's)
         box = n.geom[0]
         page = check[box.page - 1]
         w, h = page.rect.width, page.rect.height

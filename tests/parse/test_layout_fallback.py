@@ -70,7 +70,10 @@ def test_a_many_line_header_block_is_body_text_a_running_header_is_not():
     running = ParsingResult("", T.PAGE_HEADER, content="Journal of Things 2020", geom=_line_boxes(1))
     block = ParsingResult("", T.PAGE_HEADER, content="table header words " * 20, geom=_line_boxes(FURNITURE_MAX_LINES + 3))
     body = ParsingResult("", T.PARAGRAPH, content="body text " * 200, geom=_line_boxes(30))
-    for node in (running, block, body):
+    # a running header repeats: the same line heads page 2 (#21.5: a line on one page only is text)
+    running2 = ParsingResult("", T.PAGE_HEADER, content="Journal of Things 2020", geom=_line_boxes(1, page=2))
+    body2 = ParsingResult("", T.PARAGRAPH, content="more body text " * 100, geom=_line_boxes(30, page=2))
+    for node in (running, block, body, running2, body2):
         root.add_child(node)
     with pytest.warns(UserWarning, match="page header/footer text kept"):
         kept = keep_body_furniture(root, [T.PAGE_HEADER, T.PAGE_FOOTER], "x.pdf")

@@ -7,7 +7,18 @@ from pathlib import Path
 
 import pymupdf
 
-__all__ = ["raw_pdf", "add_scanned_page", "paragraph_pages_pdf", "save_pdf"]
+__all__ = [
+    "raw_pdf",
+    "add_scanned_page",
+    "paragraph_pages_pdf",
+    "save_pdf",
+    "short_text_pdf",
+    "heading_pages_pdf",
+    "broken_font_pdf",
+    "many_operators_pdf",
+    "bitmap_page_pdf",
+    "noise_images_pdf",
+]
 
 
 def raw_pdf(objects: Sequence[bytes]) -> bytes:
@@ -88,3 +99,111 @@ def figure_pdf(path: Path) -> Path:
     doc.close()
     path.write_bytes(data)
     return path
+
+
+def short_text_pdf(path: Path, width: float, height: float, text: str, fontsize: float, at: tuple[float, float]) -> Path:
+    """One ``width`` x ``height`` pt page holding only ``text`` at ``at`` (a tiny page, a one-word page)."""
+    doc = pymupdf.open()
+    doc.new_page(width=width, height=height).insert_text(at, text, fontsize=fontsize)
+    return save_pdf(doc, path)
+
+
+def heading_pages_pdf(path: Path, pages: int, *, top: float = 30, heading_size: float = 12, gap: float = 14) -> Path:
+    """``pages`` pages whose first line is "Heading N" (``heading_size`` pt Helvetica at ``top``) over
+    a paragraph of 11 pt body text: generated fuzz pages; a layout model calls some of these first
+    lines page headers."""
+    doc = pymupdf.open()
+    body = "Some body text of the page that runs on and on. " * 30
+    for k in range(pages):
+        page = doc.new_page()
+        page.insert_text((72, top), f"Heading {k + 1}", fontsize=heading_size)
+        page.insert_textbox(pymupdf.Rect(72, top + gap, 540, 700), body, fontsize=11)
+    return save_pdf(doc, path)
+
+
+def broken_font_pdf(path: Path, rows: int = 20) -> Path:
+    """A page of ``rows`` lines set in an embedded (Flate-compressed) font whose stream has 40 bytes
+    flipped in its middle: MuPDF reads the text but logs ``zlib error`` / ``FT_Load_Glyph ... broken file``."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_font(fontname="F1", fontbuffer=pymupdf.Font("tiro").buffer)
+    for i in range(rows):
+        page.insert_text((72, 72 + 20 * i), f"Row {i} of the damaged font table with several words", fontname="F1", fontsize=11)
+    raw = doc.tobytes(deflate=True, garbage=3)
+    check = pymupdf.open("pdf", raw)
+    xref = next(x for x in range(1, check.xref_length()) if check.xref_get_key(x, "Length1")[0] != "null")
+    stream = check.xref_stream_raw(xref)
+    start = raw.find(stream[:64]) + len(stream) // 3
+    data = bytearray(raw)
+    for k in range(start, start + 40):
+        data[k] ^= 0x5A
+    path.write_bytes(bytes(data))
+    return path
+
+
+def many_operators_pdf(path: Path, operators: int, *, per_line: int = 100, fontsize: float = 4) -> Path:
+    """One letter-size page of ``operators`` text-showing operators (``Tj``), each a short word, set
+    ``per_line`` to a line in ``fontsize`` pt Helvetica: a hostile page of very many text spans
+    (written as raw content: PyMuPDF's insert_text would take minutes)."""
+    lines = -(-operators // per_line)
+    step = 640 / max(lines, 1)  # lines from y=700 down to 60: off the page's margin band
+    ops = [b"BT /F1 %g Tf" % fontsize]
+    for i in range(operators):
+        row, col = divmod(i, per_line)
+        ops.append(b"1 0 0 1 %.2f %.2f Tm (w%d) Tj" % (50 + col * (500 / per_line), 700 - row * step, i % 10))
+    ops.append(b"ET")
+    content = b"\n".join(ops)
+    return _write(path, raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]))
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def bitmap_page_pdf(path: Path, pixels: int, lines: Sequence[str], *, fontsize: float = 28) -> Path:
+    """A scan without a text layer: one page showing a ``pixels`` x ``pixels`` 1-bit image (a
+    compressed "OCR bomb": a few KB of file) with ``lines`` of text drawn large in its top part."""
+    src = pymupdf.open()
+    page = src.new_page(width=612, height=612)
+    for i, line in enumerate(lines):
+        page.insert_text((40, 80 + i * fontsize * 1.6), line, fontsize=fontsize)
+    small = page.get_pixmap(dpi=150, colorspace=pymupdf.csGRAY)
+    scale = pixels / small.width
+    pix = page.get_pixmap(matrix=pymupdf.Matrix(scale, scale), colorspace=pymupdf.csGRAY)
+    # 1-bit: threshold to black/white and store as a CCITT-free PNG-less bilevel image via PIL
+    from PIL import Image
+
+    image = Image.frombytes("L", (pix.width, pix.height), pix.samples).point(lambda v: 255 if v > 128 else 0).convert("1")
+    del pix
+    import io
+
+    buf = io.BytesIO()
+    image.save(buf, format="TIFF", compression="group4")
+    doc = pymupdf.open()
+    doc.new_page(width=612, height=612).insert_image(pymupdf.Rect(0, 0, 612, 612), stream=buf.getvalue())
+    return save_pdf(doc, path)
+
+
+def noise_images_pdf(path: Path, images: int, *, seed: int = 0, size: int = 24) -> Path:
+    """A page tiled with ``images`` small random-noise images and no text layer: OCR reads garbage."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    doc = pymupdf.open()
+    page = doc.new_page()
+    per_row = max(1, int((images * 612 / 792) ** 0.5))
+    cell = 612 / per_row
+    for i in range(images):
+        row, col = divmod(i, per_row)
+        samples = (rng.random((size, size)) > 0.5).astype("uint8") * 255
+        pix = pymupdf.Pixmap(pymupdf.csGRAY, size, size, samples.tobytes(), False)
+        page.insert_image(pymupdf.Rect(col * cell, row * cell, (col + 1) * cell, (row + 1) * cell), pixmap=pix)
+    return save_pdf(doc, path)

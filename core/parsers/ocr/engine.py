@@ -22,6 +22,7 @@ superscript "381") are cut out, scaled up and read again.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import unicodedata
@@ -50,6 +51,8 @@ __all__ = [
     "plan_ocr",
     "pages_needing_ocr",
     "ocr_copy",
+    "ocr_dpi",
+    "OCR_MAX_PIXELS",
     "ENABLE_HINT",
 ]
 
@@ -61,6 +64,11 @@ OCR_MODES: tuple[str, ...] = get_args(OCRMode)
 DEFAULT_OCR: OCRMode = "auto"
 #: render resolution for Tesseract (see docs/results/ocr.md for the measurement behind it)
 DEFAULT_OCR_DPI = 200
+#: The most pixels OCR renders a page to (issue #21.8): a page that would be more at the OCR
+#: resolution (a huge page, a compressed "OCR bomb" of a 30000 x 30000 bilevel image) is rendered
+#: at the resolution that gives this many (logged; the page's OCR note records it). 25 million
+#: is an A3 page at 300 dpi, 6.8 letter pages at 200 dpi; Tesseract's time and memory grow with it.
+OCR_MAX_PIXELS = 25_000_000
 OCR_LANGUAGE = "eng"
 #: how a user gets the engine (used in every message about missing OCR)
 ENABLE_HINT = (
@@ -540,6 +548,16 @@ def _remove_text(page: Any) -> None:
     )
 
 
+def ocr_dpi(width: float, height: float, dpi: int, max_pixels: int | None = None) -> int:
+    """The resolution OCR renders a ``width`` x ``height`` pt page at: ``dpi``, or lower so that
+    the image has at most ``max_pixels`` (default :data:`OCR_MAX_PIXELS`) pixels (at least 1 dpi)."""
+    limit = OCR_MAX_PIXELS if max_pixels is None else max_pixels
+    pixels = (width * dpi / 72.0) * (height * dpi / 72.0)
+    if pixels <= limit:
+        return dpi
+    return max(1, math.floor(dpi * math.sqrt(limit / pixels)))
+
+
 def ocr_copy(
     src: str | Path,
     pages: Sequence[int],
@@ -547,17 +565,31 @@ def ocr_copy(
     *,
     dpi: int = DEFAULT_OCR_DPI,
     tessdata: str | None = None,
-) -> None:
+    max_pixels: int | None = None,
+) -> dict[int, str]:
     """Write to ``target`` a copy of the PDF ``src`` in which each 0-based page of ``pages``
     carries Tesseract's invisible text layer (at the displayed page's coordinates, /Rotate kept)
-    in place of its own text. Raises BackendUnavailableError without the language data."""
+    in place of its own text. A page that would be more than ``max_pixels`` (default
+    :data:`OCR_MAX_PIXELS`) at ``dpi`` is rendered at a lower resolution (:func:`ocr_dpi`).
+    Returns 0-based page -> why it was OCR'd at a lower resolution (empty when none was). Raises
+    BackendUnavailableError without the language data."""
     import pymupdf
 
     folder = tessdata or require_ocr("OCR")
+    notes: dict[int, str] = {}
     with pymupdf.open(src) as doc:
         for pno in pages:
             page = doc.load_page(pno)
-            layers, leaders = _ocr_layers(page, dpi, folder)
+            rect = page.rect
+            page_dpi = ocr_dpi(float(rect.width), float(rect.height), dpi, max_pixels)
+            if page_dpi != dpi:
+                limit = OCR_MAX_PIXELS if max_pixels is None else max_pixels
+                notes[pno] = (
+                    f"OCR at {page_dpi} dpi instead of {dpi}: the {rect.width:.0f} x {rect.height:.0f} pt page "
+                    f"would be more than OCR_MAX_PIXELS ({limit}) pixels; small text may be missed"
+                )
+                log.warning("%s: page %d: %s", src, pno + 1, notes[pno])
+            layers, leaders = _ocr_layers(page, page_dpi, folder)
             try:
                 if page.get_text("text", flags=0).strip():
                     _remove_text(page)
@@ -566,9 +598,10 @@ def ocr_copy(
                     # each layer is a part of the displayed page; show_pdf_page takes displayed
                     # coordinates (/Rotate kept)
                     page.show_pdf_page(rect, layer, 0, keep_proportion=False, overlay=True)
-                _write_leaders(page, leaders, dpi)
+                _write_leaders(page, leaders, page_dpi)
             finally:
                 for _, layer in layers:
                     layer.close()
-            log.debug("OCR'd page %d of %s at %d dpi", pno + 1, src, dpi)
+            log.debug("OCR'd page %d of %s at %d dpi", pno + 1, src, page_dpi)
         doc.save(target, garbage=1, deflate=True)
+    return notes

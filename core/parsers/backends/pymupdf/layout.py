@@ -41,6 +41,8 @@ class PyMuPDFNative:
     ocr_seconds: float = 0.0
     #: owns the OCR'd copy; removed when the native output is dropped
     scratch: tempfile.TemporaryDirectory[str] | None = None
+    #: 1-based page -> why it was OCR'd at a lower resolution than asked (OCR_MAX_PIXELS)
+    ocr_notes: dict[int, str] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,23 +134,56 @@ class _View:
         return {"layout_turn": self.turn, "layout_scale": round(self.scale, 6)}
 
 
-def _upright_turn(page: Any) -> int:
-    """Degrees (clockwise, multiple of 90) to turn the displayed page so that most of its text
-    reads left to right (0 when it does already or when no direction has UPRIGHT_SHARE)."""
+#: The layout budget of a page (issue #21.7): a page whose text layer holds more than
+#: LAYOUT_MAX_CHARS characters or more than LAYOUT_MAX_SPANS text spans is not given to the layout
+#: model (its feature extraction and table-grid pass grow faster than linearly with the spans: a
+#: page of 200k text operators took over 300 s). Its text comes from MuPDF's text blocks as
+#: paragraphs (the fallback of a page the layout lost, see ``tree._text_layer_blocks``); the page
+#: records a warning (``pages[i]["warnings"]``, ``pages[i]["layout_skipped"]``). The densest page
+#: of the shared corpus has 9.4k characters and 2.4k spans: both limits are more than twice that.
+LAYOUT_MAX_CHARS = 20_000
+LAYOUT_MAX_SPANS = 6_000
+
+
+@dataclass(frozen=True)
+class _PageText:
+    """What one read of a page's text tells the layout pass: how to turn it upright, its size."""
+
+    turn: int
+    chars: int
+    spans: int
+
+    def over_budget(self) -> str | None:
+        """Why the page is beyond the layout budget (None: it is not)."""
+        if self.chars > LAYOUT_MAX_CHARS:
+            return f"{self.chars} characters > LAYOUT_MAX_CHARS {LAYOUT_MAX_CHARS}"
+        if self.spans > LAYOUT_MAX_SPANS:
+            return f"{self.spans} text spans > LAYOUT_MAX_SPANS {LAYOUT_MAX_SPANS}"
+        return None
+
+
+def _page_text(page: Any) -> _PageText:
+    """One pass over the page's text: the turn that makes most of it read left to right (degrees
+    clockwise, multiple of 90; 0 when it does already or when no direction has UPRIGHT_SHARE) and
+    its characters and spans (for the layout budget)."""
     from grounded.parsers.textlayer import DOWN, LEFT, RIGHT, UP, _direction
 
     m = page.rotation_matrix
     weights = [0, 0, 0, 0]
+    chars = spans = 0
     for block in page.get_text("dict", flags=0)["blocks"]:
         for line in block.get("lines", ()):
             dx, dy = line.get("dir", (1.0, 0.0))
             direction = _direction(m.a * dx + m.c * dy, m.b * dx + m.d * dy)
-            weights[direction] += sum(len(span["text"].strip()) for span in line["spans"])
+            spans += len(line["spans"])
+            for span in line["spans"]:
+                chars += len(span["text"])
+                weights[direction] += len(span["text"].strip())
     total = sum(weights)
     best = max(range(4), key=weights.__getitem__)
     if not total or best == RIGHT or weights[best] < UPRIGHT_SHARE * total:
-        return 0
-    return {DOWN: 270, LEFT: 180, UP: 90}[best]
+        return _PageText(0, chars, spans)
+    return _PageText({DOWN: 270, LEFT: 180, UP: 90}[best], chars, spans)
 
 
 def _layout_scale(width: float, height: float) -> float:
@@ -158,18 +193,27 @@ def _layout_scale(width: float, height: float) -> float:
     return LAYOUT_TARGET_SIDE / side
 
 
-def _prepare_views(doc: Any, pages: Sequence[int]) -> tuple[dict[int, _View], Any, dict[int, int]]:
+def _prepare_views(
+    doc: Any, pages: Sequence[int]
+) -> tuple[dict[int, _View], Any, dict[int, int], dict[int, str]]:
     """Turn (in ``doc``, which must be private to the layout pass) or copy scaled into a scratch
     document the pages the model would not see upright at a normal size. Returns the views by
-    0-based page, the scratch document (or None) and source page -> scratch page."""
+    0-based page, the scratch document (or None), source page -> scratch page, and the pages
+    beyond the layout budget (0-based page -> why; see :data:`LAYOUT_MAX_CHARS`), which get no view."""
     import pymupdf
 
     views: dict[int, _View] = {}
     scratch: Any = None
     in_scratch: dict[int, int] = {}
+    skipped: dict[int, str] = {}
     for pno in pages:
         page = doc.load_page(pno)
-        turn = _upright_turn(page)
+        text = _page_text(page)
+        why = text.over_budget()
+        if why is not None:
+            skipped[pno] = why
+            continue
+        turn = text.turn
         scale = _layout_scale(page.rect.width, page.rect.height)
         if not turn and scale == 1.0:
             continue
@@ -188,7 +232,7 @@ def _prepare_views(doc: Any, pages: Sequence[int]) -> tuple[dict[int, _View], An
             back = copy.derotation_matrix * pymupdf.Matrix(1.0 / scale, 1.0 / scale) * shown
             in_scratch[pno] = copy.number
         views[pno] = _View(turn, scale, back)
-    return views, scratch, in_scratch
+    return views, scratch, in_scratch, skipped
 
 
 def _map_rect(rect: Sequence[float], m: Any) -> tuple[float, float, float, float]:
@@ -218,6 +262,19 @@ def _map_layout(layout: Any, view: _View, width: float, height: float) -> Any:
     return layout
 
 
+#: attribute of a PageLayout the layout model did not see (beyond the budget): the reason
+LAYOUT_SKIPPED_KEY = "layout_skipped"
+
+
+def _unlaid_page(document_layout: Any, pno: int, width: float, height: float, why: str) -> Any:
+    """A PageLayout without boxes for 0-based page ``pno`` that is beyond the layout budget: the
+    tree builder then takes its text from the text layer's blocks (its layout fallback)."""
+    log.warning("page %d is beyond the layout budget (%s): its text is taken from the text layer's blocks", pno + 1, why)
+    layout = document_layout.PageLayout(page_number=pno + 1, width=width, height=height, boxes=[])
+    setattr(layout, LAYOUT_SKIPPED_KEY, why)
+    return layout
+
+
 def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
     """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects whose boxes are
     in the displayed page's coordinates (pages turned upright / scaled for the model, see
@@ -232,9 +289,9 @@ def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
     scratch = None
     try:
         sizes = {pno: (float(doc[pno].rect.width), float(doc[pno].rect.height)) for pno in pages}
-        views, scratch, in_scratch = _prepare_views(doc, pages)
-        direct = sorted(pno for pno in pages if pno not in in_scratch)
-        found: dict[int, Any] = {}
+        views, scratch, in_scratch, skipped = _prepare_views(doc, pages)
+        direct = sorted(pno for pno in pages if pno not in in_scratch and pno not in skipped)
+        found: dict[int, Any] = {pno: _unlaid_page(document_layout, pno, *sizes[pno], why) for pno, why in skipped.items()}
         if direct:
             parsed = document_layout.parse_document(doc, pages=direct, use_ocr=0, force_text=False)
             found.update(zip(direct, parsed.pages, strict=True))

@@ -45,7 +45,15 @@ from grounded.parsers.pdf_input import NoTextLayerWarning, PDFInfo, format_pages
 from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
 
-from .layout import ProgressCallback, PyMuPDFNative, T, _layout_pages, _load_layout, _require_layout
+from .layout import (
+    LAYOUT_SKIPPED_KEY,
+    ProgressCallback,
+    PyMuPDFNative,
+    T,
+    _layout_pages,
+    _load_layout,
+    _require_layout,
+)
 from .layout_device import use_layout_device
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
@@ -227,7 +235,7 @@ class PyMuPDFParser(BaseParser):
         document_layout = _require_layout()
         started = time.perf_counter()
         source = pdf_path
-        ocr_pages, scratch, pdf_path = self._ocr_pages(pdf_path, verdicts)
+        ocr_pages, scratch, pdf_path, ocr_notes = self._ocr_pages(pdf_path, verdicts)
         ocr_seconds = time.perf_counter() - started
         prebuilt: dict[int, list[ParsingResult]] = {}
         body_sizes: Counter[float] = Counter()
@@ -259,15 +267,17 @@ class PyMuPDFParser(BaseParser):
             ocr_pages=ocr_pages,
             ocr_seconds=ocr_seconds,
             scratch=scratch,
+            ocr_notes=ocr_notes,
         )
 
     def _ocr_pages(
         self, pdf_path: Path, verdicts: Sequence[str | None] | None = None
-    ) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path]:
+    ) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path, dict[int, str]]:
         """OCR the pages that need it (see :func:`~grounded.parsers.ocr.engine.plan_ocr`) into a private
-        copy: (1-based page -> reason, the copy's directory, the path to read from)."""
+        copy: (1-based page -> reason, the copy's directory, the path to read from, 1-based page ->
+        why it was OCR'd at a lower resolution)."""
         if self._tessdata is None:
-            return {}, None, pdf_path
+            return {}, None, pdf_path, {}
         if verdicts is not None:
             plan, count = plan_ocr(verdicts, self.ocr), len(verdicts)
         else:
@@ -284,17 +294,18 @@ class PyMuPDFParser(BaseParser):
                 stacklevel=4,
             )
         if not plan.reasons:
-            return {}, None, pdf_path
+            return {}, None, pdf_path, {}
         scratch = make_temp_dir(OCR_TEMP_PREFIX)  # a killed run's folder is removed by the next one
         target = Path(scratch.name) / "ocr.pdf"
         try:
             with mupdf_quiet():
-                ocr_copy(pdf_path, plan.pages, target, dpi=self.ocr_dpi, tessdata=self._tessdata)
+                notes = ocr_copy(pdf_path, plan.pages, target, dpi=self.ocr_dpi, tessdata=self._tessdata)
         except BaseException:
             scratch.cleanup()
             raise
         log.info("%s: OCR'd %d page(s) at %d dpi", pdf_path, len(plan.pages), self.ocr_dpi)
-        return {p + 1: why for p, why in plan.reasons.items()}, scratch, target
+        reasons = {p + 1: why for p, why in plan.reasons.items()}
+        return reasons, scratch, target, {p + 1: note for p, note in notes.items()}
 
     def _layout_iter(
         self, doc: Any, pdf_path: Path, count: int, ocr_pages: frozenset[int] = frozenset()
@@ -355,6 +366,17 @@ class PyMuPDFParser(BaseParser):
             entry["text_source"] = "ocr" if why else "text_layer"
             if why:
                 entry["ocr_reason"] = why
+            note = native.ocr_notes.get(p.page_number)
+            if note:  # OCR'd at a lower resolution (OCR_MAX_PIXELS)
+                entry["warnings"] = [*entry.get("warnings", []), note]
+            skipped = getattr(p, LAYOUT_SKIPPED_KEY, None)
+            if skipped is not None:  # beyond the layout budget: text-layer blocks, no layout model
+                entry[LAYOUT_SKIPPED_KEY] = skipped
+                entry["warnings"] = [
+                    *entry.get("warnings", []),
+                    f"layout model skipped ({skipped}): text taken from the text layer's blocks, "
+                    "no headings, tables or figures detected on this page"
+                ]
             left_out = getattr(p, OCR_LEFT_OUT_KEY, None)
             if left_out is not None:
                 entry[OCR_LEFT_OUT_KEY] = left_out

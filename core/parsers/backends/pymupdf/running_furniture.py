@@ -17,7 +17,6 @@ heading at the top of every page ("Section 1: dosing", "Section 2: dosing" on sl
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -25,6 +24,7 @@ from rapidfuzz import process
 from rapidfuzz.distance import Indel
 
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.parsers.furniture import MIN_FUZZY_CHARS, SIMILARITY, furniture_key
 
 __all__ = [
     "BAND_SHARE",
@@ -49,23 +49,12 @@ MAX_LINES = 3
 #: Two occurrences are "at about the same height" when their vertical centres differ by at most
 #: this share of the page height.
 POSITION_TOLERANCE = 0.025
-#: Two texts are the same furniture when their normalised forms (see :func:`furniture_key`) have
-#: at least this Indel similarity (OCR drops, adds and swaps a few characters per line) ...
-SIMILARITY = 0.85
-#: ... and normalised texts shorter than this must be equal (a page number is "#").
-MIN_FUZZY_CHARS = 12
 
 #: element types the rule may relabel: the ones the model gives running headers/footers on OCR'd
 #: pages. Not footnotes (a document may repeat one, e.g. the corresponding-author note of an article
 #: and of its supplement), captions, list items, tables or figures.
 _RELABEL = frozenset({T.TITLE, T.PARAGRAPH, T.SECTION_HEADER, T.UNKNOWN, T.MISSING})
 _TYPES = _RELABEL | {T.PAGE_HEADER, T.PAGE_FOOTER}
-
-
-def furniture_key(text: str) -> str:
-    """``text`` as it repeats from page to page: case folded, each run of digits one ``#`` (page
-    numbers, dates), everything but letters and ``#`` dropped (OCR's spaces and punctuation vary)."""
-    return re.sub(r"[^\w#]|_", "", re.sub(r"\d+", "#", text.casefold()))
 
 
 @dataclass(frozen=True)

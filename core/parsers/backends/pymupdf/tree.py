@@ -143,17 +143,20 @@ def _layout_lost_text(
     pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, readable: np.ndarray | None = None
 ) -> bool:
     """Whether the layout pass lost enough of the page's text to take it from the text layer:
-    no character claimed at all, or the characters in no box (or in none but pictures) are at
+    no character claimed at all (fewer than :data:`FALLBACK_MIN_CHARS` count when any of them lies
+    outside pictures and the margin band: a tiny or one-word page's only text), or the characters in no box (or in none but pictures) are at
     least :data:`FALLBACK_UNBOXED_SHARE` (:data:`FALLBACK_UNCLAIMED_SHARE`) of the page's text.
     On an OCR'd page (``readable`` given, see :func:`readable_unclaimed`) only unclaimed text
     that reads as text counts, pictures' included, against :data:`FALLBACK_UNBOXED_SHARE` of the
     page's text without the rest: that is Tesseract's reading of figures, not text the layout lost."""
     text = pc.solid if readable is None else pc.solid & (claimed | readable)
     total = int(text.sum())
+    if not claimed.any() and total >= FALLBACK_MIN_CHARS:
+        return True
+    if not claimed.any():  # a short text the layout boxed none of: the page's only text (#21.5)
+        return bool((text & ~in_picture & ~_in_margin(pc)).any())
     if total < FALLBACK_MIN_CHARS:
         return False
-    if not claimed.any():
-        return True
     unclaimed = text & ~claimed & ~_in_margin(pc)
     if readable is not None:
         return int(unclaimed.sum()) >= FALLBACK_UNBOXED_SHARE * total
