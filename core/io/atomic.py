@@ -15,7 +15,7 @@ import stat
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from ..errors import OutputError
@@ -107,21 +107,31 @@ def _writer_gone(pid: int, mtime: float) -> bool:
     return time.time() - mtime > _STALE_AGE
 
 
+def _stale_entries(folder: str | Path, pattern: re.Pattern[str], *, dirs: bool) -> Iterator[os.DirEntry[str]]:
+    """Entries of ``folder`` named by ``pattern`` (group 1: the writer's pid) -- directories with
+    ``dirs``, else regular files -- whose writer is gone."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        m = pattern.match(entry.name)
+        if m is None:
+            continue
+        try:
+            kind_ok = entry.is_dir(follow_symlinks=False) if dirs else entry.is_file(follow_symlinks=False)
+            if kind_ok and _writer_gone(int(m.group(1)), entry.stat().st_mtime):
+                yield entry
+        except OSError:
+            continue
+
+
 def clean_stale_temp_files(folder: str | Path) -> list[Path]:
     """Remove temp files of interrupted atomic writes (our naming pattern only) whose writer is
     gone; returns what was removed. Temp files of live writers and all other files stay."""
     removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        m = _TMP_NAME.match(entry.name)
-        if m is None:
-            continue
+    for entry in _stale_entries(folder, _TMP_NAME, dirs=False):
         try:
-            if not entry.is_file(follow_symlinks=False) or not _writer_gone(int(m.group(1)), entry.stat().st_mtime):
-                continue
             os.unlink(entry.path)
         except OSError as exc:
             log.debug("cannot remove stale temp file %s: %s", entry.path, exc)
@@ -147,21 +157,8 @@ def clean_stale_temp_dirs(folder: str | Path, prefix: str) -> list[Path]:
     gone (left by a killed run, see :func:`make_temp_dir`); returns what was removed."""
     import shutil
 
-    pattern = re.compile(re.escape(prefix) + r"(\d+)-[0-9a-z_]+$")
     removed: list[Path] = []
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return removed
-    for entry in entries:
-        m = pattern.match(entry.name)
-        if m is None:
-            continue
-        try:
-            if not entry.is_dir(follow_symlinks=False) or not _writer_gone(int(m.group(1)), entry.stat().st_mtime):
-                continue
-        except OSError:
-            continue
+    for entry in _stale_entries(folder, re.compile(re.escape(prefix) + r"(\d+)-[0-9a-z_]+$"), dirs=True):
         shutil.rmtree(entry.path, ignore_errors=True)
         if not os.path.lexists(entry.path):
             removed.append(Path(entry.path))
