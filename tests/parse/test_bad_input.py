@@ -75,7 +75,7 @@ def _bad_files(tmp_path, source):
     return {
         "missing": (tmp_path / "does-not-exist.pdf", InputNotFoundError, ["no such file"]),
         "directory": (tmp_path, InputNotFoundError, ["not a regular file"]),
-        "text file": (txt, NotAPDFError, ["not a PDF", "Dose"]),
+        "text file": (txt, NotAPDFError, ["not a PDF", "text/plain"]),
         "empty file": (empty, NotAPDFError, ["0 bytes"]),
         "truncated": (truncated, CorruptPDFError, ["truncated"]),
         "garbage": (garbage, CorruptPDFError, ["damaged"]),
