@@ -193,3 +193,36 @@ class ModelOutputError(ModelError, ValueError):
 
 class UsageError(GroundedError, ValueError):
     """Options that cannot be used together or do not apply to the given input."""
+
+
+class ConfigError(GroundedError, ValueError):
+    """A configuration that cannot run: an unknown parser or strategy name, an option its class does
+    not declare, or a value its declaration refuses (:mod:`grounded.model.options`)."""
+
+
+class UnknownNameError(ConfigError, ChunkingError):
+    """A parser or strategy name no registry knows; ``kind`` ("parser", "strategy"), ``name`` and
+    ``known`` (the names that exist, built-in and registered by entry point) are kept as attributes.
+    A :class:`ChunkingError` too, which strategy callers catch."""
+
+    def __init__(self, kind: str, name: object, known: list[str] | tuple[str, ...]):
+        self.kind = kind
+        self.name = name
+        self.known = tuple(known)
+        super().__init__(f"unknown {kind} {escape_controls(repr(name))}; choose one of: {', '.join(self.known)}")
+
+
+class OptionError(ConfigError, ChunkingError):
+    """An option a parser or strategy does not take, or a value outside its declaration; ``owner``
+    names the parser or strategy (e.g. ``strategy 'semantic'``) and ``option`` the option."""
+
+    def __init__(self, owner: str, option: str, cause: str):
+        self.owner = owner
+        self.option = option
+        self.cause = cause
+        super().__init__(f"{owner}: option {option!r} {cause}")
+
+
+class OptionUsageError(UsageError):
+    """A command-line option given to a parser or strategy that does not take it (the command exits
+    with the usage code 2, like any other misuse of its options)."""

@@ -74,7 +74,9 @@ class Chunker:
                 raise ChunkingError("options cannot be combined with a strategy instance")
             self.strategy = strategy
         else:
-            self.strategy = strategy_class(strategy)(max_tokens, _resolve_overlap(overlap, max_tokens), **options)
+            cls = strategy_class(strategy)
+            checked = cls.check_options(options)  # by the declaration: a typed error naming strategy and option
+            self.strategy = cls(max_tokens, _resolve_overlap(overlap, max_tokens), **checked)
         self.tokenizer: Tokenizer = load_tokenizer(tokenizer)
         self.box_mode = box_mode
         self._fingerprint: str | None = None

@@ -31,8 +31,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
-from ..parsers import PARSERS
-from .main import add_password_option
+from .options import add_chunk_options, add_parser_options, given_parser_options, parser_options_given
 from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
 
 __all__ = ["register", "read_chunk_texts", "run"]
@@ -63,12 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--min-score", type=_score, default=None, metavar="S",
         help="refuse chunks whose alignment score is below S in (0, 1] (default: the grounder's, 0.45)",
     )
-    p.add_argument(
-        "--parser", default=None, choices=sorted(PARSERS), metavar="NAME",
-        help=f"parser for PDF input (default: pymupdf); one of: {', '.join(PARSERS)}. PDF input only",
-    )
-    p.add_argument("--tokenizer", default=None, help="tokenizer for token counts and line boxes (default: all-MiniLM-L6-v2)")
-    add_password_option(p)
+    add_chunk_options(p)
+    add_parser_options(p, default=None, pdf_only=True)
     p.set_defaults(func=run)
 
 
@@ -135,14 +130,16 @@ def run(args: argparse.Namespace) -> int:
             raise InputNotFoundError(given, "no such file" if not given.exists() else "not a regular file")
     check_chunk_output(args.out, [path, args.chunks])
     texts = read_chunk_texts(args.chunks)
-    options: dict[str, object] = {"tokenizer": args.tokenizer}
+    options: dict[str, object] = {"tokenizer": args.tokenizer, "box_mode": args.box_mode}
     if _is_pdf(path):
-        parser = get_parser(args.parser or "pymupdf")
+        name = args.parser or "pymupdf"
+        parser = get_parser(name, **given_parser_options(args, name))
         secret = password_kwargs(parser, args)
         root = parser.parse(path, **secret)
         options.update(secret)  # the page furniture index reads the same (encrypted) PDF
     else:
         given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
+        given += parser_options_given(args)
         if given:
             raise UsageError(f"{' and '.join(given)}: PDF input only; {path} is a parse tree (parsed already)")
         root = load_parsing_result(path)
@@ -157,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             metadata={
                 "strategy": "grounding",
                 "parameters": {"min_score": grounder.min_score, "chunks_file": args.chunks.name},
-                "box_mode": "auto",
+                "box_mode": args.box_mode,
                 "tokenizer": grounder.stream.tokenizer.describe() if grounder.stream.tokenizer is not None else {},
                 "chunk_count": len(chunks),
                 "grounding": counts,

@@ -7,9 +7,15 @@ import sys
 from pathlib import Path
 
 from ..llm.spec import check_model
-from ..parsers import PARSERS
-from .chunk import strategy_names
 from .llm_options import add_model_options, model_spec
+from .main import pdf_password
+from .options import (
+    add_chunk_options,
+    add_parser_options,
+    add_strategy_options,
+    given_parser_options,
+    given_strategy_options,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,12 +36,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="a folder (its *.pdf, recursively), a glob pattern (quote it), a PDF, or a text file listing one PDF per line",
     )
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
-    p.add_argument("--parser", default="pymupdf", choices=sorted(PARSERS), metavar="NAME",
-                   help=f"parser (default: pymupdf); one of: {', '.join(PARSERS)}")
-    p.add_argument("-s", "--strategy", choices=strategy_names(), default="recursive", help="chunking strategy (default: recursive)")
-    p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk (default: 256)")
-    p.add_argument("--overlap", type=float, default=0,
-                   help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2)")
+    add_parser_options(p)
+    add_strategy_options(p)
+    add_chunk_options(p)
     add_model_options(p)
     p.add_argument("--embed", choices=("minilm", "none"), default="none",
                    help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
@@ -81,6 +84,11 @@ def run(args: argparse.Namespace) -> int:
         sink=args.sink,
         model=spec or None,
         replace=args.replace,
+        parser_options=given_parser_options(args, args.parser),
+        strategy_options=given_strategy_options(args, args.strategy),
+        tokenizer=args.tokenizer,
+        box_mode=args.box_mode,
+        password=pdf_password(args),
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)

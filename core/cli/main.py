@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any, NoReturn, TextIO
 
-from ..errors import GroundedError, escape_controls
+from ..errors import GroundedError, OptionUsageError, escape_controls
 from ..runtime.version import __version__
 
 #: modules that define ``register(subparsers)``, in the order shown by ``--help``
@@ -97,7 +97,7 @@ def add_password_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--password", default=None, metavar="PW",
         help=f"password of an encrypted PDF; or set {PASSWORD_ENV} (a command-line password is visible to "
-        "other users in the process list)",
+        "other users in the process list); it never enters a configuration fingerprint or an output",
     )
 
 
@@ -141,6 +141,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _run(args: Any) -> int:
     try:
         return int(args.func(args) or 0)
+    except OptionUsageError as exc:  # a misused option: the usage line and code of argparse
+        print(f"grounded {args.command}: error: {one_line(exc)} (see: grounded {args.command} --help)", file=sys.stderr)
+        return 2
     except GroundedError as exc:
         print(f"grounded {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 1

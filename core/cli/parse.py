@@ -8,7 +8,6 @@ the end (exit 1). Inputs are never overwritten; two inputs with the same name ge
 from __future__ import annotations
 
 import argparse
-import inspect
 import logging
 import os
 import sys
@@ -20,10 +19,10 @@ from typing import Any
 from ..errors import GroundedError, UsageError, escape_controls
 from ..io.atomic import InputFiles, check_output_name
 from ..model.elements import ParsingResultType
-from ..parsers import PARSERS, parser_class
+from ..parsers import parser_class
 from ..parsers.base import DEFAULT_DROP_TYPES
-from ..parsers.ocr.engine import OCR_MODES
-from .main import add_password_option, one_line, pdf_password
+from .main import one_line, pdf_password
+from .options import add_parser_options, given_parser_options
 
 __all__ = ["register", "run_parse", "output_stems", "password_kwargs"]
 
@@ -50,13 +49,7 @@ def register(subparsers: Any) -> None:
         "pdfs", nargs="+", metavar="PDF", type=Path,
         help="input PDF file(s); inputs with the same name get distinct outputs (x.json, x-2.json, ...)",
     )
-    p.add_argument(
-        "--parser",
-        default="pymupdf",
-        choices=sorted(PARSERS),
-        metavar="NAME",
-        help=f"backend to use (default: pymupdf, offline). One of: {', '.join(PARSERS)}",
-    )
+    add_parser_options(p)
     p.add_argument(
         "-o", "--out", type=Path, default=Path("."), metavar="DIR", help="output folder (default: current folder)"
     )
@@ -81,16 +74,6 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="also write each figure as PNG into DIR/images/ (pymupdf parser)",
     )
-    p.add_argument(
-        "--ocr",
-        choices=OCR_MODES,
-        default=None,
-        help=(
-            "pymupdf parser: OCR the pages without a usable text layer (auto, the default), every page "
-            "(always) or none (never); OCR needs pip install 'grounded[ocr]'"
-        ),
-    )
-    add_password_option(p)
     p.add_argument("--no-progress", action="store_true", help="do not show the progress bar on stderr")
     p.set_defaults(func=run_parse)
 
@@ -102,7 +85,7 @@ def password_kwargs(parser: Any, args: argparse.Namespace) -> dict[str, Any]:
     password = pdf_password(args)
     if password is None:
         return {}
-    if "password" not in inspect.signature(parser.run).parameters:
+    if "password" not in {o.name for o in getattr(type(parser), "run_options", ())}:
         if args.password is None:  # from the environment: not for this parser
             return {}
         raise UsageError(f"--password: parser '{getattr(parser, 'name', parser)}' does not accept a password")
@@ -144,8 +127,9 @@ def _drop_types(keep: str) -> frozenset[ParsingResultType]:
     return frozenset(DEFAULT_DROP_TYPES - kept)
 
 
-def _accepts(cls: type, name: str) -> bool:
-    return name in inspect.signature(cls).parameters
+def _accepts(cls: Any, name: str) -> bool:
+    """Whether the parser class declares the constructor option ``name``."""
+    return name in {o.name for o in (cls.declared_options() or ())}
 
 
 def _images_of(parser: Any, pdf: Path) -> dict[str, int] | None:
@@ -188,11 +172,8 @@ def _build_parser(args: argparse.Namespace, progress: Callable[[int, int], None]
         kwargs["progress"] = progress
     if image_dir is not None and _accepts(cls, "image_dir"):
         kwargs["image_dir"] = image_dir
-    if args.ocr is not None:
-        if not _accepts(cls, "ocr"):
-            raise argparse.ArgumentTypeError(f"--ocr applies to the pymupdf parser, not to '{args.parser}'")
-        kwargs["ocr"] = args.ocr
-    return cls(**kwargs)
+    kwargs.update(given_parser_options(args, args.parser))  # --ocr, --ocr-dpi, ...: by the parser's declaration
+    return cls(**cls.check_options(kwargs))
 
 
 def run_parse(args: argparse.Namespace) -> int:

@@ -13,12 +13,13 @@ import dataclasses
 from importlib import metadata as importlib_metadata
 from typing import Any
 
+from ..chunking.configuration import Configuration
 from ..runtime.code_version import chunking_code_version, parser_code_version
 from ..runtime.version import __version__
 from ..text.ids import stable_hash
 from .worker import JobConfig
 
-__all__ = ["config_settings", "config_fingerprint", "settings_difference"]
+__all__ = ["configuration", "config_settings", "config_fingerprint", "settings_difference"]
 
 #: how a setting is named in a refusal (its command-line option, or what changed)
 _NAMES = {
@@ -26,6 +27,10 @@ _NAMES = {
     "strategy": "-s/--strategy",
     "max_tokens": "-n/--max-tokens",
     "overlap": "--overlap",
+    "parser_options": "parser options (--ocr, --ocr-dpi, ...)",
+    "strategy_options": "strategy options (--percentile, --heading-budget, ...)",
+    "tokenizer": "--tokenizer",
+    "box_mode": "--box-mode",
     "embed": "--embed",
     "model": "--llm/--llm-model",
     "grounded": "grounded version",
@@ -43,17 +48,28 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def config_settings(config: JobConfig, chunker_fingerprint: str) -> dict[str, Any]:
-    """Everything that decides a document's rows, as JSON values (the readable options first)."""
-    parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
+def configuration(config: JobConfig) -> Configuration:
+    """The job's :class:`~grounded.chunking.configuration.Configuration` (its password left out)."""
     model = config.model
+    return Configuration(
+        parser=config.parser, parser_options=config.parser_options, strategy=config.strategy,
+        strategy_options=config.strategy_options, max_tokens=config.max_tokens, overlap=config.overlap,
+        tokenizer=config.tokenizer, box_mode=config.box_mode,
+        model={"obj": model.obj, "name": model.name} if model else None,
+    )
+
+
+def config_settings(config: JobConfig, chunker_fingerprint: str) -> dict[str, Any]:
+    """Everything that decides a document's rows, as JSON values (the readable options first): the
+    canonical :func:`configuration` (no password), the embedding, grounded's code and the parser's
+    library versions, the chunker's fingerprint."""
+    parser_libs = {"pymupdf": ("pymupdf", "pymupdf4llm", "pymupdf-layout")}.get(config.parser, ())
+    settings = configuration(config).canonical()
+    model = settings.pop("model")
     return {
-        "parser": config.parser,
-        "strategy": config.strategy,
-        "max_tokens": config.max_tokens,
-        "overlap": config.overlap,
+        **settings,
         "embed": config.embed,
-        "model": {"obj": model.obj, "name": model.name} if model else None,
+        "model": model,
         "grounded": __version__,
         "parser_code": parser_code_version(),
         "chunking_code": chunking_code_version(),
@@ -86,7 +102,7 @@ def settings_difference(held: dict[str, Any] | None, wanted: dict[str, Any]) -> 
         return "the folder was written by an earlier grounded that did not record its configuration"
     keys = [k for k in wanted if held.get(k) != wanted.get(k)]
     keys += [k for k in held if k not in wanted]
-    readable = {"strategy", "max_tokens", "overlap", "model"}
+    readable = {"strategy", "max_tokens", "overlap", "model", "strategy_options", "tokenizer", "box_mode"}
     if "chunker" in keys and readable & set(keys):
         keys.remove("chunker")  # implied by the chunking options that differ
     if not keys:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -190,6 +190,11 @@ def ingest(
     sink: Literal["parquet", "lancedb"] = "parquet",
     model: ModelSpec | None = None,
     replace: bool = False,
+    parser_options: Mapping[str, Any] | None = None,
+    strategy_options: Mapping[str, Any] | None = None,
+    tokenizer: str | None = None,
+    box_mode: str = "auto",
+    password: str | None = None,
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into the index ``out``.
 
@@ -201,7 +206,12 @@ def ingest(
     keep it too). ``model``: the model of a model-driven strategy (llm, vision) as
     :class:`~grounded.llm.spec.ModelSpec`. ``replace``: this run's inputs, under this
     configuration, become the whole index of ``out`` (needed when ``out`` holds another
-    configuration). The local engine runs worker processes with the spawn method: a script must
+    configuration). ``parser_options`` (e.g. ``{"ocr": "always"}``) and ``strategy_options`` (e.g.
+    ``{"percentile": 0.8}``) are JSON values checked by the parser's and strategy's declarations;
+    ``tokenizer`` (a name or tokenizer.json path) and ``box_mode`` as for
+    :class:`~grounded.chunking.Chunker`; all of them are part of the folder's configuration.
+    ``password`` opens encrypted inputs (every input gets it; it never enters the configuration, a
+    row or a record). The local engine runs worker processes with the spawn method: a script must
     call ``ingest`` under ``if __name__ == "__main__":``.
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
@@ -222,8 +232,12 @@ def ingest(
         raise IngestError(f"workers must be >= 1, got {workers!r}")
     from ..parsers import parser_class
 
-    parser_class(parser)  # unknown names fail here, before any work
-    config = JobConfig(parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model)
+    pcls = parser_class(parser)  # unknown names and options fail here, before any work
+    config = JobConfig(
+        parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model,
+        parser_options=pcls.check_options(parser_options or {}), strategy_options=dict(strategy_options or {}),
+        tokenizer=tokenizer, box_mode=box_mode, password=password,
+    )
     chunker = build_chunker(config)  # invalid chunking options fail here
     settings = config_settings(config, chunker.fingerprint)
     fingerprint = config_fingerprint(config, chunker.fingerprint)

@@ -36,7 +36,8 @@ def split_document(
     """
     from ..parsers.backends.pymupdf.parser import PyMuPDFParser
 
-    parser = PyMuPDFParser(workers=workers, pool=executor, progress=on_pages)
+    parser = PyMuPDFParser(**PyMuPDFParser.check_options({**config.parser_options, "workers": workers, "pool": executor,
+                                                          "progress": on_pages}))
     embed_map: EmbedMap | None = None
     if config.embed != "none":
         embed_map = lambda slices: executor.map(embed_slice, slices)  # noqa: E731

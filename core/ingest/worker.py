@@ -50,6 +50,14 @@ class JobConfig:
     config_fingerprint: str = ""
     #: the model of a model-driven strategy (llm, vision), built in each worker
     model: ModelSpec | None = None
+    #: the parser's constructor options (``ocr``, ``ocr_dpi``, ...; JSON values), checked by its declaration
+    parser_options: dict[str, Any] = field(default_factory=dict)
+    #: the strategy's options (``percentile``, ``heading_budget``, ...; JSON values), checked by its declaration
+    strategy_options: dict[str, Any] = field(default_factory=dict)
+    tokenizer: str | None = None
+    box_mode: str = "auto"
+    #: the password of encrypted inputs: given to every parse, never fingerprinted, recorded or shown
+    password: str | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -75,23 +83,33 @@ class _State:
     setup_error: BaseException | None = None
 
 
-def build_parser(name: str) -> Any:
-    """The parser of a worker process: PyMuPDF with one layout thread (processes don't fight)."""
+def build_parser(config: JobConfig) -> Any:
+    """The parser of a worker process, with the job's parser options: PyMuPDF with one layout
+    thread (processes don't fight)."""
     from ..parsers import get_parser
 
-    if name == "pymupdf":
+    if config.parser == "pymupdf":
         with warnings.catch_warnings():
             # a process that already loaded the model (workers=1 in-process use) keeps its threads
             warnings.filterwarnings("ignore", message="layout_threads=.*ignored")
-            return get_parser(name, layout_threads=1)
-    return get_parser(name)
+            return get_parser(config.parser, **{"layout_threads": 1, **config.parser_options})
+    return get_parser(config.parser, **config.parser_options)
 
 
 def build_chunker(config: JobConfig) -> Any:
     from ..chunking import Chunker
 
-    options = strategy_options(config.strategy, config.model or ModelSpec())
-    return Chunker(config.strategy, config.max_tokens, config.overlap, **options)
+    options = {**config.strategy_options, **strategy_options(config.strategy, config.model or ModelSpec())}
+    if config.password is not None and any(o.name == "password" for o in _strategy_declared(config.strategy)):
+        options["password"] = config.password  # a strategy that opens the PDF itself (vision)
+    return Chunker(config.strategy, config.max_tokens, config.overlap, tokenizer=config.tokenizer,
+                   box_mode=config.box_mode, **options)
+
+
+def _strategy_declared(strategy: str) -> tuple[Any, ...]:
+    from ..chunking.base import strategy_class
+
+    return strategy_class(strategy).options or ()
 
 
 def build_embedder(name: str) -> Any:
@@ -107,7 +125,7 @@ def build_embedder(name: str) -> Any:
 def setup(config: JobConfig) -> None:
     """Build this process's parser, chunker and embedder (once)."""
     _State.config = config
-    _State.parser = build_parser(config.parser)
+    _State.parser = build_parser(config)
     _State.chunker = build_chunker(config)
     if config.embed != "none":
         try:
@@ -152,7 +170,7 @@ EmbedMap = Callable[[list[list[str]]], Iterable[Any]]
 
 
 def document_result(
-    path: str, sha256: str, config: JobConfig, parse: Callable[[Path], Any], chunker: Any, embed_map: EmbedMap | None
+    path: str, sha256: str, config: JobConfig, parse: Callable[..., Any], chunker: Any, embed_map: EmbedMap | None
 ) -> DocResult:
     """Parse, chunk, embed (``embed_map`` over :func:`embed_slices`) and tabulate one PDF; never
     raises. Shared by a worker's whole-document task and the parent's page-split path."""
@@ -163,7 +181,7 @@ def document_result(
         started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # per-page warnings are in the parse metadata
-            root = parse(Path(path))
+            root = parse(Path(path), password=config.password)
         seconds["parse"] = time.perf_counter() - started
         if "layout_seconds" in root.metadata:  # the layout pass inside "parse" (PyMuPDF)
             seconds["layout"] = float(root.metadata["layout_seconds"])

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..chunking.base import _is_int, register_strategy
+from ..chunking.base import Option, _is_int, register_strategy
 from ..chunking.pieces import Document, Piece, PieceStrategy
 from ..errors import ChunkingError
 from . import LLM_CHUNKER_SETTINGS, GenerationSettings, Model, RetryPolicy, as_model, nudged, reask_prompt
@@ -110,6 +110,17 @@ class LLMStrategy(PieceStrategy):
     name = "llm"
     piece_kind = "split"
     supports_overlap = False
+    needs_model = True
+    options = (
+        Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
+        Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
+        Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
+        Option("retry", None, help="RetryPolicy of failed calls"),
+        Option("sleep", None, help="the sleep function of the backoff"),
+        Option("piece_tokens", int, None, "tokens per numbered piece (default: min(50, max-tokens))", low=1),
+        Option("window_tokens", int, 800, "tokens of pieces shown to the model per request", low=1),
+        Option("retries", int, 1, "re-asks after an invalid answer", low=0),
+    )
 
     def __init__(
         self,

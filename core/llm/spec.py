@@ -6,7 +6,6 @@ when it gets no model."""
 from __future__ import annotations
 
 import importlib
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,11 +76,11 @@ def _import_object(spec: str) -> Any:
 
 
 def takes_model(strategy: str) -> bool:
-    """Whether the registered ``strategy`` is model-driven (its constructor takes ``llm``)."""
-    from ..chunking import strategies  # noqa: F401 - registers the built-in strategies
+    """Whether the registered ``strategy`` is model-driven: its declared capability
+    (:attr:`~grounded.chunking.base.ChunkingStrategy.needs_model`), never guessed from its signature."""
     from ..chunking.base import strategy_class
 
-    return "llm" in inspect.signature(strategy_class(strategy)).parameters
+    return strategy_class(strategy).needs_model
 
 
 def check_model(strategy: str, spec: ModelSpec) -> bool:

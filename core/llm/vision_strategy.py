@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..chunking.base import ChunkingStrategy, TokenGroup, register_strategy
+from ..chunking.base import ChunkingStrategy, Option, TokenGroup, register_strategy
 from ..errors import ChunkingError
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
@@ -34,6 +34,19 @@ class VisionStrategy(ChunkingStrategy):
 
     name = "vision"
     supports_overlap = False  # the model's chunks do not overlap (checked by the base class where it knows this flag)
+    needs_model = True
+    options = (
+        Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
+        Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
+        Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
+        Option("retry", None, help="RetryPolicy of failed calls"),
+        Option("sleep", None, help="the sleep function of the backoff"),
+        Option("batch_size", int, 4, "pages per model request", low=1),
+        Option("dpi", int, 150, "resolution of the page images sent to the model", low=36, high=600),
+        Option("pdf", None, help="the PDF (path or bytes) when the tree has no readable source"),
+        Option("password", str, None, "password of an encrypted PDF (the command line: --password)", secret=True, cli=False),
+        Option("retries", int, 1, "re-asks of a batch whose answer holds no chunk", low=0),
+    )
 
     def __init__(
         self,

@@ -5,12 +5,20 @@ with :func:`grounded.runtime.optional.require`, which raises :class:`grounded.er
 (an ImportError naming the ``pip install``) when the object is built without its extra. The backend
 contract (``_parse``, ``_transform``, ``LABEL_MAP``) is described in :mod:`grounded.parsers.base` and
 ``docs/backends/writing_a_backend.md``.
+
+The registry (:data:`REGISTRY`, the shape of the strategies' registry: :mod:`grounded.runtime.registry`)
+holds the built-in backends of :data:`PARSERS` and the entry points of the group ``grounded.parsers``
+of installed distributions (``name = "package.module:ParserClass"``): a third-party parser is usable
+by name in ``--parser`` of every command, in ``grounded ingest`` and in the adapters. Each parser class
+declares its constructor options (:attr:`BaseParser.options`); :func:`get_parser` checks the given
+options against them.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
+
+from ..runtime.registry import Registry
 
 from .base import DEFAULT_DROP_TYPES, BaseParser, ParseOutput, map_label
 from .native import NodeFactory
@@ -22,8 +30,12 @@ __all__ = [
     "map_label",
     "NodeFactory",
     "PARSERS",
+    "REGISTRY",
+    "ENTRY_POINT_GROUP",
     "get_parser",
     "parser_class",
+    "parser_names",
+    "register_parser",
 ]
 
 #: registry name -> "module:Class" (relative to this package)
@@ -40,17 +52,32 @@ PARSERS: dict[str, str] = {
 }
 
 
+ENTRY_POINT_GROUP = "grounded.parsers"
+#: the parser registry: built-ins imported on first use, then this process's and the entry points'
+REGISTRY: Registry[type[BaseParser]] = Registry(
+    "parser", BaseParser, ENTRY_POINT_GROUP, lazy={name: f"{__name__}.{target}" for name, target in PARSERS.items()},
+)
+
+
+def register_parser(cls: type[BaseParser]) -> type[BaseParser]:
+    """Register ``cls`` under its ``name`` in this process (a class decorator)."""
+    return REGISTRY.register(cls.name, cls)
+
+
+def parser_names() -> list[str]:
+    """Every known parser name (built-in and entry points), sorted, importing none."""
+    return REGISTRY.names()
+
+
 def parser_class(name: str) -> type[BaseParser]:
-    try:
-        target = PARSERS[name]
-    except KeyError:
-        raise ValueError(f"unknown parser {name!r}; choose one of: {', '.join(PARSERS)}") from None
-    module_name, cls_name = target.split(":")
-    module = importlib.import_module(f"{__name__}.{module_name}")
-    cls: type[BaseParser] = getattr(module, cls_name)
-    return cls
+    """The class of parser ``name``; :class:`~grounded.errors.UnknownNameError` (a ``ValueError``)
+    listing the known names otherwise."""
+    return REGISTRY.get(name)
 
 
 def get_parser(name: str = "pymupdf", **kwargs: Any) -> BaseParser:
-    """Build the backend ``name`` with ``kwargs`` (raises ImportError-compatible errors for missing extras)."""
-    return parser_class(name)(**kwargs)
+    """Build the backend ``name`` with ``kwargs``, checked against its declared options
+    (:class:`~grounded.errors.OptionError` naming parser and option; a missing extra raises an
+    ImportError-compatible :class:`~grounded.errors.BackendUnavailableError`)."""
+    cls = parser_class(name)
+    return cls(**cls.check_options(kwargs))

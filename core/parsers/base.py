@@ -39,6 +39,7 @@ from ..io.atomic import refuse_overwriting_inputs
 from ..io.codec import save_parse_pair
 from ..io.markdown import to_markdown
 from ..model.elements import ParsingResult, ParsingResultType
+from ..model.options import Option, check_options
 from ..runtime.memory import release_memory
 from . import hierarchy, postprocess
 from .pdf_input import PDFInfo
@@ -136,6 +137,46 @@ class BaseParser(ABC):
     LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = {}
     #: parsers that read the PDF's text layer refuse image-only documents instead of returning nothing
     requires_text_layer: ClassVar[bool] = False
+    #: the constructor options this class adds, declared once (:class:`~grounded.model.options.Option`);
+    #: a subclass declares only its own (:meth:`declared_options` joins them along the class tree).
+    #: A subclass with its own ``__init__`` and no ``options`` is undeclared: its keywords go unchecked.
+    options: ClassVar[tuple[Option, ...] | None] = (
+        Option("drop_types", None, help="element types removed after the transform (default: the thesis' filter list)"),
+        Option("infer_hierarchy", bool, True, "decide heading levels and nest content under headings", cli=False),
+        Option("line_spans", bool, True, "line boxes and character extents from the PDF text layer", cli=False),
+        Option("line_merge_overlap", float, 0.5, "vertical overlap (fraction) that puts two fragments on one line",
+               low=0.0, high=1.0, open_low=True, cli=False),
+        Option("label_map", None, help="native label -> element type overrides"),
+    )
+    #: the options of every :meth:`run` / :meth:`parse` call (not of the constructor)
+    run_options: ClassVar[tuple[Option, ...]] = (
+        Option("password", str, None, "password of an encrypted PDF", secret=True),
+    )
+
+    @classmethod
+    def declared_options(cls) -> tuple[Option, ...] | None:
+        """The constructor options of this class and its bases (None: a class in the tree defines its
+        own ``__init__`` without declaring ``options``)."""
+        out: list[Option] = []
+        for klass in reversed(cls.__mro__):
+            if not (isinstance(klass, type) and issubclass(klass, BaseParser)):
+                continue
+            own = klass.__dict__.get("options")
+            if own is None:
+                if "__init__" in klass.__dict__:
+                    return None
+                continue
+            out.extend(o for o in own if o.name not in {x.name for x in out})
+        return tuple(out)
+
+    @classmethod
+    def check_options(cls, options: Mapping[str, Any]) -> dict[str, Any]:
+        """``options`` checked against :meth:`declared_options` (:class:`~grounded.errors.OptionError`
+        naming the parser and the option); unchanged for an undeclared class."""
+        declared = cls.declared_options()
+        if declared is None:
+            return dict(options)
+        return check_options(declared, options, f"parser {cls.name or cls.__name__!r}")
 
     def __init__(
         self,

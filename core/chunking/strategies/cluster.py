@@ -23,7 +23,7 @@ import numpy as np
 
 from grounded.errors import ChunkingError
 
-from ..base import _is_int, register_strategy
+from ..base import Option, _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy, Span, join
 from .semantic import Embedder, minilm_embedder
 
@@ -104,6 +104,12 @@ class ClusterStrategy(PieceStrategy):
     piece_kind = "split"
     uses_embedder = True
     supports_overlap = False
+    options = (
+        Option("piece_tokens", int, None, "tokens per piece (default: min(50, max-tokens))", low=1),
+        Option("max_pieces", int, None, "pieces per chunk (default: max-tokens // piece-tokens)", low=1),
+        Option("centre", bool, True, "subtract the mean pairwise similarity, as Chroma does"),
+        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+    )
 
     def __init__(
         self,

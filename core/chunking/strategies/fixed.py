@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..base import register_strategy
+from ..base import Option, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
 
@@ -17,6 +17,7 @@ class FixedSizeStrategy(PieceStrategy):
 
     name = "fixed"
     piece_kind = None
+    options: tuple[Option, ...] = ()
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterable[tuple[int, int]]:
         return doc.windows(0, len(doc), self.max_tokens, self.overlap)

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 from grounded.errors import ChunkingError
 from grounded.model.elements import HEADING_TYPES, ParsingResult
 
-from ..base import register_strategy
+from ..base import Option, register_strategy
 from ..pieces import Document, Piece, PieceStrategy, Span
 
 
@@ -33,6 +33,7 @@ class HierarchicalStrategy(PieceStrategy):
 
     name = "hierarchical"
     piece_kind = None  # works on the tree: element token ranges come from the Document
+    options = (Option("heading_budget", int, None, "heading token budget B_h (default: 0.4 x max-tokens)", low=0),)
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0, heading_budget: int | None = None) -> None:
         super().__init__(max_tokens, overlap)

@@ -21,7 +21,7 @@ import numpy as np
 
 from grounded.errors import ChunkingError
 
-from ..base import _is_int, register_strategy
+from ..base import Option, _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 from .semantic import Embedder, minilm_embedder
 
@@ -62,6 +62,12 @@ class KamradtModifiedStrategy(PieceStrategy):
     piece_kind = "split"
     uses_embedder = True
     supports_overlap = False
+    options = (
+        Option("avg_tokens", int, None, "target mean chunk size (default: max-tokens)", low=1),
+        Option("min_chunk_tokens", int, None, "tokens per piece (default: min(50, max-tokens))", low=1),
+        Option("buffer", int, 3, "neighbour pieces on each side in an embedding window", low=0),
+        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+    )
 
     def __init__(
         self,

@@ -29,7 +29,7 @@ import numpy as np
 
 from grounded.errors import ChunkingError
 
-from ..base import _is_int, register_strategy
+from ..base import Option, _is_int, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 from .semantic import Embedder, minilm_embedder
 
@@ -56,6 +56,12 @@ class KamradtStrategy(PieceStrategy):
     piece_kind = "sentence"
     uses_embedder = True
     supports_overlap = False
+    options = (
+        Option("percentile", float, 0.95, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
+        Option("buffer", int, 1, "sentences on each side combined into one embedding window", low=0),
+        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+        Option("language", str, "english", "language of the Punkt sentence splitter"),
+    )
 
     def __init__(
         self,

@@ -8,7 +8,7 @@ from typing import Any
 from grounded.errors import ChunkingError
 from grounded.text.splitting import DEFAULT_DELIMITERS
 
-from ..base import register_strategy
+from ..base import Option, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
 
@@ -19,6 +19,7 @@ class RecursiveStrategy(PieceStrategy):
 
     name = "recursive"
     piece_kind = None
+    options = (Option("delimiters", None, help="the delimiters to split at, coarsest first (default: paragraphs, lines, sentences, words)"),)
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0, delimiters: Sequence[str] | None = None) -> None:
         super().__init__(max_tokens, overlap)

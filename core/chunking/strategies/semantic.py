@@ -16,7 +16,7 @@ import numpy as np
 from grounded.errors import BackendUnavailableError, ChunkingError
 from grounded.runtime.device import check_device, torch_device
 
-from ..base import register_strategy
+from ..base import Option, register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
 __all__ = ["SemanticStrategy", "punkt_sentence_tokenizer", "minilm_embedder"]
@@ -85,6 +85,12 @@ class SemanticStrategy(PieceStrategy):
     piece_kind = "sentence"
     uses_embedder = True
     supports_overlap = False
+    options = (
+        Option("percentile", float, 0.9, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
+        Option("min_tokens", int, None, "minimum chunk size M (default: max-tokens / 2)", low=0),
+        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+        Option("language", str, "english", "language of the Punkt sentence splitter"),
+    )
 
     def __init__(
         self,

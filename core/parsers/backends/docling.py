@@ -14,6 +14,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import ParserError
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.optional import require
 
 from ..base import BaseParser
@@ -52,6 +53,13 @@ class DoclingParser(BaseParser):
 
     name = "docling"
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = DOCLING_LABEL_MAP
+
+    options = (
+        Option("do_ocr", bool, True, "Docling's OCR of bitmap text", cli=False),
+        Option("do_table_structure", bool, True, "Docling's table structure model", cli=False),
+        Option("picture_text", bool, False, "keep text found inside pictures", cli=False),
+        Option("converter", None, help="a docling DocumentConverter to use instead of the default one"),
+    )
 
     def __init__(
         self,

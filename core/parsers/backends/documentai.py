@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 from grounded.errors import InvalidBoxError, MissingCredentialsError
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
 from grounded.runtime.optional import require
 
@@ -346,6 +347,20 @@ class DocumentAIParser(BaseParser):
 
     name: ClassVar[str] = "documentai"
     LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = LABEL_MAP
+
+    options = (
+        Option("project_id", str, None, "Google Cloud project", cli=False),
+        Option("location", str, None, "processor location (us, eu)", cli=False),
+        Option("processor_id", str, None, "Document AI processor", cli=False),
+        Option("processor_version", str, None, "processor version", cli=False),
+        Option("client", None, help="a Document AI client"),
+        Option("layout_parser", bool, True, "the processor is a Layout Parser", cli=False),
+        Option("pages_per_request", int, 15, "pages per request", low=1, cli=False),
+        Option("timeout", float, 300.0, "seconds per request", low=0.0, open_low=True, cli=False),
+        Option("retry", None, help="RetryPolicy of failed calls"),
+        Option("sleep", None, help="the sleep function of the backoff"),
+        Option("progress", None, help="callback (pages done, pages)"),
+    )
 
     def __init__(
         self,

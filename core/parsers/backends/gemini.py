@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 from grounded.errors import InvalidBoxError, ParserError
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
 from grounded.runtime.optional import require
 
@@ -333,6 +334,21 @@ class GeminiParser(BaseParser):
     name: ClassVar[str] = "gemini"
     LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = LABEL_MAP
     ENV_VARS: ClassVar[tuple[str, ...]] = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+
+    options = (
+        Option("model", str, "gemini-2.5-flash", "Gemini model", cli=False),
+        Option("api_key", str, None, "API key (default: GEMINI_API_KEY or GOOGLE_API_KEY)", secret=True, cli=False),
+        Option("client", None, help="a google-genai client"),
+        Option("dpi", int, 150, "resolution of the page images", low=36, high=600, cli=False),
+        Option("timeout", float, 300.0, "seconds per request", low=0.0, open_low=True, cli=False),
+        Option("retry", None, help="RetryPolicy of failed calls"),
+        Option("sleep", None, help="the sleep function of the backoff"),
+        Option("max_workers", int, 4, "concurrent requests", low=1, cli=False),
+        Option("temperature", float, 0.0, "sampling temperature", low=0.0, high=2.0, cli=False),
+        Option("pages", None, help="1-based pages to parse (default: all)"),
+        Option("prompt", str, GEMINI_PROMPT, "the prompt", cli=False),
+        Option("progress", None, help="callback (pages done, pages)"),
+    )
 
     def __init__(
         self,

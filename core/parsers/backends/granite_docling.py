@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import ParserError
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.optional import available, require
 
 from ..base import BaseParser
@@ -129,6 +130,12 @@ class GraniteDoclingParser(BaseParser):
 
     name = "granite_docling"
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = DOCLING_LABEL_MAP
+
+    options = (
+        Option("framework", str, "auto", "the VLM runtime", choices=("auto", "transformers", "mlx"), cli=False),
+        Option("picture_text", bool, False, "keep text found inside pictures", cli=False),
+        Option("converter", None, help="a docling DocumentConverter to use instead of the default one"),
+    )
 
     def __init__(
         self,

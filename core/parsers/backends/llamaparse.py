@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 from grounded.errors import InvalidBoxError, RemoteServiceError
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.cloud import RetryPolicy, call_with_retries, credential_from_env
 from grounded.runtime.optional import require
 
@@ -194,6 +195,15 @@ class LlamaParseParser(BaseParser):
     name: ClassVar[str] = "llamaparse"
     LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = LABEL_MAP
     ENV_VARS: ClassVar[tuple[str, ...]] = ("LLAMA_CLOUD_API_KEY",)
+
+    options = (
+        Option("api_key", str, None, "API key (default: LLAMA_CLOUD_API_KEY)", secret=True, cli=False),
+        Option("client", None, help="a llama-cloud-services client"),
+        Option("timeout", float, 1800.0, "seconds per job", low=0.0, open_low=True, cli=False),
+        Option("retry", None, help="RetryPolicy of failed calls"),
+        Option("sleep", None, help="the sleep function of the backoff"),
+        Option("options", None, help="further LlamaParse options, e.g. {'premium_mode': True}"),
+    )
 
     def __init__(
         self,

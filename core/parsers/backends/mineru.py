@@ -28,6 +28,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import ParserError
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.optional import available, require
 
 from ..base import BaseParser
@@ -107,6 +108,16 @@ class _MinerUParser(BaseParser):
 
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = MINERU_LABEL_MAP
     _what: ClassVar[str] = "MinerU parser"
+
+    options = (
+        Option("lang", str, None, "OCR language of MinerU", cli=False),
+        Option("formula", bool, True, "MinerU's formula recognition", cli=False),
+        Option("table", bool, True, "MinerU's table recognition", cli=False),
+        Option("discarded", bool, False, "keep the blocks MinerU discards", cli=False),
+        Option("timeout", float, 3600.0, "seconds the MinerU process may run", low=0.0, open_low=True, cli=False),
+        Option("extra_args", None, help="further command-line arguments of the mineru call"),
+        Option("runner", None, help="runs the mineru command (default: a subprocess)"),
+    )
 
     def __init__(
         self,
@@ -206,6 +217,8 @@ class MinerUPipelineParser(_MinerUParser):
     name = "mineru_pipeline"
     _what = "MinerU pipeline parser"
 
+    options = (Option("method", str, "auto", "MinerU's pipeline method", choices=("auto", "txt", "ocr"), cli=False),)
+
     def __init__(self, *, method: str = "auto", **kwargs: Any) -> None:
         if method not in ("auto", "txt", "ocr"):
             raise ValueError("method must be 'auto', 'txt' or 'ocr'")
@@ -222,6 +235,11 @@ class MinerUVLMParser(_MinerUParser):
 
     name = "mineru_vlm"
     _what = "MinerU VLM parser"
+
+    options = (
+        Option("backend", str, "auto", "MinerU's VLM backend", cli=False),
+        Option("server_url", str, None, "URL of a VLM server (the http-client backend)", cli=False),
+    )
 
     def __init__(self, *, backend: str = "auto", server_url: str | None = None, **kwargs: Any) -> None:
         if backend == "auto":

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from grounded.errors import InvalidBoxError, ParserError
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.runtime.optional import require
 
 from ..base import BaseParser, map_label
@@ -191,6 +192,14 @@ class UnstructuredParser(BaseParser):
 
     name: ClassVar[str] = "unstructured"
     LABEL_MAP: ClassVar[Mapping[str, ParsingResultType]] = LABEL_MAP
+
+    options = (
+        Option("strategy", str, "hi_res", "unstructured's partition strategy", cli=False),
+        Option("infer_table_structure", bool, True, "unstructured's table structure", cli=False),
+        Option("image_dpi", float, 200.0, "resolution unstructured renders pages at", low=0.0, open_low=True, cli=False),
+        Option("partition_kwargs", None, help="further keywords of partition_pdf"),
+        Option("partition", None, help="the partition function (default: unstructured's partition_pdf)"),
+    )
 
     def __init__(
         self,

@@ -28,10 +28,12 @@ from typing import Any, ClassVar
 from grounded.errors import BackendUnavailableError, ParserError
 from grounded.io.atomic import make_temp_dir
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.model.options import Option
 from grounded.parsers.base import BaseParser
 from grounded.parsers.ocr.engine import (
     DEFAULT_OCR,
     DEFAULT_OCR_DPI,
+    OCR_MODES,
     OCR_LANGUAGE,
     OCRMode,
     check_mode,
@@ -115,6 +117,20 @@ class PyMuPDFParser(BaseParser):
 
     name: ClassVar[str] = "pymupdf"
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = LABEL_MAP
+
+    options = (
+        Option("workers", int, 1, "processes for the layout pass", low=1, cli=False),
+        Option("image_dir", None, help="folder for figure PNGs (none: no images)"),
+        Option("image_dpi", int, 150, "resolution of figure PNGs", low=1, cli=False),
+        Option("batch_pages", int, 4, "pages per layout task", low=1, cli=False),
+        Option("progress", None, help="callback (pages done, pages) of the layout pass"),
+        Option("layout_threads", int, None, "ONNX Runtime threads of the layout model", low=1, cli=False),
+        Option("pool", None, help="an executor lent by the caller for the page tasks"),
+        Option("ocr", str, DEFAULT_OCR, "OCR the pages without a usable text layer (auto), every page (always) or none "
+               "(never); needs pip install 'grounded[ocr]'", choices=OCR_MODES),
+        Option("ocr_dpi", int, DEFAULT_OCR_DPI, "resolution pages are rendered at for OCR", low=72, high=600),
+        Option("device", str, "auto", "where the layout model runs: auto, cpu, cuda or cuda:N", cli=False),
+    )
 
     def __init__(
         self,
