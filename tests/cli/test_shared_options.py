@@ -17,7 +17,7 @@ from grounded.chunking.base import STRATEGIES
 from grounded.cli.main import build_parser, main
 from grounded.parsers import REGISTRY as PARSER_REGISTRY
 from grounded.parsers import get_parser
-from grounded.serialization import load_chunking_result
+from grounded.serialization import load_chunking_result, load_parsing_result
 from tests.support.data import shared
 from tests.support.pdf_builders import save_pdf
 from tests.support.plugins import PARSER, STRATEGY, install_plugin
@@ -207,7 +207,9 @@ def test_entry_point_parser_and_strategy_on_every_command(pdf: Path, files: dict
         assert {"--upper", "--parts"} <= _flags("ingest")
         code, err, _ = _cli(capsys, "parse", pdf, "--parser", PARSER, "--upper", "-o", tmp_path / "parsed", "--no-progress")
         assert code == 0, err
-        assert "TABLE" in (tmp_path / "parsed" / f"{pdf.stem}.md").read_text()
+        tree = load_parsing_result(tmp_path / "parsed" / f"{pdf.stem}.json")
+        texts = [n.content for n in tree.walk() if n.content]
+        assert texts and all(t == t.upper() for t in texts)
         code, err, _ = _cli(capsys, "chunk", pdf, "--parser", PARSER, "--upper", "-s", STRATEGY, "--parts", "3", "-n", "1024",
                             "-o", tmp_path / "c.jsonl")
         assert code == 0, err
