@@ -15,7 +15,7 @@ from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, InputError
 from grounded.io.chunk_metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser
+from grounded.parsers import BaseParser, get_parser, parser_class
 from grounded.parsers.cache import ParseCache, cached_parse, with_ocr
 from grounded.parsers.ocr.engine import OCRMode
 from grounded.text.tokenizer import load_tokenizer
@@ -68,6 +68,8 @@ class _Pipeline:
         self._parser = parser if isinstance(parser, BaseParser) else None
         self.parser_name = parser.name if isinstance(parser, BaseParser) else parser
         self.parser_options = with_ocr(parser_options, ocr)
+        if self._parser is None:  # options the parser does not declare fail now (OptionError), not at the first PDF
+            parser_class(self.parser_name).check_options(self.parser_options)
         self.password = password
         self.box_mode = box_mode
         self.flat_metadata = flat_metadata
@@ -167,7 +169,9 @@ class GroundedPDFLoader(_Configured, BaseLoader):
     Modes:
 
     * ``"chunks"`` (default): one Document per chunk of grounded's chunker (``strategy``,
-      ``max_tokens``, ``overlap``, ``box_mode``, ``tokenizer`` and strategy options as keywords);
+      ``max_tokens`` (alias ``chunk_size``), ``overlap`` (alias ``chunk_overlap``), ``box_mode``,
+      ``tokenizer`` and the strategy's declared options as keywords, e.g. ``percentile=0.8``; an option
+      the strategy does not declare is a :class:`~grounded.errors.OptionError`);
     * ``"elements"``: one Document per element (a table or list as one element) for
       :class:`~langchain_grounded.GroundedTextSplitter`, which re-chunks them with exact boxes;
     * ``"page"``: one Document per page (its text and exact boxes), like ``PyMuPDFLoader``'s
@@ -202,8 +206,8 @@ class GroundedPDFLoader(_Configured, BaseLoader):
         password: str | None = None,
         name: str | None = None,
         strategy: Any = "recursive",
-        max_tokens: int = 256,
-        overlap: int | float = 0,
+        max_tokens: int | None = None,
+        overlap: int | float | None = None,
         box_mode: str = "auto",
         tokenizer: Any = None,
         flat_metadata: bool = True,
@@ -212,8 +216,12 @@ class GroundedPDFLoader(_Configured, BaseLoader):
         cache: ParseCache | str | Path | bool | None = None,
         element_payload: bool = False,
         use_cache: bool = True,
+        chunk_size: int | None = None,
+        chunk_overlap: int | float | None = None,
         **strategy_options: Any,
     ) -> None:
+        max_tokens = _alias("max_tokens", max_tokens, "chunk_size", chunk_size, 256)
+        overlap = _alias("overlap", overlap, "chunk_overlap", chunk_overlap, 0)
         self.inputs = _inputs(file_path)
         self.name = name
         self._pipeline = _Pipeline(
@@ -264,6 +272,16 @@ class GroundedPDFParser(_Configured, BaseBlobParser):
             return
         name = str(blob.source) if blob.source else None
         yield from self._pipeline.documents(blob.as_bytes(), name)
+
+
+def _alias(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
+    """``value`` or its LangChain spelling ``alias`` (``chunk_size`` / ``chunk_overlap``, as the
+    splitters take them); both given with different values is a :class:`~grounded.errors.ChunkingError`."""
+    if alias_value is None:
+        return default if value is None else value
+    if value is not None and value != alias_value:
+        raise ChunkingError(f"{name}={value!r} and {alias}={alias_value!r} contradict each other: pass one of them")
+    return alias_value
 
 
 def _has_sha(root: ParsingResult) -> bool:

@@ -16,7 +16,7 @@ from langchain_text_splitters import TextSplitter
 
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
-from grounded.errors import ChunkingError, SchemaError
+from grounded.errors import ChunkingError, OptionError, SchemaError
 from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
     BOXES_KEY,
@@ -461,20 +461,20 @@ def _build_chunker(
             raise ChunkingError("a strategy object carries its own overlap: do not pass chunk_overlap")
         return Chunker(strategy, tokenizer=tokenizer, box_mode=box_mode, **options)
     size = 256 if chunk_size is None else chunk_size
-    try:
-        return Chunker(strategy, size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, **options)
-    except TypeError as exc:
-        raise ChunkingError(_unknown_options(strategy, options)) from exc
+    declared = strategy_class(strategy).options
+    if declared is not None and set(options) - {o.name for o in declared}:
+        raise OptionError(f"strategy {strategy!r}", ", ".join(sorted(set(options) - {o.name for o in declared})),
+                          _unknown_options(strategy, options))
+    return Chunker(strategy, size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, **options)
 
 
 def _unknown_options(strategy: str, options: Mapping[str, Any]) -> str:
-    import inspect
-
-    accepted = [p for p in inspect.signature(strategy_class(strategy).__init__).parameters if p not in ("self", "max_tokens", "overlap")]
+    """Which keywords the splitter accepts: its own and the strategy's declared options."""
+    accepted = [o.name for o in strategy_class(strategy).options or ()]
     base = ["chunk_size", "chunk_overlap", "strategy", "tokenizer", "box_mode", "flat_metadata", "line_boxes",
             "add_start_index", "length_function", "keep_separator", "strip_whitespace", "cache"]
     return (
-        f"GroundedTextSplitter got unknown keyword(s) {sorted(options)}; it accepts {', '.join(base)} and the "
+        f"is not a keyword of GroundedTextSplitter; it accepts {', '.join(base)} and the "
         f"options of strategy {strategy!r}: {', '.join(accepted) or '(none)'}"
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import warnings
 from collections.abc import Sequence
@@ -162,10 +161,10 @@ class GroundedNodeParser(NodeParser):
             return data
         strategy = data.get("strategy", "recursive")
         accepted: set[str] = set()
-        if isinstance(strategy, str):
+        if isinstance(strategy, str):  # the strategy's declared options (an undeclared one: all, checked by its class)
             try:
-                params = inspect.signature(strategy_class(strategy).__init__).parameters
-                accepted = {k for k in params if k not in ("self", "max_tokens", "overlap")}
+                declared = strategy_class(strategy).options
+                accepted = set(unknown) if declared is None else {o.name for o in declared}
             except ChunkingError:
                 accepted = set()
         bad = [k for k in unknown if k not in accepted]

@@ -22,7 +22,7 @@ from llama_index.core.schema import Document
 from grounded.errors import EmptyDocumentError, InputError
 from grounded.io.chunk_metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser
+from grounded.parsers import BaseParser, get_parser, parser_class
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from grounded.parsers.ocr.engine import OCRMode
 
@@ -170,7 +170,9 @@ class GroundedPDFReader(BasePydanticReader):
             built, parser = parser, parser.name
         data["parser"] = parser
         super().__init__(**data)
-        self.parser_config()  # a contradicting ocr fails here, not at the first load
+        config = self.parser_config()  # a contradicting ocr fails here, not at the first load
+        if built is None:  # options the parser does not declare fail here too (a typed OptionError)
+            parser_class(self.parser).check_options(config)
         self._given = built
 
     @classmethod

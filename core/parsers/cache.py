@@ -61,7 +61,6 @@ from ..errors import GroundedError, SchemaError
 from ..io.atomic import atomic_write_bytes, file_kind
 from ..io.codec import dumps_parsing_result, loads_parsing_result
 from ..model.elements import ParsingResult
-from .ocr.engine import check_mode
 
 if TYPE_CHECKING:
     from . import BaseParser
@@ -459,11 +458,11 @@ def _check_entry(ref: str, data: bytes) -> memoryview | str:
 
 def with_ocr(options: Mapping[str, Any] | None, ocr: str | None) -> dict[str, Any]:
     """A parser's constructor options with an adapter's ``ocr=`` added (unchanged when ``ocr`` is
-    None); ``ValueError`` for an unknown mode or one that contradicts ``options["ocr"]``."""
+    None); ``ValueError`` for one that contradicts ``options["ocr"]`` (the mode itself is checked by
+    the parser's declared options when the parser is built)."""
     merged = dict(options or {})
     if ocr is None:
         return merged
-    check_mode(ocr)
     if merged.get("ocr", ocr) != ocr:
         raise ValueError(f"ocr={ocr!r} contradicts parser_options['ocr']={merged['ocr']!r}")
     merged["ocr"] = ocr
