@@ -15,7 +15,7 @@ from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, InputError
 from grounded.io.chunk_metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser, parser_class
+from grounded.parsers import BaseParser, get_parser, parser_class, public_options
 from grounded.parsers.cache import ParseCache, cached_parse, with_ocr
 from grounded.parsers.ocr.engine import OCRMode
 from grounded.text.tokenizer import load_tokenizer
@@ -113,7 +113,7 @@ class _Pipeline:
         ref = None
         if self.cache is not None and _has_sha(root):
             ref = self.cache.put(root, self.parser_options or None)
-        source = source_metadata(root, info, tree_ref=ref, parser_options=self.parser_options)
+        source = source_metadata(root, info, tree_ref=ref, parser_options=public_options(self.parser_name, self.parser_options))
         if isinstance(pdf, (str, Path)):  # a cached parse may have read the same bytes elsewhere
             source["source"] = source["file_path"] = str(Path(pdf))
             source["file_name"] = Path(pdf).name

@@ -22,7 +22,7 @@ from llama_index.core.schema import Document
 from grounded.errors import EmptyDocumentError, InputError
 from grounded.io.chunk_metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser, parser_class
+from grounded.parsers import BaseParser, get_parser, parser_class, public_options
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from grounded.parsers.ocr.engine import OCRMode
 
@@ -247,7 +247,7 @@ class GroundedPDFReader(BasePydanticReader):
                 extra_info,
                 keep_tree=self.keep_tree,
                 cache=self._cache(),
-                parser_options=self.parser_config(),
+                parser_options=public_options(self.parser, self.parser_config()),  # no API key in metadata
                 file_path=path,
                 file_name=file_name,
                 pdf_info=pdf_info,

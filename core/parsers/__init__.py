@@ -16,10 +16,12 @@ options against them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from ..errors import UnknownNameError
+from ..model.options import fingerprinted
 from ..runtime.registry import Registry
-
 from .base import DEFAULT_DROP_TYPES, BaseParser, ParseOutput, map_label
 from .native import NodeFactory
 
@@ -36,6 +38,7 @@ __all__ = [
     "parser_class",
     "parser_names",
     "register_parser",
+    "public_options",
 ]
 
 #: registry name -> "module:Class" (relative to this package)
@@ -81,3 +84,13 @@ def get_parser(name: str = "pymupdf", **kwargs: Any) -> BaseParser:
     ImportError-compatible :class:`~grounded.errors.BackendUnavailableError`)."""
     cls = parser_class(name)
     return cls(**cls.check_options(kwargs))
+
+
+def public_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """``options`` of parser ``name`` without its ``secret`` ones (API keys): what a stored record
+    (a Document's metadata, a cache key) may hold; unchanged for a parser no registry knows."""
+    try:
+        declared = parser_class(name).declared_options() or ()
+    except UnknownNameError:
+        return dict(options)
+    return fingerprinted(declared, options)

@@ -141,10 +141,12 @@ def _default_max_bytes() -> int:
 
 
 def parser_fingerprint(parser: str, version: str = "", options: Mapping[str, Any] | None = None) -> str:
-    """16 hex digits naming a parser configuration (name, tool version, constructor options,
-    grounded's parsing code)."""
+    """16 hex digits naming a parser configuration (name, tool version, constructor options without
+    the secret ones such as API keys, grounded's parsing code)."""
+    from . import public_options
+
     payload = json.dumps(
-        {"parser": parser, "version": version, "options": dict(options or {}), "code": parser_code_version()},
+        {"parser": parser, "version": version, "options": public_options(parser, options or {}), "code": parser_code_version()},
         sort_keys=True, separators=(",", ":"), default=repr,
     )
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter
-from llama_index_grounded import GroundedNodeParser, GroundedPDFReader
 
 from grounded.errors import ChunkingError, OptionError
+from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter
+from llama_index_grounded import GroundedNodeParser, GroundedPDFReader
 from tests.support.data import shared
 from tests.support.pdf_builders import save_pdf
 

@@ -68,7 +68,7 @@ def test_check_options_names_the_owner_and_lists_the_options() -> None:
     assert check_options(declared, {"a": 2}, "strategy 's'") == {"a": 2}
     with pytest.raises(OptionError) as err:
         check_options(declared, {"c": 1}, "strategy 's'", fixed=("max_tokens",))
-    assert "strategy 's': option 'c' is not an option of it; its options: a, b, max_tokens" == str(err.value)
+    assert str(err.value) == "strategy 's': option 'c' is not an option of it; its options: a, b, max_tokens"
     secret = (Option("password", str, secret=True), Option("a", int))
     assert fingerprinted(secret, {"password": "pw", "a": 1}) == {"a": 1}
 

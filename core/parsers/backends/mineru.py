@@ -109,7 +109,7 @@ class _MinerUParser(BaseParser):
     LABEL_MAP: ClassVar[dict[str, ParsingResultType]] = MINERU_LABEL_MAP
     _what: ClassVar[str] = "MinerU parser"
 
-    options = (
+    options: ClassVar[tuple[Option, ...] | None] = (
         Option("lang", str, None, "OCR language of MinerU", cli=False),
         Option("formula", bool, True, "MinerU's formula recognition", cli=False),
         Option("table", bool, True, "MinerU's table recognition", cli=False),

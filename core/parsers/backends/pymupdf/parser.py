@@ -33,8 +33,8 @@ from grounded.parsers.base import BaseParser
 from grounded.parsers.ocr.engine import (
     DEFAULT_OCR,
     DEFAULT_OCR_DPI,
-    OCR_MODES,
     OCR_LANGUAGE,
+    OCR_MODES,
     OCRMode,
     check_mode,
     ocr_copy,
