@@ -491,7 +491,7 @@ def test_no_model_and_wrong_pdf_are_typed_errors(fr6, tmp_path) -> None:
         Chunker("vision", max_tokens=MAX_TOKENS)
     with pytest.raises(ChunkingError, match="overlap must be 0"):
         Chunker("vision", MAX_TOKENS, 16, llm=lambda i, p: "")
-    with pytest.raises(ChunkingError, match="batch_size must be a positive int"):
+    with pytest.raises(ChunkingError, match="option .batch_size. must be an int in \\[1, inf\\)"):
         Chunker("vision", MAX_TOKENS, llm=lambda i, p: "", batch_size=0)
     other = tmp_path / "other.pdf"
     with pymupdf.open() as doc:

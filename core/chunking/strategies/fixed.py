@@ -17,7 +17,7 @@ class FixedSizeStrategy(PieceStrategy):
 
     name = "fixed"
     piece_kind = None
-    options: tuple[Option, ...] = ()
+    options = ()
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterable[tuple[int, int]]:
         return doc.windows(0, len(doc), self.max_tokens, self.overlap)
