@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..base import Option, register_strategy
+from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
 
