@@ -18,10 +18,9 @@ from grounded.chunking.pieces import PieceStrategy
 from grounded.errors import ChunkingError, OptionError, UnknownNameError
 from grounded.llm.spec import ModelSpec, check_model, takes_model
 from grounded.model.options import Option, check_options, fingerprinted
-from grounded.parsers import REGISTRY as PARSER_REGISTRY
 from grounded.parsers import get_parser, parser_class, parser_names
 from tests.support.data import shared
-from tests.support.plugins import PARSER, STRATEGY, install_plugin
+from tests.support.plugins import PARSER, STRATEGY, install_plugin, uninstall_plugin
 
 PDF = ("pdfs", "docling_groundtruth", "2305.03393v1-pg9.pdf")
 
@@ -188,8 +187,7 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     folder = install_plugin(tmp_path / "site")
     monkeypatch.syspath_prepend(str(folder))
     yield folder
-    STRATEGIES.pop(STRATEGY, None)
-    PARSER_REGISTRY.classes.pop(PARSER, None)
+    uninstall_plugin()
 
 
 def test_entry_points_register_a_parser_and_a_strategy(plugin: Path) -> None:

@@ -13,14 +13,12 @@ import pymupdf
 import pytest
 
 from grounded.chunking import Chunker
-from grounded.chunking.base import STRATEGIES
 from grounded.cli.main import build_parser, main
-from grounded.parsers import REGISTRY as PARSER_REGISTRY
 from grounded.parsers import get_parser
 from grounded.serialization import load_chunking_result, load_parsing_result
 from tests.support.data import shared
 from tests.support.pdf_builders import save_pdf
-from tests.support.plugins import PARSER, STRATEGY, install_plugin
+from tests.support.plugins import PARSER, STRATEGY, install_plugin, uninstall_plugin
 from tests.support.scanned import scanned_pdf
 
 PASSWORD = "s3cret-pw-9431"
@@ -228,5 +226,4 @@ def test_entry_point_parser_and_strategy_on_every_command(pdf: Path, files: dict
         assert _settings(out)["parser"] == PARSER and _settings(out)["parser_options"] == {"upper": True}
         assert "strategy_options" not in _settings(out)  # parts=2 is the declared default: no configuration of its own
     finally:
-        STRATEGIES.pop(STRATEGY, None)
-        PARSER_REGISTRY.classes.pop(PARSER, None)
+        uninstall_plugin()

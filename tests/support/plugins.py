@@ -9,6 +9,7 @@ cuts the document into ``parts`` equal token ranges (a declared option).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 MODULE = "grounded_plugin_demo"
@@ -71,3 +72,14 @@ def install_plugin(folder: Path) -> Path:
         f"[grounded.parsers]\n{PARSER} = {MODULE}:CapsParser\n\n[grounded.strategies]\n{STRATEGY} = {MODULE}\n"
     )
     return folder
+
+
+def uninstall_plugin() -> None:
+    """Forget the plugin in this process: its registered classes and its module (a later install
+    from another folder imports it again, which registers the strategy again)."""
+    from grounded.chunking.base import STRATEGIES
+    from grounded.parsers import REGISTRY
+
+    STRATEGIES.pop(STRATEGY, None)
+    REGISTRY.classes.pop(PARSER, None)
+    sys.modules.pop(MODULE, None)
