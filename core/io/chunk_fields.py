@@ -16,7 +16,8 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
 * ``resplit``: what a part of a re-split chunk (LlamaIndex ``SentenceSplitter``, LangChain splitters)
   does with it: ``inherit`` (the parent's value holds for the part), ``recompute`` (the part's own
   value from the parse tree; withheld when there is no tree), ``drop`` (it belongs to the parent only);
-* ``derived``: computed from other fields (written for filters and readers, never read back).
+* ``derived``: computed from other fields (written for filters and readers, never read back;
+  ``text_hash`` is read to check the text it came with).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("strategy", "scalar", "string", "inherit"),
     _f("strategy_params", "json", "json", "inherit"),
     _f("index", "scalar", "int32", "drop"),
-    _f("text_hash", "scalar", "string", "recompute"),
+    _f("text_hash", "scalar", "string", "recompute", derived=True),
     _f("grounded", "scalar", "bool", "drop"),
     _f("grounding_status", "scalar", "string", "drop"),
     _f("grounding_score", "scalar", "float64", "drop"),
@@ -94,6 +95,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("vision_merged", "scalar", "int32", "drop"),
     _f("vision_issues", "scalar", "string", "drop"),
     _f("vision_text", "scalar", "string", "drop"),
+    _f("extra", "json", "json", "inherit"),
 )
 
 FIELD_BY_KEY: dict[str, FieldSpec] = {f.key: f for f in FIELDS}

@@ -216,12 +216,11 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     vector store; ``flat=False`` keeps lists.
     """
     record = chunk if isinstance(chunk, ChunkRecord) else ChunkRecord.from_chunk(chunk)
-    record = record.replace(text_hash=text_hash(record.content if text is None else text))
     out: dict[str, Any] = {}
     for f in FIELDS:
         if f.kind == "text":
             continue
-        value = getattr(record, f.attr)
+        value = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
         if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
             continue
         if f.kind == "boxes":
@@ -376,7 +375,7 @@ def _typed(attr: str, key: str, value: Any) -> Any:
             return [str(v) for v in value]
         if attr in ("element_spans", "grounding_spans", "grounding_furniture_boxes"):
             return [list(v) for v in value]
-        if attr == "strategy_params":
+        if attr in ("strategy_params", "extra"):
             return dict(value)
         return str(value)
     except (TypeError, ValueError) as exc:
@@ -405,7 +404,7 @@ def part_metadata(
     Keys that are not chunk fields (the source's) are kept. Flat or nested like ``parent``."""
     out = {k: v for k, v in parent.items() if k not in FIELD_BY_KEY or FIELD_BY_KEY[k].resplit == "inherit"}
     flat = any(isinstance(parent.get(k), str) for k in ("pages", BOXES_KEY, "element_ids"))
-    values: dict[str, Any] = {"id": "", "content": text, "text_hash": text_hash(text)}
+    values: dict[str, Any] = {"id": "", "content": text}
     if token_count is not None:
         values["token_count"] = int(token_count)
     if span is not None:
@@ -451,7 +450,6 @@ def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
     """One chunk as a store row: a value per field-table key (Parquet/LanceDB column), plus
     ``body``. ``json`` columns hold compact JSON (None when empty); boxes are box structs."""
     rec = record if isinstance(record, ChunkRecord) else ChunkRecord.from_chunk(record)
-    rec = rec.replace(text_hash=text_hash(rec.content))
     row: dict[str, Any] = {}
     for f in FIELDS:
         value = getattr(rec, f.attr)

@@ -31,7 +31,7 @@ from typing import Any
 from ..errors import SchemaError
 from ..model.chunk import Chunk, ChunkingResult
 from ..model.elements import ParsingResult
-from ..model.record import ChunkRecord, text_hash
+from ..model.record import RECORD_KEYS, stored_chunk_dict, text_hash
 from .atomic import atomic_write_files, atomic_write_text
 
 __all__ = [
@@ -58,9 +58,9 @@ log = logging.getLogger(__name__)
 PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
 SCHEMA_VERSION = 1
-#: version 2: each chunk is written from its record (:meth:`ChunkRecord.to_dict`): the strategy's
-#: parameters under ``metadata.strategy_params``, ``metadata.text_hash`` of the content; version 1
-#: (parameters at the top level of ``metadata``, no hash) is still read
+#: version 2: each chunk's metadata in the record's key order (:func:`~grounded.model.record.stored_chunk_dict`):
+#: the strategy's parameters under ``metadata.strategy_params``, ``metadata.text_hash`` of the
+#: content (checked on reading); version 1 (no hash) is still read
 CHUNKS_VERSION = 2
 _READABLE = {PARSE_SCHEMA: {1}, CHUNKS_SCHEMA: {1, 2}}
 _WRITTEN = {PARSE_SCHEMA: SCHEMA_VERSION, CHUNKS_SCHEMA: CHUNKS_VERSION}
@@ -275,15 +275,35 @@ def dumps_chunking_result(result: ChunkingResult, indent: int | None = None) -> 
 
 
 def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
-    """A chunk as chunks JSON version 2 writes it (from its record, with the content's hash)."""
-    record = ChunkRecord.from_chunk(chunk)
-    return record.replace(text_hash=text_hash(chunk.content)).to_dict()
+    """A chunk as chunks JSON version 2 writes it (:func:`stored_chunk_dict`: its metadata as it
+    is, with the content's hash). A metadata value that is no JSON value raises
+    :class:`SchemaError` naming the chunk and the key (it would be lost or mangled otherwise)."""
+    for key, value in chunk.metadata.items():
+        if key not in RECORD_KEYS:
+            try:
+                json.dumps(value, ensure_ascii=False)
+            except (TypeError, ValueError) as exc:
+                raise SchemaError(f"chunk {chunk.id!r}: metadata {key!r} cannot be stored as JSON ({exc})") from exc
+    return stored_chunk_dict(chunk)
 
 
-def _chunk_of(data: Any, version: int, where: str) -> Chunk:
-    """A chunk of chunks JSON ``version`` (1: the chunker's metadata as it was; 2: a record)."""
-    chunk = Chunk.from_dict(data, where)
-    return chunk if version == 1 else ChunkRecord.from_chunk(chunk).to_chunk()
+def _checked(chunk: Chunk, version: int, source: str) -> Chunk:
+    """A chunk read from chunks JSON ``version``: version 2 records ``text_hash`` of the content,
+    which is checked (content edited after writing: its boxes show another text, so
+    :class:`SchemaError`) and dropped (it is derived, see :attr:`ChunkRecord.text_hash`)."""
+    if version > 1:
+        recorded = chunk.metadata.pop("text_hash", None)
+        if recorded is not None and recorded != text_hash(chunk.content):
+            raise SchemaError(
+                f"{source}: chunk {chunk.id!r}: its content differs from the text it was written with "
+                "(metadata 'text_hash'): edited after writing, its boxes would show another text"
+            )
+    return chunk
+
+
+def _chunk_of(data: Any, version: int, where: str, source: str) -> Chunk:
+    """A chunk of chunks JSON ``version`` (1 and 2: the metadata as it was written)."""
+    return _checked(Chunk.from_dict(data, where), version, source)
 
 
 def loads_chunking_result(text: str | bytes, source: str = "<string>") -> ChunkingResult:
@@ -293,8 +313,7 @@ def loads_chunking_result(text: str | bytes, source: str = "<string>") -> Chunki
             text = bytes(text).decode("utf-8")
         data = _check(json.loads(text), CHUNKS_SCHEMA, source)
         result = ChunkingResult.from_dict(_payload(data, "result", source))
-        if data["version"] > 1:
-            result.chunks = [ChunkRecord.from_chunk(c).to_chunk() for c in result.chunks]
+        result.chunks = [_checked(c, data["version"], source) for c in result.chunks]
         return result
 
 
@@ -387,5 +406,5 @@ def read_chunks_jsonl(path: str | Path) -> ChunkingResult:
         chunks = []
         for n, line in lines[1:]:
             with _loading(f"{source}: line {n}"):
-                chunks.append(_chunk_of(json.loads(line), head["version"], "chunk"))
+                chunks.append(_chunk_of(json.loads(line), head["version"], "chunk", f"{source}: line {n}"))
         return ChunkingResult(chunks=chunks, metadata=meta)

@@ -35,7 +35,8 @@ def _box(page: int, top: float, lines: int, element: str, *, heading: bool = Fal
 
 
 def text_chunk() -> Chunk:
-    """A chunk of the chunker with a heading prepended, boxes on pages 3 and 4 with line spans."""
+    """A chunk of the chunker with a heading prepended, boxes on pages 3 and 4 with line spans, and
+    two keys of the caller's own (kept in the record's ``extra``)."""
     heading = "2 Methods"
     body = "Patients were randomised.\nDosing followed the protocol on the next page."
     content = f"{heading}\n\n{body}"
@@ -46,7 +47,8 @@ def text_chunk() -> Chunk:
             "token_count": 17, "strategy": "hierarchical", "start_char": 1024, "end_char": 1024 + len(body),
             "body_start": len(heading) + 2, "pages": [3, 4], "element_ids": ["e-12", "e-13"],
             "element_spans": [["e-12", 0, 25], ["e-13", 0, 48]], "heading_path": ["Study", "2 Methods"],
-            "heading_ids": ["h-2"], "max_tokens": 128, "index": 7,
+            "heading_ids": ["h-2"], "index": 7, "strategy_params": {"max_tokens": 128},
+            "reviewed_by": "dr. a", "tags": ["dose", "protocol"],
         },
         geom=[_box(3, 0.2, 1, "h-2", heading=True), _box(3, 0.8, 3, "e-12"), _box(4, 0.05, 2, "e-13")],
     )
@@ -71,10 +73,9 @@ def vision_chunk() -> Chunk:
 
 
 def expected(chunk: Chunk) -> ChunkRecord:
-    """The record as every surface stores it: boxes at 5 decimals without character extents, the
-    text hash of the content."""
+    """The record as every surface stores it: boxes at 5 decimals without character extents."""
     record = ChunkRecord.from_chunk(chunk)
-    return record.replace(boxes=boxes_from_metadata(boxes_to_metadata(record.boxes)), text_hash=text_hash(chunk.content))
+    return record.replace(boxes=boxes_from_metadata(boxes_to_metadata(record.boxes)))
 
 
 def _jsonl(chunk: Chunk, tmp: Path) -> Any:
@@ -161,6 +162,8 @@ def test_record_and_chunk_are_one_another() -> None:
         assert ChunkRecord.from_chunk(chunk).to_chunk() == chunk
         record = ChunkRecord.from_chunk(chunk)
         assert record.strategy_params == {"max_tokens": 128} or chunk.metadata["strategy"] == "vision"
+        assert record.extra == {"reviewed_by": "dr. a", "tags": ["dose", "protocol"]} or chunk.metadata["strategy"] == "vision"
+        assert record.text_hash == text_hash(chunk.content)
         assert (record.page_start, record.page_end) == (min(chunk.metadata["pages"]), max(chunk.metadata["pages"]))
 
 
@@ -208,3 +211,18 @@ def test_chunks_json_version_1_is_still_read(tmp_path: Path) -> None:
     new = json.loads(save_chunking_result(ChunkingResult(chunks=[chunk]), tmp_path / "new.json").read_text())
     assert new["version"] == 2
     assert new["result"]["chunks"][0]["metadata"]["strategy_params"] == {"max_tokens": 128}
+
+
+def test_a_key_that_is_no_json_value_is_refused_at_write_time(tmp_path: Path) -> None:
+    chunk = text_chunk()
+    chunk.metadata["opened_at"] = object()
+    with pytest.raises(SchemaError, match="'opened_at'"):
+        save_chunking_result(ChunkingResult(chunks=[chunk]), tmp_path / "chunks.json")
+    assert not (tmp_path / "chunks.json").exists()
+
+
+def test_a_chunk_edited_after_writing_is_refused(tmp_path: Path) -> None:
+    path = save_chunking_result(ChunkingResult(chunks=[text_chunk()]), tmp_path / "chunks.json")
+    path.write_text(path.read_text().replace("Patients were", "Nobody was"))
+    with pytest.raises(SchemaError, match="text_hash"):
+        load_chunking_result(path)
