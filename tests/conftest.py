@@ -35,8 +35,6 @@ KNOWN_FAILURES = {
         "#21.5/#22: grounding of Markdown chunks of a long PDF moved after the merges",
     "tests/parse/test_ocr.py::test_two_column_page_meets_the_ocr_target":
         "#21.5: the kept page-1 copyright line changes the two-column page's OCR reading order",
-    "tests/graph/test_graph.py::test_text_nodes_carry_exact_chunk_boxes":
-        "#22/#25: graph text nodes vs the chunk record after the merges",
     "tests/adapters/test_llama_index_pipeline.py::test_store_sizes_meet_the_issue_budget":
         "#22: nodes carry page_start/page_end/heading_path/element_spans now: Chroma store 1.58x LangChain's (budget 1.5x)",
 }

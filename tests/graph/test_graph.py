@@ -270,11 +270,16 @@ def test_ids_are_deterministic(tree: ParsingResult, graph: NodeGraph) -> None:
     assert {n.id: n.text for n in again if n.kind == NodeKind.TEXT} == {n.id: n.text for n in graph if n.kind == NodeKind.TEXT}
 
 
-def test_text_nodes_carry_exact_chunk_boxes(graph: NodeGraph, words: dict[int, list[Any]]) -> None:
+def test_text_nodes_carry_exact_chunk_boxes(tree: ParsingResult, graph: NodeGraph, words: dict[int, list[Any]]) -> None:
+    """Exact boxes wherever the text layer has character extents. Vertical text has none (the
+    rotated "Clinical Science www.clinsci.org" banner of page 1, kept as body since #21.5: it
+    repeats on no other page); its element's own lines are the box ("line" mode)."""
+    no_extents = {e.id for e in tree.walk() if e.geom and all(s.char_x is None for b in e.geom for s in b.spans)}
     texts = graph.of_kind(NodeKind.TEXT)
     assert len(texts) >= 10
     for node in texts:
-        assert all(b.mode == "exact" for b in node.boxes)
+        assert all(b.mode == "exact" or (b.mode == "line" and b.element_id in no_extents) for b in node.boxes)
+        assert sum(b.mode == "exact" for b in node.boxes) >= len(node.boxes) - 1
         inside = words_in([s for b in node.boxes for s in (b.spans or [b])], words)
         highlighted, text = norm(" ".join(inside)), norm(node.text)
         wanted = tokens(node.text)
