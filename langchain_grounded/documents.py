@@ -38,6 +38,7 @@ from grounded.io.chunk_metadata import (
     text_hash,
 )
 from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
+from grounded.model.record import ChunkRecord
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.ids import stable_hash
@@ -133,10 +134,11 @@ def chunk_document(
     """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
     hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
     + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
-    meta = chunk_metadata(chunk, flat=False, line_spans=line_spans)
-    metadata: dict[str, Any] = {**source, **meta, **page_keys(meta["pages"]), KIND_KEY: "chunk"}
-    if add_start_index:
-        metadata["start_index"] = metadata["start_char"]
+    record = ChunkRecord.from_chunk(chunk)
+    meta = chunk_metadata(record, flat=False, line_spans=line_spans)
+    metadata: dict[str, Any] = {**source, **meta, "page": max(record.page_start - 1, 0), KIND_KEY: "chunk"}
+    if add_start_index and record.start_char is not None:
+        metadata["start_index"] = record.start_char
     return Document(page_content=chunk.content, metadata=_finish(metadata, flat), id=chunk.id)
 
 

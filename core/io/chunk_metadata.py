@@ -9,7 +9,8 @@ Two forms of the same payload:
 
 A box dict uses short keys: ``p`` page (1-based), ``b`` ``[left, top, right, bottom]`` fractions of
 the page (origin top-left, rounded to 5 decimals ~ 0.01 pt), ``s`` its line boxes (omitted when the
-box is a single line), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
+box is a single line; a line with the box's left and right is ``[top, bottom]``, any other
+``[left, top, right, bottom]``), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
 :func:`boxes_from_metadata` reads either form (and full ``ParsingBoundingBox.to_dict`` dicts) back.
 
 ``text_hash`` (:data:`TEXT_HASH_KEY`) is a short hash of the exact text the boxes belong to (a
@@ -22,11 +23,12 @@ boxes (one :class:`GroundingWarning`) instead of the whole parent's boxes.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import warnings
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -91,7 +93,7 @@ LIST_KEYS = _FIELD_LIST_KEYS
 CHUNK_GROUNDING_KEYS = tuple(k for k in STORED_KEYS if k == "grounded" or k.startswith(("grounding_", "vision_")))
 #: machine payload: never useful to an embedder (the field table's ``embed`` column, plus the tree)
 PAYLOAD_KEYS = (*embed_hidden_keys(), TREE_KEY)
-_DECIMALS = 5
+_DECIMALS = 4
 _TREE_PREFIX = "z2:"
 
 
@@ -115,12 +117,18 @@ def _ltrb(box: ParsingBoundingBox) -> list[float]:
     return [round(box.left, _DECIMALS), round(box.top, _DECIMALS), round(box.right, _DECIMALS), round(box.bottom, _DECIMALS)]
 
 
+def _line(line: list[float], box: list[float]) -> list[float]:
+    """A line span as stored: ``[top, bottom]`` when it has its box's left and right (most lines of
+    a justified or left-aligned column), else ``[left, top, right, bottom]``."""
+    return line[1::2] if line[0] == box[0] and line[2] == box[2] else line
+
+
 def _box_dict(box: ParsingBoundingBox, line_spans: bool) -> dict[str, Any]:
     d: dict[str, Any] = {"p": box.page, "b": _ltrb(box)}
     if line_spans and box.spans:
         lines = [_ltrb(s) for s in box.spans]
         if len(lines) > 1 or lines[0] != d["b"]:
-            d["s"] = lines
+            d["s"] = [_line(ln, d["b"]) for ln in lines]
     if box.mode is not None:
         d["m"] = box.mode
     if box.element_id is not None:
@@ -149,7 +157,8 @@ def _ltrb_box(page: int, values: Sequence[Any], **kwargs: Any) -> ParsingBoundin
 
 def _box_from_compact(d: Mapping[str, Any]) -> ParsingBoundingBox:
     page = int(d["p"])
-    spans = [_ltrb_box(page, s) for s in d.get("s", ())]
+    left, _, right, _ = d["b"]
+    spans = [_ltrb_box(page, (left, s[0], right, s[1]) if len(s) == 2 else s) for s in d.get("s", ())]
     return _ltrb_box(page, d["b"], spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0)))
 
 
@@ -210,7 +219,9 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     (1-based ints, for range filters), ``section`` (heading path joined with " > "),
     ``heading_path``, ``element_ids``, ``element_spans``, ``heading_ids``, ``boxes``, the grounding and
     vision details, and ``text_hash`` of ``text`` (the text the adapter stores: default the chunk
-    content). Absent values (None, empty lists) are left out.
+    content). Absent values (None, empty lists, the record's default such as ``body_start`` 0) and
+    fields another stored field gives back (the field table's ``implied_by``: ``pages``,
+    ``heading_path``, ``element_ids``) are left out; :func:`record_from_metadata` fills them in.
 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
@@ -223,6 +234,10 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
         value = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
         if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
             continue
+        if f.attr in _SCALAR_DEFAULTS and value == _SCALAR_DEFAULTS[f.attr]:
+            continue  # readers give the record's default back (body_start 0)
+        if f.implied_by and _IMPLIED[f.key](record):
+            continue
         if f.kind == "boxes":
             out[f.key] = boxes_to_metadata(value, flat=flat, line_spans=line_spans)
         elif f.kind == "json" and flat:
@@ -233,7 +248,17 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
 
 
 #: list keys written even when empty (readers and filters expect them on every chunk)
-_KEPT_EMPTY = frozenset({"pages", "heading_path", "element_ids", BOXES_KEY})
+_KEPT_EMPTY = frozenset({BOXES_KEY})
+#: record fields whose default is a value (not None, not empty): left out at that value
+_SCALAR_DEFAULTS = {
+    f.name: f.default for f in dataclasses.fields(ChunkRecord) if f.default is not dataclasses.MISSING and f.default is not None
+}
+#: when a field with ``implied_by`` (the field table) is given back exactly by that field
+_IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
+    "pages": lambda r: bool(r.pages) and r.pages == list(range(r.page_start, r.page_end + 1)),
+    "heading_path": lambda r: all(h and " > " not in h for h in r.heading_path),
+    "element_ids": lambda r: [str(s[0]) for s in r.element_spans] == r.element_ids,
+}
 
 
 def flatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -349,8 +374,10 @@ def record_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | 
             continue
         values[f.attr] = _typed(f.attr, f.key, plain[f.key])
     values["id"] = str(chunk_id if chunk_id is not None else plain.get("chunk_id", ""))
-    if not values.get("heading_path") and plain.get("section") and "heading_path" not in plain:
+    if "heading_path" not in plain and plain.get("section"):
         values["heading_path"] = str(plain["section"]).split(" > ")
+    if "element_ids" not in plain and values.get("element_spans"):
+        values["element_ids"] = [str(s[0]) for s in values["element_spans"]]
     if not values.get("pages") and plain.get("page_start"):
         values["pages"] = list(range(int(plain["page_start"]), int(plain.get("page_end") or plain["page_start"]) + 1))
     return ChunkRecord(content=content, **values)

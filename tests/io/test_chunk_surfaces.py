@@ -179,7 +179,8 @@ def test_field_table_decides_visibility_and_every_record_field_has_a_row() -> No
     keys = {f.key for f in FIELDS}
     assert {"chunk_id", "text", "page_start", "page_end", "section", "grounding_furniture_boxes"} <= keys
     assert "boxes" in embed_hidden_keys() and "boxes" in llm_hidden_keys()
-    assert "pages" not in embed_hidden_keys() and "section" not in llm_hidden_keys()
+    assert "page_start" in embed_hidden_keys() and "page_start" not in llm_hidden_keys() and "section" not in llm_hidden_keys()
+    assert {f.key: f.implied_by for f in FIELDS if f.implied_by} == {"pages": "page_start", "heading_path": "section", "element_ids": "element_spans"}
 
 
 def test_the_librarys_own_parquet_box_schema_is_read() -> None:
