@@ -32,6 +32,7 @@ from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
+from ..model.record import ChunkRecord
 from ..text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
 from .grounder import Grounder, Grounding, text_problem
 
@@ -136,19 +137,27 @@ def grounded_chunk(
     strategy: str = "grounding",
     token_count: int = 0,
 ) -> Chunk:
-    """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring)."""
-    meta: dict[str, Any] = {"strategy": strategy, "token_count": int(token_count)}
+    """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring), built by
+    the record (:meth:`~grounded.model.record.ChunkRecord.to_chunk`)."""
+    start = end = None
     if g.ok and g.spans:
         start, end = int(g.spans[0][0]), int(g.spans[-1][1])
-        meta.update({"start_char": start, "end_char": end, "body_start": 0})
         cid = chunk_id(key, fingerprint, start, end)
     else:
         cid = refused_id(key, fingerprint, text_hash(text))
     boxes = list(g.boxes) if g.ok else []
-    meta["pages"] = sorted({int(b.page) for b in boxes})
-    meta["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
-    meta.update(grounding_fields(g))
-    return Chunk(id=cid, content=text, metadata=meta, geom=boxes)
+    return ChunkRecord(
+        id=cid,
+        content=text,
+        strategy=strategy,
+        token_count=int(token_count),
+        start_char=start,
+        end_char=end,
+        pages=sorted({int(b.page) for b in boxes}),
+        element_ids=list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
+        boxes=boxes,
+        **grounding_fields(g),
+    ).to_chunk()
 
 
 def ground_chunks(

@@ -16,9 +16,8 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
 * ``resplit``: what a part of a re-split chunk (LlamaIndex ``SentenceSplitter``, LangChain splitters)
   does with it: ``inherit`` (the parent's value holds for the part), ``recompute`` (the part's own
   value from the parse tree; withheld when there is no tree), ``drop`` (it belongs to the parent only);
-* ``implied_by``: the field whose stored value gives this one back exactly (``pages`` from
-  ``page_start``..``page_end`` when they are contiguous, ``heading_path`` from
-  ``section`` when no heading holds " > ", ``element_ids`` from the ids of ``element_spans``);
+* ``implied_by``: the field whose stored value gives this one back exactly (``heading_path``
+  from ``section`` when no heading holds " > ");
   node/document metadata then leaves it out (no field stored twice under two names) and
   :func:`grounded.io.chunk_metadata.record_from_metadata` fills it in; store rows keep every column;
 * ``derived``: computed from other fields (written for filters and readers, never read back;
@@ -76,14 +75,14 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("start_char", "scalar", "int64", "recompute"),
     _f("end_char", "scalar", "int64", "recompute"),
     _f("body_start", "scalar", "int64", "recompute"),
-    _f("pages", "json", "list<int32>", "recompute", implied_by="page_start"),
+    _f("pages", "json", "list<int32>", "recompute", llm=True),
     _f("page_start", "scalar", "int32", "recompute", llm=True, derived=True),
     _f("page_end", "scalar", "int32", "recompute", llm=True, derived=True),
     _f("boxes", "boxes", "boxes", "recompute"),
     _f("section", "scalar", "string", "inherit", sees=True, derived=True),
     _f("heading_path", "json", "list<string>", "inherit", implied_by="section"),
     _f("heading_ids", "json", "list<string>", "inherit"),
-    _f("element_ids", "json", "list<string>", "recompute", implied_by="element_spans"),
+    _f("element_ids", "json", "list<string>", "recompute"),
     _f("element_spans", "json", "json", "recompute"),
     _f("token_count", "scalar", "int32", "recompute"),
     _f("strategy", "scalar", "string", "inherit"),
@@ -96,7 +95,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("grounding_reason", "scalar", "string", "drop"),
     _f("grounding_spans", "json", "json", "drop"),
     _f("grounding_furniture_boxes", "json", "json", "drop"),
-    _f("vision_continues", "scalar", "bool", "drop"),
+    _f("vision_continues", "scalar", "string", "drop"),
     _f("vision_batch", "scalar", "int32", "inherit"),
     _f("vision_pages", "json", "list<int32>", "inherit"),
     _f("vision_merged", "scalar", "int32", "drop"),

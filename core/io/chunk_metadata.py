@@ -162,14 +162,14 @@ def _box_from_compact(d: Mapping[str, Any]) -> ParsingBoundingBox:
     return _ltrb_box(page, d["b"], spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0)))
 
 
-def _box_from_any(d: Any) -> ParsingBoundingBox:
+def _box_from_any(d: Any, where: str = "box") -> ParsingBoundingBox:
     if isinstance(d, ParsingBoundingBox):
         return d
     if isinstance(d, Mapping):
         if "p" in d and "b" in d:
             return _box_from_compact(d)
         if "heading" in d and "left" in d:  # the Parquet / LanceDB box struct
-            return _box_from_struct(d)
+            return _box_from_struct(d, where)
         if "page" in d:
             return ParsingBoundingBox.from_dict(dict(d))
     raise SchemaError(f"not a grounded box: {str(d)[:80]!r}")
@@ -206,7 +206,9 @@ def boxes_from_metadata(meta_or_value: Any, text: str | None = None) -> list[Par
     if not isinstance(value, Sequence):
         raise SchemaError(f"box metadata must be a list or a JSON string, got {type(value).__name__}")
     try:
-        return [_box_from_any(d) for d in value]
+        return [_box_from_any(d, f"boxes[{i}]") for i, d in enumerate(value)]
+    except SchemaError:
+        raise
     except (KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"box metadata is malformed ({type(exc).__name__}: {exc})") from exc
 
@@ -220,8 +222,8 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     ``heading_path``, ``element_ids``, ``element_spans``, ``heading_ids``, ``boxes``, the grounding and
     vision details, and ``text_hash`` of ``text`` (the text the adapter stores: default the chunk
     content). Absent values (None, empty lists, the record's default such as ``body_start`` 0) and
-    fields another stored field gives back (the field table's ``implied_by``: ``pages``,
-    ``heading_path``, ``element_ids``) are left out; :func:`record_from_metadata` fills them in.
+    fields another stored field gives back (the field table's ``implied_by``: ``heading_path``
+    from ``section``) are left out; :func:`record_from_metadata` fills them in.
 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
@@ -231,7 +233,7 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     for f in FIELDS:
         if f.kind == "text":
             continue
-        value = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
+        value: Any = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
         if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
             continue
         if f.attr in _SCALAR_DEFAULTS and value == _SCALAR_DEFAULTS[f.attr]:
@@ -248,16 +250,14 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
 
 
 #: list keys written even when empty (readers and filters expect them on every chunk)
-_KEPT_EMPTY = frozenset({BOXES_KEY})
+_KEPT_EMPTY = frozenset({"pages", "element_ids", BOXES_KEY})
 #: record fields whose default is a value (not None, not empty): left out at that value
 _SCALAR_DEFAULTS = {
     f.name: f.default for f in dataclasses.fields(ChunkRecord) if f.default is not dataclasses.MISSING and f.default is not None
 }
 #: when a field with ``implied_by`` (the field table) is given back exactly by that field
 _IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
-    "pages": lambda r: bool(r.pages) and r.pages == list(range(r.page_start, r.page_end + 1)),
     "heading_path": lambda r: all(h and " > " not in h for h in r.heading_path),
-    "element_ids": lambda r: [str(s[0]) for s in r.element_spans] == r.element_ids,
 }
 
 
@@ -394,7 +394,7 @@ def _typed(attr: str, key: str, value: Any) -> Any:
             return int(value)
         if attr == "grounding_score":
             return float(value)
-        if attr in ("grounded", "vision_continues"):
+        if attr == "grounded":
             return bool(value)
         if attr in ("pages", "vision_pages"):
             return [int(p) for p in value]
@@ -464,11 +464,25 @@ def box_struct(b: ParsingBoundingBox) -> dict[str, Any]:
     }
 
 
-def _box_from_struct(d: Mapping[str, Any]) -> ParsingBoundingBox:
-    page = int(d["page"])
-    spans = [ParsingBoundingBox(page, float(s["left"]), float(s["top"]), float(s["right"]), float(s["bottom"])) for s in d.get("spans") or ()]
+def _fraction(d: Mapping[str, Any], key: str, where: str) -> float:
+    value = d.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise SchemaError(f"{where}: {key!r} must be a number, got {value!r}")
+    return float(value)
+
+
+def _box_from_struct(d: Mapping[str, Any], where: str = "box") -> ParsingBoundingBox:
+    """A Parquet/LanceDB box struct (:func:`box_struct`) back; a malformed one raises
+    :class:`SchemaError` naming ``where`` and the field."""
+    page = d.get("page")
+    if isinstance(page, bool) or not isinstance(page, (int, np.integer)) or page < 1:
+        raise SchemaError(f"{where}: 'page' must be an integer >= 1, got {page!r}")
+    page = int(page)
+    sides = ("left", "top", "right", "bottom")
+    spans = [_ltrb_box(page, [_fraction(s, k, f"{where}.spans[{i}]") for k in sides]) for i, s in enumerate(d.get("spans") or ())]
+    left, top, right, bottom = (_fraction(d, k, where) for k in sides)
     return ParsingBoundingBox(
-        page, float(d["left"]), float(d["top"]), float(d["right"]), float(d["bottom"]),
+        page, left, top, right, bottom,
         spans=spans, mode=d.get("mode"), element_id=d.get("element_id"), is_heading=bool(d.get("heading") or d.get("is_heading")),
     )
 
@@ -489,14 +503,18 @@ def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
     return row
 
 
-def record_from_row(row: Mapping[str, Any]) -> ChunkRecord:
+def record_from_row(row: Mapping[str, Any], where: str = "store row") -> ChunkRecord:
     """Inverse of :func:`record_to_row`: a row read from the ingest Parquet or the LanceDB table
-    (``pyarrow`` ``to_pylist()`` dicts, a pandas row); extra columns (embedding, source) are ignored."""
+    (``pyarrow`` ``to_pylist()`` dicts, a pandas row); extra columns (embedding, source) are ignored.
+    A malformed value raises :class:`SchemaError` naming ``where``, the chunk id and the field."""
     content = row.get("text")
     if not isinstance(content, str):
-        raise SchemaError(f"store row {str(row.get('chunk_id'))[:40]!r}: no 'text' column")
+        raise SchemaError(f"{where} {str(row.get('chunk_id'))[:40]!r}: no 'text' column")
     meta = {k: _plain(v) for k, v in row.items() if k in FIELD_BY_KEY}
-    return record_from_metadata(content, meta)
+    try:
+        return record_from_metadata(content, meta)
+    except SchemaError as exc:
+        raise SchemaError(f"{where} {row.get('chunk_id')}: {exc}") from exc
 
 
 def _plain(value: Any) -> Any:

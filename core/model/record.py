@@ -38,7 +38,8 @@ class ChunkRecord:
     (``body_start`` > 0 when headings were prepended). ``start_char``/``end_char`` are None for a
     chunk grounding refused (its text was not found in the document). ``pages`` are 1-based.
     ``grounding_furniture_boxes`` rows are ``[page, left, top, right, bottom]`` (page text outside
-    the parse tree). ``extra``: metadata keys of the chunk that are not record fields (a caller's
+    the parse tree). ``vision_continues`` is the vision model's flag, ``"True"``, ``"False"`` or
+    ``"Partial"`` (a string: three values). ``extra``: metadata keys of the chunk that are not record fields (a caller's
     own keys, ``list_split`` of the vision strategy), kept and stored on every surface under the
     one key ``extra``; their values must be JSON values (a writer refuses others with
     :class:`~grounded.errors.SchemaError`). :attr:`text_hash` is derived from ``content``: the
@@ -65,7 +66,7 @@ class ChunkRecord:
     grounding_reason: str | None = None
     grounding_spans: list[list[int]] = field(default_factory=list)
     grounding_furniture_boxes: list[list[float]] = field(default_factory=list)
-    vision_continues: bool | None = None
+    vision_continues: str | None = None
     vision_batch: int | None = None
     vision_pages: list[int] = field(default_factory=list)
     vision_merged: int | None = None

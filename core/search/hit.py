@@ -1,11 +1,11 @@
 """The typed search result (:class:`Hit`) and the conversions row -> Hit -> Chunk.
 
-A row is one record of the ingest table (:func:`grounded.ingest.rows.chunk_schema`): nested
-``boxes`` of ``{page, left, top, right, bottom, mode, heading, element_id, spans: [{left, top,
-right, bottom}]}`` (fractions of the page, origin top-left). Span dicts carry no page (they lie on
-their box's page), which is why :func:`grounded.metadata.chunk_from_metadata` cannot read a row;
-:func:`hit_chunk` is the one place that builds a :class:`~grounded.model.Chunk` from a row's
-fields (for :mod:`grounded.attribution` render/highlight).
+A row is one record of the ingest table (:func:`grounded.ingest.rows.chunk_schema`); it is read
+by io's one row reader (:func:`grounded.io.chunk_metadata.record_from_row`, what
+:func:`~grounded.io.chunk_metadata.record_from_store` calls for a row), which checks every
+box struct and names the chunk and the field of a malformed one. :func:`hit_chunk` gives the
+:class:`~grounded.model.Chunk` of a hit through the record (for :mod:`grounded.attribution`
+render/highlight).
 """
 
 from __future__ import annotations
@@ -15,13 +15,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SchemaError
+from ..io.chunk_metadata import record_from_row
 from ..model import Chunk, ParsingBoundingBox
+from ..model.record import ChunkRecord
 
 __all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "ROW_COLUMNS"]
 
 #: the table columns a hit is read from (the vector/embedding columns are never fetched)
 ROW_COLUMNS = (
-    "chunk_id", "text", "body", "pages", "boxes", "heading_path",
+    "chunk_id", "text", "body_start", "pages", "boxes", "heading_path",
     "source_path", "source_sha256", "config_fingerprint",
 )
 
@@ -109,25 +111,9 @@ class Hit:
         }
 
 
-def _fraction(d: Mapping[str, Any], key: str, where: str) -> float:
-    value = d.get(key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SchemaError(f"{where}: {key!r} must be a number, got {value!r}")
-    return float(value)
-
-
-def _box(d: Any, where: str) -> HitBox:
-    if not isinstance(d, Mapping):
-        raise SchemaError(f"{where}: a box must be a struct, got {type(d).__name__}")
-    page = d.get("page")
-    if isinstance(page, bool) or not isinstance(page, int) or page < 1:
-        raise SchemaError(f"{where}: 'page' must be an integer >= 1, got {page!r}")
-    spans = tuple(
-        Span(*(_fraction(s, k, f"{where}.spans[{i}]") for k in ("left", "top", "right", "bottom")))
-        for i, s in enumerate(d.get("spans") or ())
-    )
-    left, top, right, bottom = (_fraction(d, k, where) for k in ("left", "top", "right", "bottom"))
-    return HitBox(page, left, top, right, bottom, spans, bool(d.get("heading")), d.get("mode"), d.get("element_id"))
+def _hit_box(b: ParsingBoundingBox) -> HitBox:
+    spans = tuple(Span(s.left, s.top, s.right, s.bottom) for s in b.spans)
+    return HitBox(b.page, b.left, b.top, b.right, b.bottom, spans, b.is_heading, b.mode, b.element_id)
 
 
 def hit_from_row(
@@ -139,21 +125,20 @@ def hit_from_row(
     missing = [c for c in ROW_COLUMNS if c not in row]
     if missing:
         raise SchemaError(f"{where}: missing columns {missing}")
-    text, body = str(row["text"] or ""), str(row["body"] or "")
-    boxes = tuple(_box(b, f"{where} {row['chunk_id']}: boxes[{i}]") for i, b in enumerate(row["boxes"] or ()))
+    record = record_from_row(row, where)
     return Hit(
-        chunk_id=str(row["chunk_id"]),
+        chunk_id=record.id,
         rank=rank,
         score=float(score),
         mode=mode,
         source_path=str(row["source_path"]),
         source_sha256=str(row["source_sha256"]),
         config=str(row["config_fingerprint"]),
-        pages=tuple(int(p) for p in row["pages"] or ()),
-        boxes=boxes,
-        heading_path=tuple(str(h) for h in row["heading_path"] or ()),
-        text=text,
-        body_start=len(text) - len(body) if body and text.endswith(body) else 0,
+        pages=tuple(record.pages),
+        boxes=tuple(_hit_box(b) for b in record.boxes),
+        heading_path=tuple(record.heading_path),
+        text=record.content,
+        body_start=record.body_start,
         text_rank=text_rank,
         vector_rank=vector_rank,
     )
@@ -173,9 +158,11 @@ def hit_chunk(hit: Hit, pages: Sequence[int] | None = None) -> Chunk:
         for b in hit.boxes
         if keep is None or b.page in keep
     ]
-    metadata: dict[str, Any] = {
-        "pages": [p for p in hit.pages if keep is None or p in keep],
-        "heading_path": list(hit.heading_path),
-        "body_start": hit.body_start,
-    }
-    return Chunk(id=hit.chunk_id, content=hit.text, metadata=metadata, geom=geom)
+    return ChunkRecord(
+        id=hit.chunk_id,
+        content=hit.text,
+        body_start=hit.body_start,
+        pages=[p for p in hit.pages if keep is None or p in keep],
+        heading_path=list(hit.heading_path),
+        boxes=geom,
+    ).to_chunk()

@@ -28,6 +28,7 @@ from ..errors import ChunkingError
 from ..model.boxes import BoxMode, ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import HEADING_TYPES, ParsingResult
+from ..model.record import ChunkRecord
 from .groups import TokenGroup
 from .ids import chunk_id as _chunk_id
 from .ids import text_key
@@ -252,24 +253,24 @@ class ChunkAssembler:
             if group.headings
             else (self.heading_path(first_k) if first_k is not None else [])
         )
-        metadata: dict[str, Any] = {
-            "token_count": len(group) + self.heading_tokens(group.headings),
-            "strategy": self.strategy,
-            "start_char": body_start,
-            "end_char": body_end,
-            "body_start": len(prefix),
-            "pages": sorted({b.page for b in geom}),
-            "element_ids": [e.node.id for e in extents],
-            "element_spans": [[e.node.id, e.char_lo, e.char_hi] for e in extents],
-            "heading_path": heading_path,
-        }
-        if group.headings:
-            metadata["heading_ids"] = [h.id for h in heading_nodes]
-        if params:
-            metadata.update(params)
-        metadata["index"] = index
         chunk_id = _chunk_id(self.doc_key or text_key(doc.text), self.fingerprint or self.strategy, body_start, body_end)
-        return Chunk(id=chunk_id, content=prefix + body, metadata=metadata, geom=geom)
+        return ChunkRecord(
+            id=chunk_id,
+            content=prefix + body,
+            token_count=len(group) + self.heading_tokens(group.headings),
+            strategy=self.strategy,
+            start_char=body_start,
+            end_char=body_end,
+            body_start=len(prefix),
+            pages=sorted({b.page for b in geom}),
+            element_ids=[e.node.id for e in extents],
+            element_spans=[[e.node.id, e.char_lo, e.char_hi] for e in extents],
+            heading_path=heading_path,
+            heading_ids=[h.id for h in heading_nodes],
+            strategy_params=dict(params or {}),
+            index=index,
+            boxes=geom,
+        ).to_chunk()
 
     # -- arbitrary character spans (grounding, re-split parts) ---------------------------------
     def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:

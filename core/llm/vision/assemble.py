@@ -31,6 +31,7 @@ from grounded.grounding.wrappers import grounding_fields
 from grounded.io.chunk_metadata import text_hash
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.chunk import Chunk
+from grounded.model.record import ChunkRecord
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.bound import enforce_bound
 from grounded.text.ids import chunk_id, text_only_id
@@ -210,61 +211,64 @@ class ChunkBuilder:
         """One chunk for the grounded ``parts`` (in reading order): the document text from the first
         part's start to the last part's end after the first part's heading line and context, or None
         when that exceeds ``max_tokens``. Keeps the first part's id scheme, headings and batch."""
-        first = parts[0]
-        s = min(int(c.metadata["start_char"]) for c in parts)
-        e = max(int(c.metadata["end_char"]) for c in parts)
-        prefix = first.content[: int(first.metadata.get("body_start", 0))]
-        content = prefix + self.text[s:e]
+        records = [ChunkRecord.from_chunk(c) for c in parts]
+        record = records[0]
+        s = min(int(r.start_char or 0) for r in records)
+        e = max(int(r.end_char or 0) for r in records)
+        content = record.content[: record.body_start] + self.text[s:e]
         count = self.tokenizer.count(content)
         if count > self.max_tokens:
             return None
-        boxes = [b for b in first.geom if b.is_heading] + self.grounder.boxes_for_chars(s, e)
-        meta = dict(first.metadata)
-        meta.pop("vision_text", None)  # the model's own texts of the parts no longer match one body
-        issues = [str(c.metadata["vision_issues"]) for c in parts if c.metadata.get("vision_issues")]
-        if issues:
-            meta["vision_issues"] = "; ".join(dict.fromkeys(issues))
-        spans = sorted({(a, b) for c in parts for a, b in c.metadata.get("grounding_spans", ())})
-        meta.update(
+        boxes = [b for b in record.boxes if b.is_heading] + self.grounder.boxes_for_chars(s, e)
+        issues = [r.vision_issues for r in records if r.vision_issues]
+        spans = sorted({(a, b) for r in records for a, b in r.grounding_spans})
+        return record.replace(
+            id=chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e),
+            content=content,
             token_count=count, start_char=s, end_char=e,
             pages=sorted({b.page for b in boxes}),
             element_ids=list(dict.fromkeys(b.element_id for b in boxes if b.element_id and not b.is_heading)),
+            boxes=boxes,
             grounding_spans=[[a, b] for a, b in spans] or [[s, e]],
-            vision_pages=sorted({p for c in parts for p in c.metadata.get("vision_pages", ())}),
-            list_merged=len(parts),
-        )
-        cid = chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e)
-        return Chunk(id=cid, content=content, metadata=meta, geom=boxes)
+            vision_pages=sorted({p for r in records for p in r.vision_pages}),
+            vision_issues="; ".join(dict.fromkeys(issues)) if issues else record.vision_issues,
+            vision_text=None,  # the model's own texts of the parts no longer match one body
+            extra={**record.extra, "list_merged": len(parts)},
+        ).to_chunk()
 
     # -- one chunk ---------------------------------------------------------------------------------
-    def _chunk(self, mc: ModelChunk, prefix: str, body: str, s: int, e: int, boxes: list[ParsingBoundingBox], extra: dict[str, Any]) -> Chunk:
+    def _chunk(self, mc: ModelChunk, prefix: str, body: str, s: int, e: int, boxes: list[ParsingBoundingBox],
+               grounding: dict[str, Any]) -> Chunk:
+        """One model chunk through the record; ``grounding``: its grounding fields (record field names)."""
         content = prefix + body
-        meta: dict[str, Any] = {
-            "token_count": self.tokenizer.count(content),
-            "strategy": "vision",
-            "start_char": s,
-            "end_char": e,
-            "body_start": len(prefix),
-            "pages": sorted({b.page for b in boxes}),
-            "element_ids": list(dict.fromkeys(b.element_id for b in boxes if b.element_id and not b.is_heading)),
-            "heading_path": list(mc.headings),
-            **extra,
-            "vision_continues": mc.continues,
-            "vision_batch": mc.batch,
-            "vision_pages": list(mc.pages),
-        }
-        if mc.parts > 1:
-            meta["vision_merged"] = mc.parts
+        pages = sorted({b.page for b in boxes})
         issues = list(mc.issues)
-        outside = sorted(set(meta["pages"]) - set(mc.pages)) if mc.pages else []
+        outside = sorted(set(pages) - set(mc.pages)) if mc.pages else []
         if outside:  # e.g. the model repeated LAST CHUNKS, which it was told not to
             issues.append(f"found on page(s) {outside}, not among the pages shown {list(mc.pages)}")
-        if issues:
-            meta["vision_issues"] = "; ".join(issues)
-        meta["index"] = self.index
+        index = self.index
         self.index += 1
         if e > s:
             cid = chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e)
         else:
             cid = text_only_id(self.assembler.doc_key, self.assembler.fingerprint or 'vision', s, text_hash(content))
-        return Chunk(id=cid, content=content, metadata=meta, geom=boxes)
+        return ChunkRecord(
+            id=cid,
+            content=content,
+            token_count=self.tokenizer.count(content),
+            strategy="vision",
+            start_char=s,
+            end_char=e,
+            body_start=len(prefix),
+            pages=pages,
+            element_ids=list(dict.fromkeys(b.element_id for b in boxes if b.element_id and not b.is_heading)),
+            heading_path=list(mc.headings),
+            boxes=boxes,
+            **grounding,
+            vision_continues=mc.continues,
+            vision_batch=mc.batch,
+            vision_pages=list(mc.pages),
+            vision_merged=mc.parts if mc.parts > 1 else None,
+            vision_issues="; ".join(issues) if issues else None,
+            index=index,
+        ).to_chunk()
