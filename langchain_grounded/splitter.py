@@ -221,15 +221,19 @@ class GroundedTextSplitter(TextSplitter):
 
     # -- plain text ----------------------------------------------------------------------------
     def _text_chunks(self, text: str, key: str | None = None) -> list[Chunk]:
-        chunks = list(self.chunker.iter_chunks(text_tree(text), source_key=key or text_key(text)))
-        for chunk in chunks:  # a window of a token-per-character count may begin or end at a space
-            content = chunk.content
+        chunks = []
+        for chunk in self.chunker.iter_chunks(text_tree(text), source_key=key or text_key(text)):
+            content = chunk.content  # a window of a token-per-character count may begin or end at a space
             lead, trail = len(content) - len(content.lstrip()), len(content) - len(content.rstrip())
             if lead or trail:
-                chunk.content = content.strip()
-                chunk.metadata["start_char"] = int(chunk.metadata["start_char"]) + lead
-                chunk.metadata["end_char"] = int(chunk.metadata["end_char"]) - trail
-                chunk.metadata["token_count"] = self.chunker.tokenizer.count(chunk.content)
+                record = ChunkRecord.from_chunk(chunk)
+                chunk = record.replace(
+                    content=content.strip(),
+                    start_char=(record.start_char or 0) + lead,
+                    end_char=(record.end_char or 0) - trail,
+                    token_count=self.chunker.tokenizer.count(content.strip()),
+                ).to_chunk()
+            chunks.append(chunk)
         return chunks
 
     def split_text(self, text: str) -> list[str]:
@@ -246,7 +250,7 @@ class GroundedTextSplitter(TextSplitter):
         for chunk in self._text_chunks(text, text_key(text, name=name)):
             metadata = copy.deepcopy(dict(meta))
             if self._add_start_index:
-                metadata["start_index"] = int(chunk.metadata["start_char"])
+                metadata["start_index"] = ChunkRecord.from_chunk(chunk).start_char or 0
             yield Document(page_content=chunk.content, metadata=metadata, id=chunk.id)
 
     # -- documents -----------------------------------------------------------------------------
@@ -328,10 +332,10 @@ class GroundedTextSplitter(TextSplitter):
 
         key = source_key(root.metadata, None) if source.get("source_sha256") else text_key("".join(d.page_content for d in docs))
         for chunk in self.chunker.iter_chunks(root, source_key=key):
-            start, end = int(chunk.metadata["start_char"]), int(chunk.metadata["end_char"])
-            chunk.metadata["start_char"] = original(start)
-            chunk.metadata["end_char"] = original(end - 1) + 1 if end > start else original(start)
-            chunk.id = chunk_id(key, self.chunker.fingerprint, chunk.metadata["start_char"], chunk.metadata["end_char"])
+            record = ChunkRecord.from_chunk(chunk)
+            start, end = record.start_char or 0, record.end_char or 0
+            start, end = original(start), original(end - 1) + 1 if end > start else original(start)
+            chunk = record.replace(id=chunk_id(key, self.chunker.fingerprint, start, end), start_char=start, end_char=end).to_chunk()
             yield self._document(chunk, source)
 
     def _split_single(self, doc: Document, state: dict[str, bool]) -> Iterator[Document]:

@@ -9,8 +9,7 @@ Two forms of the same payload:
 
 A box dict uses short keys: ``p`` page (1-based), ``b`` ``[left, top, right, bottom]`` fractions of
 the page (origin top-left, rounded to 5 decimals ~ 0.01 pt), ``s`` its line boxes (omitted when the
-box is a single line; a line with the box's left and right is ``[top, bottom]``, any other
-``[left, top, right, bottom]``), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
+box is a single line), ``m`` box mode, ``e`` element id, ``h`` 1 for a prepended heading.
 :func:`boxes_from_metadata` reads either form (and full ``ParsingBoundingBox.to_dict`` dicts) back.
 
 ``text_hash`` (:data:`TEXT_HASH_KEY`) is a short hash of the exact text the boxes belong to (a
@@ -93,7 +92,7 @@ LIST_KEYS = _FIELD_LIST_KEYS
 CHUNK_GROUNDING_KEYS = tuple(k for k in STORED_KEYS if k == "grounded" or k.startswith(("grounding_", "vision_")))
 #: machine payload: never useful to an embedder (the field table's ``embed`` column, plus the tree)
 PAYLOAD_KEYS = (*embed_hidden_keys(), TREE_KEY)
-_DECIMALS = 4
+_DECIMALS = 5
 _TREE_PREFIX = "z2:"
 
 
@@ -117,18 +116,12 @@ def _ltrb(box: ParsingBoundingBox) -> list[float]:
     return [round(box.left, _DECIMALS), round(box.top, _DECIMALS), round(box.right, _DECIMALS), round(box.bottom, _DECIMALS)]
 
 
-def _line(line: list[float], box: list[float]) -> list[float]:
-    """A line span as stored: ``[top, bottom]`` when it has its box's left and right (most lines of
-    a justified or left-aligned column), else ``[left, top, right, bottom]``."""
-    return line[1::2] if line[0] == box[0] and line[2] == box[2] else line
-
-
 def _box_dict(box: ParsingBoundingBox, line_spans: bool) -> dict[str, Any]:
     d: dict[str, Any] = {"p": box.page, "b": _ltrb(box)}
     if line_spans and box.spans:
         lines = [_ltrb(s) for s in box.spans]
         if len(lines) > 1 or lines[0] != d["b"]:
-            d["s"] = [_line(ln, d["b"]) for ln in lines]
+            d["s"] = lines
     if box.mode is not None:
         d["m"] = box.mode
     if box.element_id is not None:
@@ -157,8 +150,7 @@ def _ltrb_box(page: int, values: Sequence[Any], **kwargs: Any) -> ParsingBoundin
 
 def _box_from_compact(d: Mapping[str, Any]) -> ParsingBoundingBox:
     page = int(d["p"])
-    left, _, right, _ = d["b"]
-    spans = [_ltrb_box(page, (left, s[0], right, s[1]) if len(s) == 2 else s) for s in d.get("s", ())]
+    spans = [_ltrb_box(page, s) for s in d.get("s", ())]
     return _ltrb_box(page, d["b"], spans=spans, mode=d.get("m"), element_id=d.get("e"), is_heading=bool(d.get("h", 0)))
 
 
