@@ -22,7 +22,6 @@ boxes (one :class:`GroundingWarning`) instead of the whole parent's boxes.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import json
 import re
 import warnings
@@ -213,8 +212,7 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     (1-based ints, for range filters), ``section`` (heading path joined with " > "),
     ``heading_path``, ``element_ids``, ``element_spans``, ``heading_ids``, ``boxes``, the grounding and
     vision details, and ``text_hash`` of ``text`` (the text the adapter stores: default the chunk
-    content). Absent values (None, empty lists, the record's default such as ``body_start`` 0) and
-    fields another stored field gives back (the field table's ``implied_by``: ``heading_path``
+    content). Absent values (None, empty lists) and fields another stored field gives back (the field table's ``implied_by``: ``heading_path``
     from ``section``) are left out; :func:`record_from_metadata` fills them in.
 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
@@ -228,8 +226,6 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
         value: Any = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
         if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
             continue
-        if f.attr in _SCALAR_DEFAULTS and value == _SCALAR_DEFAULTS[f.attr]:
-            continue  # readers give the record's default back (body_start 0)
         if f.implied_by and _IMPLIED[f.key](record):
             continue
         if f.kind == "boxes":
@@ -243,10 +239,6 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
 
 #: list keys written even when empty (readers and filters expect them on every chunk)
 _KEPT_EMPTY = frozenset({"pages", "element_ids", BOXES_KEY})
-#: record fields whose default is a value (not None, not empty): left out at that value
-_SCALAR_DEFAULTS = {
-    f.name: f.default for f in dataclasses.fields(ChunkRecord) if f.default is not dataclasses.MISSING and f.default is not None
-}
 #: when a field with ``implied_by`` (the field table) is given back exactly by that field
 _IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
     "heading_path": lambda r: all(h and " > " not in h for h in r.heading_path),
