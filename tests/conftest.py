@@ -37,7 +37,7 @@ KNOWN_FAILURES = {
         "#21.5: the kept page-1 copyright line changes the two-column page's OCR reading order",
     "tests/adapters/test_llama_index_pipeline.py::test_store_sizes_meet_the_issue_budget":
         "#22: nodes carry page_start/page_end/element_spans/text_hash now; heading_path (implied by section) is no "
-        "longer stored, but LlamaIndex's Chroma still stores 1.56x LangChain's (budget 1.5x; docs/results/adapter_store_size.md)",
+        "longer stored, but LlamaIndex's Chroma still stores 1.55x LangChain's (budget 1.5x; docs/results/adapter_store_size.md)",
 }
 
 
