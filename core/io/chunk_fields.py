@@ -16,10 +16,10 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
 * ``resplit``: what a part of a re-split chunk (LlamaIndex ``SentenceSplitter``, LangChain splitters)
   does with it: ``inherit`` (the parent's value holds for the part), ``recompute`` (the part's own
   value from the parse tree; withheld when there is no tree), ``drop`` (it belongs to the parent only);
-* ``implied_by``: the field whose stored value gives this one back exactly (``heading_path``
-  from ``section`` when no heading holds " > ");
-  node/document metadata then leaves it out (no field stored twice under two names) and
-  :func:`grounded.io.chunk_metadata.record_from_metadata` fills it in; store rows keep every column;
+* ``implied_by``: the field whose stored value gives this one back exactly (``heading_path`` from
+  ``section`` when no heading holds " > "): node/document metadata leaves it out (no field stored
+  twice under two names), :func:`grounded.io.chunk_metadata.record_from_metadata` fills it in;
+  store rows keep every column;
 * ``derived``: computed from other fields (written for filters and readers, never read back;
   ``text_hash`` is read to check the text it came with).
 """
@@ -63,9 +63,8 @@ class FieldSpec:
 
 
 def _f(attr: str, kind: Kind, arrow: str, resplit: Resplit, *, key: str | None = None, sees: bool = False,
-       llm: bool = False, derived: bool = False, implied_by: str = "") -> FieldSpec:
-    """``sees``: the embedder and the LLM see the field; ``llm``: only the LLM does."""
-    return FieldSpec(attr, key or attr, kind, arrow, sees, sees or llm, resplit, derived, implied_by)
+       derived: bool = False, implied_by: str = "") -> FieldSpec:
+    return FieldSpec(attr, key or attr, kind, arrow, sees, sees, resplit, derived, implied_by)
 
 
 #: the field table: order is the column order of the Parquet rows
@@ -75,9 +74,9 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("start_char", "scalar", "int64", "recompute"),
     _f("end_char", "scalar", "int64", "recompute"),
     _f("body_start", "scalar", "int64", "recompute"),
-    _f("pages", "json", "list<int32>", "recompute", llm=True),
-    _f("page_start", "scalar", "int32", "recompute", llm=True, derived=True),
-    _f("page_end", "scalar", "int32", "recompute", llm=True, derived=True),
+    _f("pages", "json", "list<int32>", "recompute", sees=True),
+    _f("page_start", "scalar", "int32", "recompute", derived=True),
+    _f("page_end", "scalar", "int32", "recompute", derived=True),
     _f("boxes", "boxes", "boxes", "recompute"),
     _f("section", "scalar", "string", "inherit", sees=True, derived=True),
     _f("heading_path", "json", "list<string>", "inherit", implied_by="section"),

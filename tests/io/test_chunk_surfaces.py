@@ -179,8 +179,7 @@ def test_field_table_decides_visibility_and_every_record_field_has_a_row() -> No
     keys = {f.key for f in FIELDS}
     assert {"chunk_id", "text", "page_start", "page_end", "section", "grounding_furniture_boxes"} <= keys
     assert "boxes" in embed_hidden_keys() and "boxes" in llm_hidden_keys()
-    assert "page_start" in embed_hidden_keys() and "page_start" not in llm_hidden_keys() and "section" not in llm_hidden_keys()
-    assert "pages" in embed_hidden_keys() and "pages" not in llm_hidden_keys()
+    assert "pages" not in embed_hidden_keys() and "section" not in llm_hidden_keys()
     assert {f.key: f.implied_by for f in FIELDS if f.implied_by} == {"heading_path": "section"}
 
 
