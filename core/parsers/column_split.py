@@ -40,6 +40,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from .reading_order import Box
+from .textlayer import char_masks
 
 __all__ = ["GlyphFacts", "Glyphs", "SPLIT_CLASSES", "find_gutters", "split_box", "split_columns"]
 
@@ -115,14 +116,15 @@ def _rows(
     order = np.argsort((y0 + y1) / 2, kind="stable")
     rows: list[list[int]] = []
     bottom = -np.inf
-    for i in order:
-        cy = (y0[i] + y1[i]) / 2
+    top_of, bottom_of = y0.tolist(), y1.tolist()  # Python floats: no numpy scalar per glyph
+    for i in order.tolist():
+        cy = (top_of[i] + bottom_of[i]) / 2
         if rows and cy <= bottom:
-            rows[-1].append(int(i))
-            bottom = max(bottom, min(y1[i], cy + em / 2))
+            rows[-1].append(i)
+            bottom = max(bottom, min(bottom_of[i], cy + em / 2))
         else:
-            rows.append([int(i)])
-            bottom = min(y1[i], cy + em / 2)
+            rows.append([i])
+            bottom = min(bottom_of[i], cy + em / 2)
     out: list[_Row] = []
     for members in rows:
         idx = np.array(members)
@@ -261,9 +263,8 @@ class GlyphFacts:
     __slots__ = ("solid", "letter", "cx", "cy")
 
     def __init__(self, glyphs: Glyphs) -> None:
-        chars, n = glyphs.chars, len(glyphs.chars)
-        self.solid = np.fromiter((not c.isspace() for c in chars), dtype=bool, count=n)
-        self.letter = np.fromiter((c.isalnum() for c in chars), dtype=bool, count=n)
+        space, self.letter = char_masks(glyphs.chars)
+        self.solid = ~space
         self.cx, self.cy = (glyphs.x0 + glyphs.x1) / 2, (glyphs.y0 + glyphs.y1) / 2
 
 

@@ -41,7 +41,7 @@ from .hyphenation import DROP, Lexicon, decide
 __all__ = [
     "PageChars", "TextLayer", "TextLine", "BuiltText", "build_lines", "HYPHENS", "lines_to_spans",
     "hyphen_join", "JOIN_SPACE", "JOIN_DROP", "JOIN_KEEP", "RIGHT", "DOWN", "LEFT", "UP",
-    "clip_to_page",
+    "clip_to_page", "char_masks",
 ]
 
 #: Hyphen characters that may be dropped when a word is broken across lines.
@@ -58,6 +58,20 @@ def _text_flags() -> int:
 
     # ligatures expanded (no PRESERVE_LIGATURES), whitespace kept, nothing outside the media box
     return int(pymupdf.TEXT_PRESERVE_WHITESPACE | pymupdf.TEXT_MEDIABOX_CLIP)
+
+
+def char_masks(chars: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per character string: ``str.isspace()`` and ``str.isalnum()``, vectorized."""
+    n = len(chars)
+    if not n:
+        return np.zeros(0, dtype=bool), np.zeros(0, dtype=bool)
+    if "\x00" in "".join(chars):  # numpy's strings drop trailing NULs: ask str itself
+        return (
+            np.fromiter((c.isspace() for c in chars), dtype=bool, count=n),
+            np.fromiter((c.isalnum() for c in chars), dtype=bool, count=n),
+        )
+    arr = np.asarray(chars, dtype=str)
+    return np.strings.isspace(arr), np.strings.isalnum(arr)
 
 
 @dataclass
@@ -98,11 +112,28 @@ class PageChars:
         return cx[word], cy[word]
 
     @functools.cached_property
+    def _masks(self) -> tuple[np.ndarray, np.ndarray]:
+        space, letter = char_masks(self.chars)
+        solid = ~space
+        solid.setflags(write=False)
+        letter.setflags(write=False)
+        return solid, letter
+
+    @property
     def solid(self) -> np.ndarray:
         """Per character: not whitespace (read-only; computed once per page)."""
-        out = np.fromiter((not c.isspace() for c in self.chars), dtype=bool, count=len(self.chars))
-        out.setflags(write=False)
-        return out
+        return self._masks[0]
+
+    @property
+    def letter(self) -> np.ndarray:
+        """Per character: a letter or digit (read-only; computed once per page)."""
+        return self._masks[1]
+
+    @functools.cached_property
+    def _columns(self) -> tuple[list[float], list[float], list[bool]]:
+        """x0, x1 and whitespace per character as Python lists (the per-character loops of
+        :func:`build_lines` read them without numpy scalars)."""
+        return self.x0.tolist(), self.x1.tolist(), (~self.solid).tolist()
 
     @property
     def cx(self) -> np.ndarray:
@@ -123,13 +154,14 @@ class PageChars:
         rect = page.rect
         chars: list[str] = []
         coords: list[tuple[float, float, float, float]] = []
-        line_ids: list[int] = []
-        sizes: list[float] = []
-        bolds: list[bool] = []
         directions: list[int] = []
-        # per span: chars taken, writing direction in unrotated space (-1: not axis-aligned),
-        # first char's bbox and origin (flat: x0, y0, x1, y1, ox, oy)
+        # per span (one extend per span, not five appends per char): chars taken, MuPDF line id,
+        # font size, bold, writing direction in unrotated space (-1: not axis-aligned), first
+        # char's bbox and origin (flat: x0, y0, x1, y1, ox, oy)
         span_count: list[int] = []
+        span_line: list[int] = []
+        span_size: list[float] = []
+        span_bold: list[bool] = []
         span_axis: list[int] = []
         span_ref: list[float] = []
         line_id = -1
@@ -143,29 +175,28 @@ class PageChars:
                 directions.append(_direction(ddx, ddy))
                 axis = _direction(dx, dy) if max(abs(dx), abs(dy)) > 0.999 else -1
                 for span in line["spans"]:
-                    size = float(span.get("size", 0.0))
-                    bold = bool(span.get("flags", 0) & 16) or _bold_font_name(span.get("font", ""))
-                    before = len(chars)
-                    for ch in span["chars"]:
-                        c = ch["c"]
-                        if not c:
-                            continue
-                        chars.append(c)
-                        coords.append(ch["bbox"])
-                        line_ids.append(line_id)
-                        sizes.append(size)
-                        bolds.append(bold)
-                    if len(chars) > before:
-                        first = span["chars"][0]
-                        span_count.append(len(chars) - before)
-                        span_axis.append(axis)
-                        span_ref.extend(first["bbox"])
-                        span_ref.extend(first["origin"])
+                    span_chars = span["chars"]
+                    taken = [ch for ch in span_chars if ch["c"]]
+                    if not taken:
+                        continue
+                    chars.extend([ch["c"] for ch in taken])
+                    coords.extend([ch["bbox"] for ch in taken])
+                    first = span_chars[0]
+                    span_count.append(len(taken))
+                    span_line.append(line_id)
+                    span_size.append(float(span.get("size", 0.0)))
+                    span_bold.append(bool(span.get("flags", 0) & 16) or _bold_font_name(span.get("font", "")))
+                    span_axis.append(axis)
+                    span_ref.extend(first["bbox"])
+                    span_ref.extend(first["origin"])
+        counts = np.asarray(span_count, dtype=np.int64)
+        line_ids = np.repeat(np.asarray(span_line, dtype=np.int64), counts)
+        sizes = np.repeat(np.asarray(span_size, dtype=np.float32), counts)
+        bolds = np.repeat(np.asarray(span_bold, dtype=bool), counts)
         n = len(chars)
         box = np.asarray(coords, dtype=np.float64).reshape(n, 4)
-        size_arr = np.asarray(sizes, dtype=np.float32)
+        size_arr = sizes
         if n:
-            counts = np.asarray(span_count)
             axis_arr = np.asarray(span_axis)
             base = _baseline_share(axis_arr, np.asarray(span_ref, dtype=np.float64).reshape(-1, 6))
             _cap_glyph_heights(box, size_arr, np.repeat(axis_arr, counts), np.repeat(base, counts))
@@ -188,9 +219,9 @@ class PageChars:
             y0=y0,
             x1=x1,
             y1=y1,
-            line=np.asarray(line_ids, dtype=np.int64),
+            line=line_ids,
             size=size_arr,
-            bold=np.asarray(bolds, dtype=bool),
+            bold=bolds,
             line_dir=directions,
         )
 
@@ -393,14 +424,14 @@ def _fragments(pc: PageChars, indices: np.ndarray) -> list[_Fragment]:
         return out
     lines = pc.line[indices]
     cuts = np.flatnonzero(np.diff(lines)) + 1
-    chars = pc.chars
+    is_solid = pc.solid
     for part in np.split(indices, cuts):
-        solid = [int(i) for i in part if not chars[i].isspace()]
-        if not solid:
+        solid = part[is_solid[part]]
+        if not len(solid):
             continue
         out.append(
             _Fragment(
-                idx=[int(i) for i in part],
+                idx=part.tolist(),
                 x0=float(pc.x0[solid].min()),
                 y0=float(pc.y0[solid].min()),
                 x1=float(pc.x1[solid].max()),
@@ -590,23 +621,24 @@ def build_lines(
     deferred: list[tuple[int, str, str]] = []
     for box_index, (pc, sel) in enumerate(zip(layer_pages, selections, strict=True)):
         chars = pc.chars
+        x0s, x1s, space = pc._columns
         box_first = len(lines)
         across: list[tuple[int, float, float]] = []  # per line of this box: direction, glyph-centre range
         for group in _merge_fragments(_fragments(pc, sel), merge_overlap):
             # characters of the visual line with inserted spaces between fragments
             seq: list[int] = []
             for k, frag in enumerate(group):
-                if k and seq and not chars[seq[-1]].isspace() and not chars[frag.idx[0]].isspace():
+                if k and seq and not space[seq[-1]] and not space[frag.idx[0]]:
                     seq.append(-1)
                 seq.extend(frag.idx)
             # normalize whitespace inside the line, strip both ends
             norm: list[int] = []
             for i in seq:
-                is_space = i < 0 or chars[i].isspace()
-                if is_space and (not norm or norm[-1] < 0 or chars[norm[-1]].isspace()):
+                is_space = i < 0 or space[i]
+                if is_space and (not norm or norm[-1] < 0 or space[norm[-1]]):
                     continue
                 norm.append(i)
-            while norm and (norm[-1] < 0 or chars[norm[-1]].isspace()):
+            while norm and (norm[-1] < 0 or space[norm[-1]]):
                 norm.pop()
             if not norm:
                 continue
@@ -647,15 +679,16 @@ def build_lines(
                     line_of.append(line_no)
                     continue
                 c = chars[i]
-                if c.isspace():
+                if space[i]:
                     c = " "
                 else:
                     solid.append(i)
+                extent = (x0s[i], x1s[i])
                 for cc in c:
                     text.append(cc)
                     source.append(i)
                     line_of.append(line_no)
-                    xs.append((float(pc.x0[i]), float(pc.x1[i])))
+                    xs.append(extent)
             horizontal = group[0].horizontal
             lo, hi, c0, c1 = _across_extent(pc, solid, horizontal)
             if horizontal:
