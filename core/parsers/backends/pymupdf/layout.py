@@ -59,45 +59,60 @@ def _require_layout() -> Any:
     return document_layout
 
 
-#: ONNX Runtime threads the layout model of this process was loaded with (None: not by us)
+#: ONNX Runtime threads the layout model of this process was loaded with (None: not by us, or
+#: the runtime's default number)
 _threads_loaded: int | None = None
+#: whether this process's layout sessions were created by :func:`_load_layout` (spinning off)
+_loaded_here = False
 
 
 def _load_layout(threads: int | None) -> bool:
-    """Load the layout model with ``threads`` ONNX Runtime threads (None: runtime default).
+    """Load the layout model with ``threads`` ONNX Runtime intra-op threads (None: the runtime's
+    default number) and without busy-waiting threads (``session.intra_op.allow_spinning`` off: an
+    idle ONNX thread spinning between operators burns a core that other work -- another worker,
+    another process on a shared machine -- could use; the results are the same).
 
     Only possible before the model is first loaded in this process -- PyMuPDF >= 2.0 imports
     ``pymupdf.layout`` (which loads it) on ``import pymupdf`` -- so returns whether it took effect.
     """
     import sys
 
-    global _threads_loaded
+    global _threads_loaded, _loaded_here
     if "pymupdf.layout" in sys.modules:
         _require_layout()
-        return threads is None or threads == _threads_loaded
-    if threads is None:
-        _require_layout()
-        return True
+        return threads is None or (_loaded_here and threads == _threads_loaded)
     import onnxruntime as ort
 
     original = ort.InferenceSession
 
-    class _ThreadLimitedSession(original):  # type: ignore[misc, valid-type]
+    class _LayoutSession(original):  # type: ignore[misc, valid-type]
         def __init__(self, path: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
             options = sess_options if sess_options is not None else ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.inter_op_num_threads = 1
-            # no busy-waiting threads: they steal the CPU of the other worker processes
+            if threads is not None:
+                options.intra_op_num_threads = threads
+                options.inter_op_num_threads = 1
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
             super().__init__(path, options, *args, **kwargs)
 
-    ort.InferenceSession = _ThreadLimitedSession
+    ort.InferenceSession = _LayoutSession
     try:
         _require_layout()
     finally:
         ort.InferenceSession = original
-    _threads_loaded = threads
+    _threads_loaded, _loaded_here = threads, True
     return True
+
+
+def layout_threads_setting() -> str:
+    """How this process's layout model runs, for reports: ``"ORT 1 thread, no spinning"``,
+    ``"ORT default threads (N cores), no spinning"`` (loaded by :func:`_load_layout`) or
+    ``"ORT default threads (N cores), spinning"`` (loaded by a plain ``import pymupdf``)."""
+    import os
+
+    count = f"{_threads_loaded} thread{'s' if _threads_loaded != 1 else ''}" if _threads_loaded else (
+        f"default threads ({os.cpu_count()} cores)"
+    )
+    return f"ORT {count}, {'no spinning' if _loaded_here else 'spinning (ORT default)'}"
 
 
 def _strip_page(page: Any) -> Any:

@@ -93,8 +93,10 @@ class PyMuPDFParser(BaseParser):
         ``callback(pages_done, pages_total)`` during the layout pass.
     layout_threads:
         ONNX Runtime threads of the layout model in this process (default: the runtime's own
-        choice, which already puts part of the model on a second core). Takes effect only if
-        nothing imported ``pymupdf`` before (that loads the model); worker processes use 1.
+        choice, which already puts part of the model on a second core). The model is loaded
+        without busy-waiting (spinning) threads, which burn CPU between operators for no output.
+        Takes effect only if nothing imported ``pymupdf`` before (that loads the model with
+        ONNX Runtime's defaults); worker processes use 1.
     pool:
         An executor owned by the caller that runs the page tasks instead of a pool of the
         parser's own (``grounded.ingest`` lends its worker processes; they load the layout model
@@ -172,7 +174,9 @@ class PyMuPDFParser(BaseParser):
         self._lent_pool: Any = pool
         if importlib.util.find_spec("pymupdf") is None:  # pragma: no cover - core dependency
             raise BackendUnavailableError("PyMuPDF parser", "pymupdf", "pymupdf")
-        if layout_threads is not None and not _load_layout(layout_threads):
+        # loads the model here, when nothing imported pymupdf before: intra-op threads as asked
+        # (None: ONNX Runtime's default number) and no busy-waiting threads
+        if not _load_layout(layout_threads) and layout_threads is not None:
             # ``import pymupdf`` loads the layout model, so the setting must come first
             warnings.warn(
                 f"layout_threads={layout_threads} ignored: PyMuPDF's layout model was already loaded in this "
