@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_model_options(p)
     p.add_argument("--embed", choices=("minilm", "none"), default="none",
                    help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
+    p.add_argument("--device", default="auto", metavar="auto|cpu|cuda[:N]",
+                   help="where --embed runs: auto (default: the GPU when torch sees one), cpu, cuda or cuda:N")
     p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
     p.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local: a process pool on this machine (default); ray: Ray Data actors (pip install 'ray[data]')")
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
         tokenizer=args.tokenizer,
         box_mode=args.box_mode,
         password=pdf_password(args),
+        device=args.device,
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)

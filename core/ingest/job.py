@@ -36,6 +36,7 @@ the worker count or the order in which documents finish.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
@@ -47,6 +48,7 @@ from typing import Any, Literal
 from ..errors import InputError, InputNotFoundError
 from ..llm.spec import ModelSpec
 from ..parsers.cache import file_sha256
+from ..runtime.device import check_device, torch_device
 from .config import asdict, config_fingerprint, config_settings, settings_difference
 from .errors import ConfigurationMismatchError, IngestError
 from .inputs import expand_inputs
@@ -195,6 +197,7 @@ def ingest(
     tokenizer: str | None = None,
     box_mode: str = "auto",
     password: str | None = None,
+    device: str = "auto",
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into the index ``out``.
 
@@ -211,7 +214,10 @@ def ingest(
     ``tokenizer`` (a name or tokenizer.json path) and ``box_mode`` as for
     :class:`~grounded.chunking.Chunker`; all of them are part of the folder's configuration.
     ``password`` opens encrypted inputs (every input gets it; it never enters the configuration, a
-    row or a record). The local engine runs worker processes with the spawn method: a script must
+    row or a record). ``device``: where the embedder runs -- ``"auto"`` (default: CUDA when torch
+    sees a GPU, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (a GPU asked for but not usable
+    raises :class:`~grounded.errors.DeviceUnavailableError` before any work); it is not part of the
+    configuration fingerprint. The local engine runs worker processes with the spawn method: a script must
     call ``ingest`` under ``if __name__ == "__main__":``.
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
@@ -227,6 +233,13 @@ def ingest(
         raise IngestError(f"embed must be 'minilm' or 'none', got {embed!r}")
     if sink not in ("parquet", "lancedb"):
         raise IngestError(f"sink must be 'parquet' or 'lancedb', got {sink!r}")
+    try:
+        check_device(device)
+    except ValueError as exc:
+        raise IngestError(str(exc)) from exc
+    if embed != "none" and device.startswith("cuda"):
+        with contextlib.suppress(ImportError):  # no torch: the embedder names the missing extra
+            torch_device(device)  # no usable GPU: DeviceUnavailableError now, not in every worker
     n_workers = (os.cpu_count() or 1) if workers is None else int(workers)
     if n_workers < 1:
         raise IngestError(f"workers must be >= 1, got {workers!r}")
@@ -236,7 +249,7 @@ def ingest(
     config = JobConfig(
         parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model,
         parser_options=pcls.check_options(parser_options or {}), strategy_options=dict(strategy_options or {}),
-        tokenizer=tokenizer, box_mode=box_mode, password=password,
+        tokenizer=tokenizer, box_mode=box_mode, password=password, device=device,
     )
     chunker = build_chunker(config)  # invalid chunking options fail here
     settings = config_settings(config, chunker.fingerprint)

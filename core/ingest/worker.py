@@ -58,6 +58,9 @@ class JobConfig:
     box_mode: str = "auto"
     #: the password of encrypted inputs: given to every parse, never fingerprinted, recorded or shown
     password: str | None = field(default=None, repr=False)
+    #: where the embedder runs (``auto``/``cpu``/``cuda[:N]``, :mod:`grounded.runtime.device`); not
+    #: part of the fingerprint: it says where vectors are computed, not which ones
+    device: str = "auto"
 
 
 @dataclass
@@ -112,14 +115,15 @@ def _strategy_declared(strategy: str) -> tuple[Any, ...]:
     return strategy_class(strategy).options or ()
 
 
-def build_embedder(name: str) -> Any:
+def build_embedder(name: str, device: str = "auto") -> Any:
+    """The embedder of ``--embed NAME`` on ``device`` (None for ``none``)."""
     if name == "none":
         return None
     if name != "minilm":
         raise ValueError(f"embed must be 'minilm' or 'none', got {name!r}")
     from ..chunking.strategies.semantic import minilm_embedder
 
-    return minilm_embedder(batch_size=EMBED_BATCH)
+    return minilm_embedder(batch_size=EMBED_BATCH, device=device)
 
 
 def setup(config: JobConfig) -> None:
@@ -134,7 +138,7 @@ def setup(config: JobConfig) -> None:
             torch.set_num_threads(1)  # one core per worker process
         except ImportError:  # the embedder reports the missing extra itself
             pass
-    _State.embedder = build_embedder(config.embed)
+    _State.embedder = build_embedder(config.embed, config.device)
 
 
 def safe_setup(config: JobConfig) -> None:
