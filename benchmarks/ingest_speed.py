@@ -1,7 +1,9 @@
 """End-to-end ingest throughput and memory: ``grounded.ingest`` vs the pipeline a user writes today.
 
 Run: ``python benchmarks/ingest_speed.py [--quick] [--no-embed] [--save docs/results/ingest_speed.md]``
-(``--sections like`` runs only the like-for-like comparison of issue 24: ``benchmarks/_like_for_like.py``)
+(``--sections like`` runs only the like-for-like comparison of issue 24: ``benchmarks/_like_for_like.py``;
+12 runs of 44-88 pages, estimated 8-10 min on 2 quiet cores -- ``--quick --sections like``: one 13-page
+PDF, about a quarter of that. On a loaded machine its summary compares CPU time, not wall time.)
 (full mode: about 25-30 min on 2 quiet cores, most of it the three runs over the 704-page
 document -- ``--times 8`` for about 15 min; ``--quick``: about 3 min; ``--sections`` runs a part).
 
