@@ -24,6 +24,7 @@ __all__ = [
     "write_json",
     "plot_dla",
     "plot_chunking",
+    "plot_stored_chunking",
     "rag_markdown",
     "METRIC_TITLES",
 ]
@@ -232,6 +233,21 @@ def plot_chunking(evals: Sequence[ChunkingEvaluation], path: str | Path, n: str 
     if paired:
         axes[0][0].legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_stored_chunking(results: str | Path, path: str | Path | None = None, n: str = "5") -> Path:
+    """:func:`plot_chunking` of a stored result file (``grounded eval chunking --out``'s JSON, rows merged
+    into it by ``benchmarks/eval_merge_rows.py`` included) into ``path`` (default: the JSON's ``.png``
+    beside it), no row re-run. Rows are grouped by strategy in the order each first appears, as the
+    merged tables list them."""
+    results = Path(results)
+    data = json.loads(results.read_text(encoding="utf-8"))
+    evals = [ChunkingEvaluation.from_dict(d) for d in data["results"]]
+    order: dict[str, int] = {}
+    for ev in evals:
+        order.setdefault(_config(ev)[0], len(order))
+    evals.sort(key=lambda ev: order[_config(ev)[0]])  # stable: the rows of a strategy keep their order
+    return plot_chunking(evals, results.with_suffix(".png") if path is None else path, n)
 
 
 # -- files --------------------------------------------------------------------------------------------------
