@@ -404,7 +404,7 @@ def run_rag_cmd(args: argparse.Namespace) -> int:
     from .embeddings import minilm_embedder
     from .rag import run_rag
     from .rag_data import SAMPLE_GUIDELINE_QUESTIONS, SAMPLE_GUIDELINE_SOURCE, load_questions
-    from .report import rag_markdown
+    from .report import rag_markdown, rag_questions_markdown
     from .runs import parse_cached
 
     spec = model_spec(args)
@@ -441,6 +441,8 @@ def run_rag_cmd(args: argparse.Namespace) -> int:
         evals = run_rag(doc.root, questions, chunkers, embed=embedder.embed, model=model, judge=judge,
                         top_k=args.top_k, progress=_progress(args), on_result=on_result)
     md = rag_markdown(evals, model=model.identity, judge=judge.identity, source=source, top_k=args.top_k)
+    md += "\n### Per question\n\n" + rag_questions_markdown(
+        [{"strategy": ev.name, **r.to_dict()} for ev in evals for r in ev.results])
     payload = {"model": model.identity, "judge": judge.identity, "questions_source": source, "top_k": args.top_k,
                "pdf": str(args.pdf) if args.pdf else "grounded.samples sample guideline",
                "results": [e.to_dict() for e in evals]}

@@ -26,6 +26,7 @@ __all__ = [
     "plot_chunking",
     "plot_stored_chunking",
     "rag_markdown",
+    "rag_questions_markdown",
     "METRIC_TITLES",
 ]
 
@@ -145,6 +146,31 @@ def rag_markdown(evals: Sequence[Any], *, model: str, judge: str, source: str, t
         "\nAccuracy and the other A.2 labels (seed 001) are shares of the valid verdicts; faithfulness and relevancy "
         "(seed 002, 0-1) are means over questions of the mean over the answer's statements. A judge answer still "
         "invalid after one re-ask leaves that question out of that metric.\n")
+
+
+def rag_questions_markdown(records: Sequence[dict[str, Any]]) -> str:
+    """One row per judged question (``{"strategy": ..., **QuestionResult.to_dict()}``, as ``--log``
+    writes them): the retrieved pages, the answer's start, the A.2 verdict and the statement scores -
+    ``invalid`` where the judge's reply stayed unreadable (counted, never scored) - and the seconds."""
+
+    def short(text: str, n: int = 60) -> str:
+        one = " ".join(text.split())
+        return one if len(one) <= n else one[: n - 1] + "…"
+
+    rows = []
+    for r in records:
+        verdict = r.get("verdict")
+        pages = sorted({p for hit in r.get("retrieved", []) for p in hit.get("pages", [])})
+        seconds = r.get("seconds") or {}
+        rows.append([
+            r.get("strategy"), short(r["question"], 50), ",".join(map(str, pages)) or None, short(r["generated_answer"]),
+            verdict["response_quality"] if verdict else "invalid",
+            "invalid" if r.get("statements") is None else _f(r.get("faithfulness"), 2),
+            "invalid" if r.get("statements") is None else _f(r.get("relevancy"), 2),
+            f"{seconds['answer']:.0f} / {seconds['judging']:.0f}" if seconds else None,
+        ])
+    return markdown_table(["Chunking", "question", "retrieved pages", "answer (start)", "A.2 verdict", "Faithfulness",
+                           "Relevancy", "s answer / judging"], rows)
 
 
 # -- chunking ----------------------------------------------------------------------------------------------

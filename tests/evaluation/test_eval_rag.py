@@ -178,6 +178,9 @@ def test_eval_rag_on_the_sample_guideline_with_recorded_replies(tmp_path: Path, 
         assert by_q[SAMPLE_GUIDELINE_QUESTIONS[3].question]["verdict"]["response_quality"] == "correct"  # on the re-ask
         assert all(1 <= len(q["retrieved"]) <= 3 for q in row["questions"])
     assert "| vision | 128 | 6 | 12 | 72.7 | 18.2 | 9.1 | 90.9 | 0.864 | 0.873 | 1 / 1 |" in out
+    # one row per question; a judge reply that stayed invalid reads "invalid", never a score
+    per_question = [line for line in out.split("### Per question")[1].splitlines() if line.startswith("| fixed |")]
+    assert len(per_question) == 12 and [k for k, line in enumerate(per_question) if "| invalid |" in line] == [10, 11]
     assert payload["judge"] == payload["model"] and payload["model"].startswith("callable:")
     # --log: every judged question as it was done, the same records as the result file's
     logged = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
