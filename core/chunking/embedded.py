@@ -45,7 +45,7 @@ class EmbeddingStrategy(PieceStrategy):
 def embed_checked(embedder: Embedder, texts: Sequence[str], what: str, dtype: type = np.float64) -> np.ndarray:
     """``embedder(texts)`` as a 2-D array of ``dtype``, one row per text; any other shape is a
     :class:`~grounded.errors.ChunkingError` naming the shape and ``what`` the texts are."""
-    vecs = np.asarray(embedder(texts), dtype=dtype)
+    vecs: np.ndarray = np.asarray(embedder(texts), dtype=dtype)
     if vecs.ndim != 2 or vecs.shape[0] != len(texts):
         raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(texts)} {what}")
     return vecs
