@@ -7,12 +7,14 @@ folder, then merges the new results into ``docs/results/<name>.json`` (appended 
 ``<name>.md``: in every ``### `` section whose table the new run also printed, each new table row goes
 after the last row with the same first cell (the strategy), or after the last row whose first cell is
 ``--after``, else at the end of the table. The existing lines are kept byte for byte; ``--note`` adds
-a provenance paragraph under the title of the file. The PNG is left as it was (it plots the earlier
-rows only; the note says so).
+a provenance paragraph under the title of the file. ``<name>.png`` is then plotted again from the merged
+JSON (:func:`grounded.evaluation.report.plot_stored_chunking`: every row, grouped by strategy);
+``--plot-only`` re-plots a stored result without merging or running anything.
 
     python benchmarks/eval_merge_rows.py --name chunking_grid --note "..." -- \\
         --suite grid --sizes 1024 --overlaps 0,0.2 --percentiles 0.7,0.9
     python benchmarks/eval_merge_rows.py --name chunking_extended --from-json /tmp/run.json --from-md /tmp/run.md
+    python benchmarks/eval_merge_rows.py --name chunking_grid --plot-only
 
 ``--from-json/--from-md`` merge a run made earlier (e.g. in the background) instead of running one.
 """
@@ -87,8 +89,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--from-json", type=Path, default=None)
     ap.add_argument("--from-md", type=Path, default=None)
     ap.add_argument("--data", type=Path, default=None)
+    ap.add_argument("--plot-only", action="store_true", help="only plot <name>.png again from <name>.json")
     args = ap.parse_args(own)
     old_md_path, old_json_path = args.out / f"{args.name}.md", args.out / f"{args.name}.json"
+    from grounded.evaluation.report import plot_stored_chunking
+
+    if args.plot_only:
+        print(plot_stored_chunking(old_json_path))
+        return 0
     with tempfile.TemporaryDirectory() as tmp:
         if args.from_json and args.from_md:
             new_json, new_md = args.from_json, args.from_md
@@ -114,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
                             after=args.after, note=args.note)
         atomic_write_text(old_json_path, json.dumps(old, indent=1, ensure_ascii=False) + "\n")
         atomic_write_text(old_md_path, md)
+    print(plot_stored_chunking(old_json_path))
     return 0
 
 

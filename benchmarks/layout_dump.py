@@ -32,6 +32,7 @@ STRATEGIES: dict[str, dict[str, Any]] = {
     "semantic": {},
     "cluster": {},
     "kamradt_mod": {},
+    "kamradt": {},
 }
 SIZES = (128, 512)
 

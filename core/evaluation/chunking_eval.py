@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -25,7 +25,11 @@ from .baseline_splitters import CHROMA_SEPARATORS, Cl100k, RecursiveSpanSplitter
 from .chroma_data import ChromaDataset
 from .embeddings import CachedEmbedder
 from .retrieval_metrics import ChunkRegion, MetricSummary, precision_omega, score_question, summarize
+from .runs import EvaluationError
 from .spans import covered, union
+
+if TYPE_CHECKING:
+    from ..llm.spec import ModelSpec
 
 __all__ = [
     "CorpusChunker",
@@ -142,20 +146,31 @@ class GroundedCorpusChunker:
     ``extra_chars``, so a retrieved chunk weighs exactly ``len(content)`` characters.
     """
 
-    def __init__(self, strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> None:
+    def __init__(self, strategy: str, max_tokens: int, overlap: int = 0, *, spec: ModelSpec | None = None,
+                 **options: Any) -> None:
+        if {"llm", "model", "generation"} & set(options):
+            raise EvaluationError(f"{strategy}: give the model as spec=ModelSpec(...) (its identity is the row's "
+                                  "key), not as llm=/model=/generation= options")
         self.strategy, self.max_tokens, self.overlap, self.options = strategy, max_tokens, overlap, options
+        #: the model of a model-driven strategy; ``model_options`` its built ``llm=`` / ``model=`` /
+        #: ``generation=`` options (built on the first :meth:`chunk_corpus` unless set, e.g. shared by rows)
+        self.spec = spec if spec else None
+        self.model_options: dict[str, Any] | None = None
         self.name = f"grounded {strategy}"
         #: sentence embedder of the semantic strategy (a cached one shares vectors across runs)
         self.sentence_embedder: Any = None
 
     def params(self) -> dict[str, Any]:
-        options = {k: v for k, v in self.options.items() if k not in ("llm", "model")}
-        if self.options.get("llm") is not None:  # an injected model: its stable identity, not the object
-            from ..llm import as_model
+        """The row's key: the configuration, and for a model-driven strategy the model's identity
+        (:meth:`ModelSpec.identity`) with the generation settings it is asked with - given ones over the
+        strategy's defaults - so a run at another temperature is another row, never a stale one."""
+        model: dict[str, Any] = {}
+        if self.spec is not None:
+            from ..chunking.base import strategy_class
 
-            options["llm"] = as_model(self.options["llm"], model=self.options.get("model")).identity
+            model["llm"] = self.spec.identity(getattr(strategy_class(self.strategy), "generation_defaults", None))
         return {"strategy": self.strategy, "max_tokens": self.max_tokens, "overlap": self.overlap,
-                "length": "all-MiniLM-L6-v2 tokens", **options}
+                "length": "all-MiniLM-L6-v2 tokens", **self.options, **model}
 
     def chunk_corpus(self, corpus_id: str, text: str) -> list[Piece]:
         from ..chunking import chunk
@@ -165,6 +180,12 @@ class GroundedCorpusChunker:
         root = read_text(text, source=corpus_id, id_prefix=corpus_id)
         starts = {n.id: int(n.metadata["source_start"]) for n in root.walk() if "source_start" in n.metadata}
         options = dict(self.options)
+        if self.spec is not None:
+            if self.model_options is None:
+                from ..llm.spec import strategy_options
+
+                self.model_options = strategy_options(self.strategy, self.spec)
+            options.update(self.model_options)
         if strategy_class(self.strategy).uses_embedder and self.sentence_embedder is not None:
             options.setdefault("embedder", self.sentence_embedder)
         result = chunk(root, strategy=self.strategy, max_tokens=self.max_tokens, overlap=self.overlap, **options)
@@ -308,6 +329,16 @@ class ChunkingEvaluation:
         if with_questions:
             d["per_question"] = self.per_question
         return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ChunkingEvaluation:
+        """The evaluation of one :meth:`to_dict` (a stored result file's ``results`` item), e.g. to plot
+        published rows again without re-running them."""
+        return cls(
+            name=d["name"], params=d["params"], n_chunks=d["n_chunks"], mean_chunk_tokens=d["mean_chunk_tokens_cl100k"],
+            summaries={n: {scope: MetricSummary.from_dict(s) for scope, s in by.items()} for n, by in d["summaries"].items()},
+            per_question=d.get("per_question", {}), seconds=d.get("seconds", {}), settings=d.get("settings", {}),
+        )
 
 
 def _n_key(n: int | str) -> str:

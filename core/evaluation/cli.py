@@ -281,8 +281,11 @@ def _llm_rows(spec: ModelSpec, sizes: list[int], **options: Any) -> list[Any]:
         return []
     from .runs import _chroma_row
 
-    model = strategy_options("llm", spec)
-    return [_chroma_row("llm", size, **options, **model) for size in sizes]
+    rows = [_chroma_row("llm", size, **options, spec=spec) for size in sizes]
+    built = strategy_options("llm", spec)  # the model imported once, before any work (a bad --llm fails here)
+    for row in rows:
+        row.model_options = built
+    return rows
 
 
 def _row_key(chunker: Any) -> str:
@@ -347,6 +350,9 @@ def _register_rag(sub: Any) -> None:
                      help="cache for parses and embeddings (default: $GROUNDED_CACHE_DIR or ~/.cache/grounded)")
     rag.add_argument("--no-cache", action="store_true", help="neither read nor write the on-disk caches")
     rag.add_argument("--limit", type=int, default=None, metavar="N", help="ask only the first N questions")
+    rag.add_argument("--log", type=Path, default=None, metavar="FILE",
+                     help="JSON Lines of the judged questions so far (strategy + result), rewritten atomically after "
+                          "each one: a long run with a slow model keeps what finished")
     rag.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
     rag.set_defaults(func=run_rag_cmd)
 
@@ -374,6 +380,23 @@ def _rag_chunkers(args: argparse.Namespace, llm: Any, name: str | None, embed: A
     return out
 
 
+def _question_log(path: Path) -> Any:
+    """``on_result`` for :func:`~.rag.run_rag`: ``path`` holds one JSON line per judged question so far
+    (``{"strategy": ..., **result}``), the whole file rewritten atomically each time (never a cut line)."""
+    import json
+
+    from ..io.atomic import atomic_write_text, check_output_target
+
+    check_output_target(path)
+    lines: list[str] = []
+
+    def write(strategy: str, result: Any) -> None:
+        lines.append(json.dumps({"strategy": strategy, **result.to_dict()}, ensure_ascii=False))
+        atomic_write_text(path, "\n".join(lines) + "\n")
+
+    return write
+
+
 def run_rag_cmd(args: argparse.Namespace) -> int:
     import tempfile
 
@@ -381,7 +404,7 @@ def run_rag_cmd(args: argparse.Namespace) -> int:
     from .embeddings import minilm_embedder
     from .rag import run_rag
     from .rag_data import SAMPLE_GUIDELINE_QUESTIONS, SAMPLE_GUIDELINE_SOURCE, load_questions
-    from .report import rag_markdown
+    from .report import rag_markdown, rag_questions_markdown
     from .runs import parse_cached
 
     spec = model_spec(args)
@@ -394,6 +417,7 @@ def run_rag_cmd(args: argparse.Namespace) -> int:
     questions = list(SAMPLE_GUIDELINE_QUESTIONS) if args.questions is None else load_questions(args.questions)
     source = SAMPLE_GUIDELINE_SOURCE if args.questions is None else str(args.questions)
     questions = questions[: args.limit] if args.limit else questions
+    on_result = _question_log(args.log) if args.log is not None else None
     llm, name = spec.build()
     model = as_model(llm, model=name)
     judge_spec = ModelSpec(args.judge_llm, args.judge_model, "--judge-model NAME or --judge-llm MODULE:OBJECT")
@@ -415,8 +439,10 @@ def run_rag_cmd(args: argparse.Namespace) -> int:
         if doc.error or doc.root is None:
             raise EvalUsageError(f"{pdf}: parsing failed: {doc.error}")
         evals = run_rag(doc.root, questions, chunkers, embed=embedder.embed, model=model, judge=judge,
-                        top_k=args.top_k, progress=_progress(args))
+                        top_k=args.top_k, progress=_progress(args), on_result=on_result)
     md = rag_markdown(evals, model=model.identity, judge=judge.identity, source=source, top_k=args.top_k)
+    md += "\n### Per question\n\n" + rag_questions_markdown(
+        [{"strategy": ev.name, **r.to_dict()} for ev in evals for r in ev.results])
     payload = {"model": model.identity, "judge": judge.identity, "questions_source": source, "top_k": args.top_k,
                "pdf": str(args.pdf) if args.pdf else "grounded.samples sample guideline",
                "results": [e.to_dict() for e in evals]}

@@ -46,6 +46,7 @@ __all__ = ["QuestionResult", "RagEvaluation", "retrieve", "ask_judge", "evaluate
 
 JUDGE_ATTEMPTS = 2
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
+OnResult = Callable[[str, "QuestionResult"], None]
 
 
 def _no_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
@@ -62,6 +63,8 @@ class QuestionResult:
     verdict: AccuracyVerdict | None = None
     statements: list[StatementScore] | None = None
     errors: list[str] = field(default_factory=list)
+    #: wall seconds of this question's answer and of its judging (re-asks included)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     @property
     def faithfulness(self) -> float | None:
@@ -75,7 +78,8 @@ class QuestionResult:
         return {**self.question.to_dict(), "retrieved": self.retrieved, "generated_answer": self.answer,
                 "verdict": self.verdict.to_dict() if self.verdict else None,
                 "statements": [s.to_dict() for s in self.statements] if self.statements is not None else None,
-                "faithfulness": self.faithfulness, "relevancy": self.relevancy, "errors": self.errors}
+                "faithfulness": self.faithfulness, "relevancy": self.relevancy, "errors": self.errors,
+                "seconds": {k: round(v, 3) for k, v in self.seconds.items()}}
 
 
 @dataclass
@@ -154,9 +158,12 @@ def evaluate_strategy(
     judge: Any = None,
     top_k: int = 5,
     progress: Progress = _no_progress,
+    on_result: OnResult | None = None,
 ) -> RagEvaluation:
     """Retrieve, answer and judge every question over ``chunks`` (:class:`~grounded.model.Chunk` s);
-    ``model`` / ``judge`` are :class:`grounded.llm.Model` s (``judge`` defaults to ``model``)."""
+    ``model`` / ``judge`` are :class:`grounded.llm.Model` s (``judge`` defaults to ``model``);
+    ``on_result(name, result)`` is called as soon as each question is judged (a long run with a slow
+    model can keep what finished)."""
     if top_k < 1:
         raise EvaluationError(f"top_k must be at least 1, got {top_k}")
     judge = judge or model
@@ -190,9 +197,12 @@ def evaluate_strategy(
                 read_statements, f"faithfulness/relevancy judge ({name})")
         except JudgeAnswerError as exc:
             result.errors.append(f"statements: {exc.cause}")
-        seconds["generation"] += t1 - t0
-        seconds["judging"] += time.perf_counter() - t1
+        result.seconds = {"answer": t1 - t0, "judging": time.perf_counter() - t1}
+        seconds["generation"] += result.seconds["answer"]
+        seconds["judging"] += result.seconds["judging"]
         results.append(result)
+        if on_result is not None:
+            on_result(name, result)
     return RagEvaluation(name, params, len(chunks), results, seconds)
 
 
@@ -206,6 +216,7 @@ def run_rag(
     judge: Any = None,
     top_k: int = 5,
     progress: Progress = _no_progress,
+    on_result: OnResult | None = None,
 ) -> list[RagEvaluation]:
     """:func:`evaluate_strategy` for every ``(name, Chunker)`` on the parse tree ``root``."""
     if not questions:
@@ -216,7 +227,7 @@ def run_rag(
         chunks = chunker.chunk(root).chunks
         chunking = time.perf_counter() - started
         ev = evaluate_strategy(name, chunker.strategy.params(), chunks, questions, embed=embed, model=model,
-                               judge=judge, top_k=top_k, progress=progress)
+                               judge=judge, top_k=top_k, progress=progress, on_result=on_result)
         ev.seconds = {"chunking": chunking, **ev.seconds}
         out.append(ev)
     return out

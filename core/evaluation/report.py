@@ -24,7 +24,9 @@ __all__ = [
     "write_json",
     "plot_dla",
     "plot_chunking",
+    "plot_stored_chunking",
     "rag_markdown",
+    "rag_questions_markdown",
     "METRIC_TITLES",
 ]
 
@@ -146,6 +148,31 @@ def rag_markdown(evals: Sequence[Any], *, model: str, judge: str, source: str, t
         "invalid after one re-ask leaves that question out of that metric.\n")
 
 
+def rag_questions_markdown(records: Sequence[dict[str, Any]]) -> str:
+    """One row per judged question (``{"strategy": ..., **QuestionResult.to_dict()}``, as ``--log``
+    writes them): the retrieved pages, the answer's start, the A.2 verdict and the statement scores -
+    ``invalid`` where the judge's reply stayed unreadable (counted, never scored) - and the seconds."""
+
+    def short(text: str, n: int = 60) -> str:
+        one = " ".join(text.split())
+        return one if len(one) <= n else one[: n - 1] + "…"
+
+    rows = []
+    for r in records:
+        verdict = r.get("verdict")
+        pages = sorted({p for hit in r.get("retrieved", []) for p in hit.get("pages", [])})
+        seconds = r.get("seconds") or {}
+        rows.append([
+            r.get("strategy"), short(r["question"], 50), ",".join(map(str, pages)) or None, short(r["generated_answer"]),
+            verdict["response_quality"] if verdict else "invalid",
+            "invalid" if r.get("statements") is None else _f(r.get("faithfulness"), 2),
+            "invalid" if r.get("statements") is None else _f(r.get("relevancy"), 2),
+            f"{seconds['answer']:.0f} / {seconds['judging']:.0f}" if seconds else None,
+        ])
+    return markdown_table(["Chunking", "question", "retrieved pages", "answer (start)", "A.2 verdict", "Faithfulness",
+                           "Relevancy", "s answer / judging"], rows)
+
+
 # -- chunking ----------------------------------------------------------------------------------------------
 def _pm(ev: ChunkingEvaluation, n: str, metric: str, scope: str = "all") -> str:
     s = ev.summaries[n][scope]
@@ -232,6 +259,21 @@ def plot_chunking(evals: Sequence[ChunkingEvaluation], path: str | Path, n: str 
     if paired:
         axes[0][0].legend(fontsize=7)
     return _save(fig, path)
+
+
+def plot_stored_chunking(results: str | Path, path: str | Path | None = None, n: str = "5") -> Path:
+    """:func:`plot_chunking` of a stored result file (``grounded eval chunking --out``'s JSON, rows merged
+    into it by ``benchmarks/eval_merge_rows.py`` included) into ``path`` (default: the JSON's ``.png``
+    beside it), no row re-run. Rows are grouped by strategy in the order each first appears, as the
+    merged tables list them."""
+    results = Path(results)
+    data = json.loads(results.read_text(encoding="utf-8"))
+    evals = [ChunkingEvaluation.from_dict(d) for d in data["results"]]
+    order: dict[str, int] = {}
+    for ev in evals:
+        order.setdefault(_config(ev)[0], len(order))
+    evals.sort(key=lambda ev: order[_config(ev)[0]])  # stable: the rows of a strategy keep their order
+    return plot_chunking(evals, results.with_suffix(".png") if path is None else path, n)
 
 
 # -- files --------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -108,6 +109,11 @@ class MetricSummary:
 
     def to_dict(self) -> dict[str, object]:
         return {"n_questions": self.n_questions, "mean": self.mean, "std": self.std}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> MetricSummary:
+        return cls(int(d["n_questions"]), {k: float(v) for k, v in d["mean"].items()},
+                   {k: float(v) for k, v in d["std"].items()})
 
 
 def summarize(values: Mapping[str, Sequence[float]]) -> MetricSummary:

@@ -106,6 +106,8 @@ class LLMStrategy(PieceStrategy):
 
     #: fingerprint name, frozen (its module when chunk ids were first issued; see text.ids.class_identity)
     IDENTITY = "grounded.chunking.strategies.llm.LLMStrategy"
+    #: the generation settings under ``generation=`` (Chroma's LLMSemanticChunker: temperature 0.2, 200 tokens)
+    generation_defaults: GenerationSettings = LLM_CHUNKER_SETTINGS
 
     name = "llm"
     piece_kind = "split"
@@ -147,7 +149,7 @@ class LLMStrategy(PieceStrategy):
         self.window_tokens = int(window_tokens)
         self.retries = int(retries)
         self.llm = llm
-        self.generation = effective_settings(LLM_CHUNKER_SETTINGS, llm, generation)
+        self.generation = effective_settings(self.generation_defaults, llm, generation)
         self._model: Model | None = None
         if llm is not None:
             self._model = as_model(llm, model=model, retry=retry, sleep=sleep, settings=self.generation)

@@ -37,6 +37,13 @@ class ModelSpec:
     def __bool__(self) -> bool:
         return bool(self.obj or self.name)
 
+    def identity(self, defaults: GenerationSettings | None = None) -> dict[str, Any]:
+        """The model as plain data for cache keys and fingerprints: ``{"obj", "name", "settings"}``,
+        ``settings`` being the given ones over ``defaults`` (the strategy's, e.g.
+        :data:`~grounded.llm.LLM_CHUNKER_SETTINGS`) - the settings the requests are sent with, so another
+        temperature, output length or seed is another key. Built without importing the model."""
+        return {"obj": self.obj, "name": self.name, "settings": self.settings.over(defaults).given()}
+
     def build(self) -> tuple[Any, str | None]:
         """``(model object, model name)``: the imported object, or a google-genai client for ``name``."""
         if self.obj:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -331,3 +332,30 @@ def test_embedding_strategies_get_the_runs_embedder(dataset):
         chunker.sentence_embedder = embed
         assert chunker.chunk_corpus("chatlogs", text)
         assert bool(calls) == embeds, strategy
+
+
+def test_stored_results_are_plotted_again_without_a_run(tmp_path):
+    """The published grid (rows of two runs merged into one JSON) reads back into evaluations equal to the
+    stored ones, and its plot is drawn from the file with every row: a 32-row plot is wider than the plot of
+    its first 24 rows (the figure width grows with the rows)."""
+    import json
+
+    from grounded.evaluation.chunking_eval import ChunkingEvaluation
+    from grounded.evaluation.report import plot_stored_chunking
+    from tests.support.data import REPO
+
+    stored = json.loads((REPO / "docs" / "results" / "chunking_grid.json").read_text(encoding="utf-8"))
+    assert len(stored["results"]) == 32
+    for item in stored["results"]:
+        assert ChunkingEvaluation.from_dict(item).to_dict() == item
+    (tmp_path / "all.json").write_text(json.dumps(stored))
+    (tmp_path / "first.json").write_text(json.dumps({**stored, "results": stored["results"][:24]}))
+
+    def width(png: Path) -> int:
+        data = png.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        return int.from_bytes(data[16:20], "big")  # IHDR width
+
+    assert plot_stored_chunking(tmp_path / "all.json") == tmp_path / "all.png"
+    plot_stored_chunking(tmp_path / "first.json", tmp_path / "first.png")
+    assert width(tmp_path / "all.png") > width(tmp_path / "first.png") + 300

@@ -126,6 +126,31 @@ def test_llm_strategy_needs_a_model_and_is_scored_with_one(tmp_path, capsys, mon
     out = capsys.readouterr().out
     assert "### Skipped" not in out and "| llm | 256 | 0 |" in out
     (row,) = json.loads((tmp_path / "out" / "results.json").read_text())["results"]
-    assert row["params"]["strategy"] == "llm" and row["params"]["llm"] == "callable:tests.evaluation.test_eval_cli.split_model.<locals>.answer"
+    assert row["params"]["strategy"] == "llm" and row["params"]["llm"] == {  # the model as named + the settings sent
+        "obj": "tests.evaluation.test_eval_cli:split_model()", "name": None, "settings": {"temperature": 0.2, "max_tokens": 200}}
     assert row["n_chunks"] > 10 and row["mean_chunk_tokens_cl100k"] > 100  # about four 50-token pieces per chunk
     assert row["summaries"]["5"]["all"]["n_questions"] == 12 and 0 < row["summaries"]["5"]["all"]["mean"]["recall"] <= 1
+
+
+def test_the_llm_rows_key_changes_with_the_generation_settings():
+    """A row's params are its key (merged result files, published rows): the model's identity comes from
+    ModelSpec.identity with the settings the requests are sent with, so another temperature, output length
+    or seed is another key - never the key of a row measured with other settings."""
+    from grounded.evaluation.chunking_eval import GroundedCorpusChunker
+    from grounded.evaluation.runs import EvaluationError
+    from grounded.llm import GenerationSettings
+    from grounded.llm.spec import ModelSpec
+
+    obj = "tests.evaluation.test_eval_cli:split_model()"
+
+    def key(**settings: Any) -> dict[str, Any]:
+        return GroundedCorpusChunker("llm", 256, 0, spec=ModelSpec(obj, settings=GenerationSettings(**settings))).params()
+
+    default = key()
+    assert default["llm"] == {"obj": obj, "name": None, "settings": {"temperature": 0.2, "max_tokens": 200}}
+    assert key(temperature=0.2) == default  # the strategy's default spelled out is the same configuration
+    assert key(temperature=0.7)["llm"]["settings"] == {"temperature": 0.7, "max_tokens": 200} and key(temperature=0.7) != default
+    assert key(max_tokens=64) != default and key(seed=3) != default and key(seed=3) != key(seed=4)
+    assert GroundedCorpusChunker("fixed", 256, 0).params().get("llm") is None
+    with pytest.raises(EvaluationError, match="spec=ModelSpec"):  # a model object has no key: it is refused
+        GroundedCorpusChunker("llm", 256, 0, llm=split_model())

@@ -156,7 +156,8 @@ def test_summary_counts_shares_of_valid_verdicts_and_means_of_statement_means() 
 # -- the whole run ------------------------------------------------------------------------------------------
 def test_eval_rag_on_the_sample_guideline_with_recorded_replies(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["eval", "rag", "--llm", "tests.support.rag_fakes:recorded_model()", "--strategies", "fixed,hierarchical,vision",
-                 "-n", "128", "--top-k", "3", "--out", str(tmp_path), "--no-progress", "--cache-dir", str(tmp_path / "cache")])
+                 "-n", "128", "--top-k", "3", "--out", str(tmp_path), "--no-progress", "--cache-dir", str(tmp_path / "cache"),
+                 "--log", str(tmp_path / "questions.jsonl")])
     assert code == 0
     out = capsys.readouterr().out
     payload = json.loads((tmp_path / "rag.json").read_text(encoding="utf-8"))
@@ -177,7 +178,14 @@ def test_eval_rag_on_the_sample_guideline_with_recorded_replies(tmp_path: Path, 
         assert by_q[SAMPLE_GUIDELINE_QUESTIONS[3].question]["verdict"]["response_quality"] == "correct"  # on the re-ask
         assert all(1 <= len(q["retrieved"]) <= 3 for q in row["questions"])
     assert "| vision | 128 | 6 | 12 | 72.7 | 18.2 | 9.1 | 90.9 | 0.864 | 0.873 | 1 / 1 |" in out
+    # one row per question; a judge reply that stayed invalid reads "invalid", never a score
+    per_question = [line for line in out.split("### Per question")[1].splitlines() if line.startswith("| fixed |")]
+    assert len(per_question) == 12 and [k for k, line in enumerate(per_question) if "| invalid |" in line] == [10, 11]
     assert payload["judge"] == payload["model"] and payload["model"].startswith("callable:")
+    # --log: every judged question as it was done, the same records as the result file's
+    logged = [json.loads(line) for line in (tmp_path / "questions.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert logged == [{"strategy": r["name"], **q} for r in payload["results"] for q in r["questions"]]
+    assert all(q["seconds"]["answer"] >= 0 and q["seconds"]["judging"] >= 0 for q in logged)
 
 
 def test_the_prompts_carry_the_question_the_retrieved_chunks_and_the_answer(tmp_path: Path) -> None:
@@ -219,3 +227,6 @@ def test_eval_rag_usage_errors_are_one_line(tmp_path: Path, capsys: pytest.Captu
     assert main(["eval", "rag", *model, "--top-k", "0"]) == 1
     err = capsys.readouterr().err
     assert "--top-k must be at least 1" in err and "Traceback" not in err
+    assert main(["eval", "rag", *model, "--log", str(tmp_path)]) == 1  # refused before any model call
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is a directory" in err and "Traceback" not in err

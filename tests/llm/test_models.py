@@ -9,7 +9,6 @@ import pickle
 import re
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,20 +16,15 @@ import pymupdf
 import pytest
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from llama_index.core.base.llms.types import (
     ChatMessage,
     ChatResponse,
     CompletionResponse,
     ImageBlock,
-    LLMMetadata,
     MessageRole,
     TextBlock,
 )
-from llama_index.core.llms.custom import CustomLLM
-from pydantic import Field
 
 from grounded.cli.main import main
 from grounded.errors import (
@@ -45,82 +39,16 @@ from grounded.llm import DEFAULT_GEMINI_MODEL, Model, RetryPolicy, UnsupportedMo
 from grounded.llm.spec import ModelSpec, strategy_options, takes_model
 from grounded.serialization import save_parsing_result
 from tests.support.data import REPO
+from tests.support.model_fakes import (
+    FakeChatModel,
+    FakeGenAIClient,
+    FakeLlamaLLM,
+    genai_response,
+    rate_limited,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 NO_JITTER = RetryPolicy(max_attempts=3, initial_delay=1.0, jitter=0.0)
-
-
-# -- fakes in each provider's response format -------------------------------------------------------
-def genai_response(text: str, finish: str = "STOP") -> genai_types.GenerateContentResponse:
-    return genai_types.GenerateContentResponse.model_validate(
-        {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finish_reason": finish, "index": 0}],
-            "model_version": "gemini-2.5-flash",
-        }
-    )
-
-
-class FakeGenAIModels:
-    def __init__(self, replies: Sequence[Any]) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-
-    def generate_content(self, *, model: str, contents: list[Any], config: Any = None) -> genai_types.GenerateContentResponse:
-        self.requests.append({"model": model, "contents": contents, "config": config})
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply if isinstance(reply, genai_types.GenerateContentResponse) else genai_response(reply)
-
-
-class FakeGenAIClient:
-    def __init__(self, replies: Sequence[Any]) -> None:
-        self.models = FakeGenAIModels(replies)
-
-
-def rate_limited() -> genai_errors.ClientError:
-    return genai_errors.ClientError(429, {"error": {"code": 429, "message": "Resource has been exhausted.", "status": "RESOURCE_EXHAUSTED"}})
-
-
-class FakeLlamaLLM(CustomLLM):
-    """A LlamaIndex LLM answering ``ChatResponse`` s (raw: an Anthropic message) and recording the chats."""
-
-    replies: list[Any] = Field(default_factory=list)
-    received: list[list[ChatMessage]] = Field(default_factory=list)
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="claude-fake", is_chat_model=True)
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        self.received.append(list(messages))
-        reply = self.replies.pop(0)
-        if isinstance(reply, ChatResponse):
-            return reply
-        raw = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn"}
-        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=reply), raw=raw)
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        raise AssertionError("requests go through chat()")
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Iterator[CompletionResponse]:
-        raise AssertionError("not used")
-
-
-class FakeChatModel(BaseChatModel):
-    """A LangChain chat model replaying ``AIMessage`` s and recording the messages it got."""
-
-    replies: list[AIMessage] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-    model_name: str = "gpt-fake"
-
-    @property
-    def _llm_type(self) -> str:
-        return "fake"
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        self.received.append(list(messages))
-        return ChatResult(generations=[ChatGeneration(message=self.replies.pop(0))])
 
 
 # -- the four kinds ---------------------------------------------------------------------------------
@@ -142,7 +70,7 @@ def test_genai_client_text_images_and_system() -> None:
 def test_llama_index_llm_chat_blocks_and_system() -> None:
     llm = FakeLlamaLLM(replies=["a table transcription", "split_after: 3"])
     model = as_model(llm)
-    assert model.kind == "llama_index" and model.identity == "llama_index:tests.llm.test_models.FakeLlamaLLM[claude-fake]"
+    assert model.kind == "llama_index" and model.identity == "llama_index:tests.support.model_fakes.FakeLlamaLLM[claude-fake]"
     assert model.complete("transcribe", images=[PNG]) == "a table transcription"
     assert model.complete("where to split?", system="You split texts.") == "split_after: 3"
     (user,), (system, user2) = llm.received
@@ -159,7 +87,7 @@ def test_langchain_chat_model_str_and_content_block_replies() -> None:
         AIMessage(content=blocks, response_metadata={"stop_reason": "end_turn"}),  # Anthropic content blocks
     ])
     model = as_model(chat)
-    assert model.kind == "langchain" and model.identity == "langchain:tests.llm.test_models.FakeChatModel[gpt-fake]"
+    assert model.kind == "langchain" and model.identity == "langchain:tests.support.model_fakes.FakeChatModel[gpt-fake]"
     assert model.complete("describe", images=[PNG]) == "plain text"
     assert model.complete("split", system="You split texts.") == "split_after: 4, 8"  # the thinking block is not text
     (human,), (system, human2) = chat.received
@@ -258,7 +186,7 @@ def test_identity_is_stable_and_free_of_object_ids() -> None:
     for obj in (a, lambda p: "x", FakeLlamaLLM(), FakeGenAIClient([])):
         ident = as_model(obj).identity
         assert "0x" not in ident and ident == as_model(obj).identity
-    assert repr(as_model(a)) == "Model(langchain:tests.llm.test_models.FakeChatModel[gpt-fake])"
+    assert repr(as_model(a)) == "Model(langchain:tests.support.model_fakes.FakeChatModel[gpt-fake])"
 
 
 def test_as_model_keeps_or_copies_a_model() -> None:

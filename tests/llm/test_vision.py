@@ -9,26 +9,13 @@ import base64
 import re
 import warnings
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pymupdf
 import pytest
-from google.genai import errors as genai_errors
 from google.genai import types as genai_types
-from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from llama_index.core.base.llms.types import (
-    ChatMessage,
-    ChatResponse,
-    CompletionResponse,
-    LLMMetadata,
-    MessageRole,
-)
-from llama_index.core.llms.custom import CustomLLM
-from pydantic import Field
 
 from grounded.chunking import Chunker
 from grounded.errors import ChunkingError, ModelOutputError, RemoteServiceError
@@ -45,6 +32,13 @@ from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter
 from llama_index_grounded import GroundedNodeParser
 from llama_index_grounded.reader import document_from_tree
 from tests.support.data import REPO, shared
+from tests.support.model_fakes import (
+    FakeChatModel,
+    FakeGenAIClient,
+    FakeLlamaLLM,
+    genai_response,
+    rate_limited,
+)
 
 DATA = REPO / "tests" / "data" / "vision"
 ANSWERS = [(DATA / f"fr6_b4_batch{i}.txt").read_text(encoding="utf-8") for i in (1, 2)]
@@ -65,84 +59,6 @@ def fr6(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, ParsingResult, 
 
     root = get_parser("pymupdf").parse(pdf)
     return pdf, root, cache
-
-
-# -- fake models in each provider's real response format --------------------------------------------
-class FakeGenAIModels:
-    """``client.models`` of google-genai: records requests, replays ``GenerateContentResponse`` s (or
-    raises the SDK's own errors)."""
-
-    def __init__(self, replies: Sequence[str | BaseException | genai_types.GenerateContentResponse]) -> None:
-        self.replies = list(replies)
-        self.requests: list[dict[str, Any]] = []
-
-    def generate_content(self, *, model: str, contents: list[Any], config: Any = None) -> genai_types.GenerateContentResponse:
-        self.requests.append({"model": model, "contents": contents, "config": config})
-        reply = self.replies.pop(0)
-        if isinstance(reply, BaseException):
-            raise reply
-        if isinstance(reply, genai_types.GenerateContentResponse):
-            return reply
-        return genai_response(reply)
-
-
-class FakeGenAIClient:
-    def __init__(self, replies: Sequence[Any]) -> None:
-        self.models = FakeGenAIModels(replies)
-
-
-def genai_response(text: str, finish: str = "STOP") -> genai_types.GenerateContentResponse:
-    return genai_types.GenerateContentResponse.model_validate(
-        {
-            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finish_reason": finish, "index": 0}],
-            "model_version": "gemini-2.5-pro",
-            "usage_metadata": {"prompt_token_count": 5200, "candidates_token_count": 900, "total_token_count": 6100},
-        }
-    )
-
-
-def rate_limited() -> genai_errors.ClientError:
-    return genai_errors.ClientError(
-        429, {"error": {"code": 429, "message": "Resource has been exhausted (e.g. check quota).", "status": "RESOURCE_EXHAUSTED"}}
-    )
-
-
-class FakeLlamaLLM(CustomLLM):
-    """A LlamaIndex LLM replaying ``ChatResponse`` s and recording the chat messages it got."""
-
-    replies: list[str] = Field(default_factory=list)
-    received: list[list[ChatMessage]] = Field(default_factory=list)
-
-    @property
-    def metadata(self) -> LLMMetadata:
-        return LLMMetadata(model_name="fake-multimodal", is_chat_model=True)
-
-    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
-        self.received.append(list(messages))
-        text = self.replies.pop(0)
-        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=text), raw={"finish_reason": "stop"})
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        raise AssertionError("the vision strategy sends images through chat()")
-
-    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Iterator[CompletionResponse]:
-        raise AssertionError("not used")
-
-
-class FakeChatModel(BaseChatModel):
-    """A LangChain chat model replaying ``AIMessage`` s and recording the messages it got."""
-
-    replies: list[str] = Field(default_factory=list)
-    received: list[list[BaseMessage]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "fake-multimodal"
-
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
-        self.received.append(list(messages))
-        message = AIMessage(content=self.replies.pop(0), response_metadata={"finish_reason": "STOP", "model_name": "fake"})
-        return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 # -- checks -----------------------------------------------------------------------------------------

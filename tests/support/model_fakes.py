@@ -1,8 +1,13 @@
-"""Fake models of each provider kind that record the generation settings they were called with.
+"""Fake models of each provider kind, replaying hand-written answers in the provider's real response
+types (google-genai ``GenerateContentResponse``, LlamaIndex ``ChatResponse``, LangChain ``AIMessage``).
 
-Each fake replays hand-written answers in its provider's real response type and records, per call,
-the prompt text and the settings the request carried (the model's fields at call time, and the
-keyword arguments of the call). No network.
+* ``FakeGenAIClient``, ``FakeLlamaLLM``, ``FakeChatModel``: record the requests / messages they got
+  (tests/llm/test_models.py, tests/llm/test_vision.py); ``genai_response`` and ``rate_limited`` build
+  the SDK's own reply and 429 error.
+* ``Settings*`` and ``RecordingCallable``: record the generation settings each call carried (the
+  model's fields at call time, and the keyword arguments of the call).
+
+No network.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
@@ -24,6 +30,89 @@ from llama_index.core.base.llms.types import (
 from llama_index.core.llms.custom import CustomLLM
 from pydantic import Field
 
+
+# -- fakes that record requests ---------------------------------------------------------------------
+def genai_response(text: str, finish: str = "STOP") -> genai_types.GenerateContentResponse:
+    return genai_types.GenerateContentResponse.model_validate(
+        {
+            "candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finish_reason": finish, "index": 0}],
+            "model_version": "gemini-2.5-flash",
+        }
+    )
+
+
+class FakeGenAIModels:
+    """``client.models`` of google-genai: records requests, replays ``GenerateContentResponse`` s (a
+    string becomes one; an exception is raised)."""
+
+    def __init__(self, replies: Sequence[Any]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+
+    def generate_content(self, *, model: str, contents: list[Any], config: Any = None) -> genai_types.GenerateContentResponse:
+        self.requests.append({"model": model, "contents": contents, "config": config})
+        reply = self.replies.pop(0)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply if isinstance(reply, genai_types.GenerateContentResponse) else genai_response(reply)
+
+
+class FakeGenAIClient:
+    def __init__(self, replies: Sequence[Any]) -> None:
+        self.models = FakeGenAIModels(replies)
+
+
+def rate_limited() -> genai_errors.ClientError:
+    return genai_errors.ClientError(429, {"error": {"code": 429, "message": "Resource has been exhausted.", "status": "RESOURCE_EXHAUSTED"}})
+
+
+class FakeLlamaLLM(CustomLLM):
+    """A LlamaIndex LLM answering ``ChatResponse`` s (a string: raw = an Anthropic message) and recording
+    the chats."""
+
+    replies: list[Any] = Field(default_factory=list)
+    received: list[list[ChatMessage]] = Field(default_factory=list)
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="claude-fake", is_chat_model=True)
+
+    def chat(self, messages: Sequence[ChatMessage], **kwargs: Any) -> ChatResponse:
+        self.received.append(list(messages))
+        reply = self.replies.pop(0)
+        if isinstance(reply, ChatResponse):
+            return reply
+        raw = {"type": "message", "role": "assistant", "content": [{"type": "text", "text": reply}], "stop_reason": "end_turn"}
+        return ChatResponse(message=ChatMessage(role=MessageRole.ASSISTANT, content=reply), raw=raw)
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        raise AssertionError("requests go through chat()")
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Iterator[CompletionResponse]:
+        raise AssertionError("not used")
+
+
+class FakeChatModel(BaseChatModel):
+    """A LangChain chat model replaying ``AIMessage`` s (a string becomes one that finished normally) and
+    recording the messages it got."""
+
+    replies: list[Any] = Field(default_factory=list)
+    received: list[list[BaseMessage]] = Field(default_factory=list)
+    model_name: str = "gpt-fake"
+
+    @property
+    def _llm_type(self) -> str:
+        return "fake"
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+        self.received.append(list(messages))
+        reply = self.replies.pop(0)
+        if not isinstance(reply, AIMessage):
+            reply = AIMessage(content=reply, response_metadata={"finish_reason": "stop", "model_name": self.model_name})
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+# -- fakes that record generation settings ------------------------------------------------------------
 
 class SettingsGenAIModels:
     def __init__(self, replies: Sequence[str]) -> None:

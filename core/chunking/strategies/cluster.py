@@ -24,8 +24,8 @@ import numpy as np
 from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
-from ..pieces import Document, Piece, PieceStrategy, Span, join
-from .semantic import Embedder, minilm_embedder
+from ..embedded import Embedder, EmbeddingStrategy, embed_checked
+from ..pieces import Document, Piece, Span, join
 
 __all__ = ["ClusterStrategy", "mean_pair_similarity", "similarity_band", "optimal_segmentation"]
 
@@ -95,14 +95,13 @@ def optimal_segmentation(band: np.ndarray, sizes: Sequence[int], max_pieces: int
 
 
 @register_strategy
-class ClusterStrategy(PieceStrategy):
+class ClusterStrategy(EmbeddingStrategy):
     """Parameters: ``piece_tokens`` (piece size, default 50, at most N), ``max_pieces`` (pieces per chunk,
     default ``max_tokens // piece_tokens``), ``centre`` (subtract the mean pairwise similarity, as
     Chroma does; default True), ``embedder`` (texts -> normalized vectors; default MiniLM)."""
 
     name = "cluster"
     piece_kind = "split"
-    uses_embedder = True
     supports_overlap = False
     options = (
         Option("piece_tokens", int, None, "tokens per piece (default: min(50, max-tokens))", low=1),
@@ -132,12 +131,6 @@ class ClusterStrategy(PieceStrategy):
         self.centre = bool(centre)
         self._embedder = embedder
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = minilm_embedder()
-        return self._embedder
-
     def piece_options(self) -> dict[str, Any]:
         return {"max_tokens": self.piece_tokens}
 
@@ -145,9 +138,7 @@ class ClusterStrategy(PieceStrategy):
         if len(pieces) < 2:
             yield from (join([p]) for p in pieces)
             return
-        vecs = np.asarray(self.embedder([p.text for p in pieces]), dtype=np.float32)
-        if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
-            raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} pieces")
+        vecs = embed_checked(self.embedder, [p.text for p in pieces], "pieces", np.float32)
         centre = mean_pair_similarity(vecs) if self.centre else 0.0
         band = similarity_band(vecs, self.max_pieces, centre)
         sizes = [p.tokens for p in pieces]

@@ -22,8 +22,15 @@ import numpy as np
 from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
-from ..pieces import Document, Piece, PieceStrategy
-from .semantic import Embedder, minilm_embedder
+from ..embedded import (
+    Embedder,
+    EmbeddingStrategy,
+    consecutive_distances,
+    embed_checked,
+    neighbour_windows,
+    split_at,
+)
+from ..pieces import Document, Piece
 
 __all__ = ["KamradtModifiedStrategy", "threshold_for_cuts", "breakpoints"]
 
@@ -53,14 +60,13 @@ def breakpoints(distances: np.ndarray, threshold: float) -> list[int]:
 
 
 @register_strategy
-class KamradtModifiedStrategy(PieceStrategy):
+class KamradtModifiedStrategy(EmbeddingStrategy):
     """Parameters: ``avg_tokens`` (target mean chunk size, default ``max_tokens``),
     ``min_chunk_tokens`` (piece size, default 50, at most N), ``buffer`` (neighbour pieces on each side in an
     embedding window, default 3), ``embedder`` (texts -> normalized vectors; default MiniLM)."""
 
     name = "kamradt_mod"
     piece_kind = "split"
-    uses_embedder = True
     supports_overlap = False
     options = (
         Option("avg_tokens", int, None, "target mean chunk size (default: max-tokens)", low=1),
@@ -93,12 +99,6 @@ class KamradtModifiedStrategy(PieceStrategy):
         self.buffer = int(buffer)
         self._embedder = embedder
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = minilm_embedder()
-        return self._embedder
-
     def piece_options(self) -> dict[str, Any]:
         return {"max_tokens": self.min_chunk_tokens}
 
@@ -107,21 +107,12 @@ class KamradtModifiedStrategy(PieceStrategy):
             return
         starts = [0]
         if len(pieces) > 1:
-            b, last = self.buffer, len(pieces) - 1
-            windows = [doc.text(pieces[max(0, i - b)].start, pieces[min(last, i + b)].end) for i in range(len(pieces))]
-            vecs = np.asarray(self.embedder(windows), dtype=np.float64)
-            if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
-                raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} windows")
-            norms = np.linalg.norm(vecs, axis=1)
-            norms[norms == 0] = 1.0
-            unit = vecs / norms[:, None]
-            distances = 1.0 - np.einsum("ij,ij->i", unit[:-1], unit[1:])
+            windows = neighbour_windows(pieces, doc, self.buffer)
+            distances = consecutive_distances(embed_checked(self.embedder, windows, "windows"))
             total = sum(p.tokens for p in pieces)
             cuts = max(0, -(-total // self.avg_tokens) - 1)  # chunks = ceil(total / avg)
             starts += breakpoints(distances, threshold_for_cuts(distances, cuts))
-        edges = [*starts, len(pieces)]
-        for a, b in zip(edges, edges[1:], strict=False):
-            yield from doc.split(pieces[a].start, pieces[b - 1].end, self.max_tokens)
+        yield from split_at(pieces, doc, starts, self.max_tokens)
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "avg_tokens": self.avg_tokens, "min_chunk_tokens": self.min_chunk_tokens, "buffer": self.buffer}

@@ -25,36 +25,31 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-import numpy as np
-
 from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
-from ..pieces import Document, Piece, PieceStrategy
-from .semantic import Embedder, minilm_embedder
+from ..embedded import (
+    Embedder,
+    EmbeddingStrategy,
+    consecutive_distances,
+    embed_checked,
+    neighbour_windows,
+    percentile_breakpoints,
+    split_at,
+)
+from ..pieces import Document, Piece
 
 __all__ = ["KamradtStrategy", "percentile_breakpoints"]
 
 
-def percentile_breakpoints(distances: np.ndarray, percentile: float) -> list[int]:
-    """Indices ``i + 1`` of the pieces that start a chunk: distance ``i`` strictly above the
-    ``percentile`` (in (0, 1)) quantile of ``distances`` (numpy's linear interpolation, as LangChain)."""
-    d = np.asarray(distances, dtype=np.float64)
-    if d.size == 0:
-        return []
-    threshold = float(np.percentile(d, percentile * 100.0))
-    return [i + 1 for i in np.flatnonzero(d > threshold).tolist()]
-
-
 @register_strategy
-class KamradtStrategy(PieceStrategy):
+class KamradtStrategy(EmbeddingStrategy):
     """Parameters: ``percentile`` (breakpoint quantile in (0, 1), default 0.95), ``buffer`` (sentences
     on each side combined into one embedding window, default 1), ``embedder`` (texts -> vectors;
     default MiniLM), ``language`` (Punkt sentences). No overlap: the chunks partition the document."""
 
     name = "kamradt"
     piece_kind = "sentence"
-    uses_embedder = True
     supports_overlap = False
     options = (
         Option("percentile", float, 0.95, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
@@ -82,36 +77,21 @@ class KamradtStrategy(PieceStrategy):
         self.language = language
         self._embedder = embedder
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = minilm_embedder()
-        return self._embedder
-
     def piece_options(self) -> dict[str, Any]:
         return {"language": self.language}
 
     def windows(self, pieces: Sequence[Piece], doc: Document) -> list[str]:
         """Each sentence with its ``buffer`` neighbours on either side, as exact document text."""
-        b, last = self.buffer, len(pieces) - 1
-        return [doc.text(pieces[max(0, i - b)].start, pieces[min(last, i + b)].end) for i in range(len(pieces))]
+        return neighbour_windows(pieces, doc, self.buffer)
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
         if not pieces:
             return
         starts = [0]
         if len(pieces) > 1:
-            vecs = np.asarray(self.embedder(self.windows(pieces, doc)), dtype=np.float64)
-            if vecs.ndim != 2 or vecs.shape[0] != len(pieces):
-                raise ChunkingError(f"embedder returned shape {getattr(vecs, 'shape', None)} for {len(pieces)} windows")
-            norms = np.linalg.norm(vecs, axis=1)
-            norms[norms == 0] = 1.0
-            unit = vecs / norms[:, None]
-            distances = 1.0 - np.einsum("ij,ij->i", unit[:-1], unit[1:])
+            distances = consecutive_distances(embed_checked(self.embedder, self.windows(pieces, doc), "windows"))
             starts += percentile_breakpoints(distances, self.percentile)
-        edges = [*starts, len(pieces)]
-        for a, b in zip(edges, edges[1:], strict=False):
-            yield from doc.split(pieces[a].start, pieces[b - 1].end, self.max_tokens)
+        yield from split_at(pieces, doc, starts, self.max_tokens)
 
     def params(self) -> dict[str, Any]:
         return {**super().params(), "percentile": self.percentile, "buffer": self.buffer, "language": self.language}

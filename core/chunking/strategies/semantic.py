@@ -8,7 +8,7 @@ all distances; groups below M tokens merge with the next; groups above N are re-
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -17,11 +17,11 @@ from grounded.errors import BackendUnavailableError, ChunkingError
 from grounded.runtime.device import check_device, torch_device
 
 from ..base import Option, register_strategy
-from ..pieces import Document, Piece, PieceStrategy
+from ..embedded import Embedder, EmbeddingStrategy, percentile_breakpoints
+from ..pieces import Document, Piece
 
 __all__ = ["SemanticStrategy", "punkt_sentence_tokenizer", "minilm_embedder"]
 
-Embedder = Callable[[Sequence[str]], np.ndarray]
 _CACHE: dict[str, Any] = {}
 
 
@@ -75,7 +75,7 @@ def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
 
 
 @register_strategy
-class SemanticStrategy(PieceStrategy):
+class SemanticStrategy(EmbeddingStrategy):
     """Parameters: ``percentile`` Q in (0, 1) (thesis grid 0.7 / 0.9), ``min_tokens`` M (default
     N/2), ``embedder`` (texts -> normalized vectors; default MiniLM), ``language`` for Punkt.
     The sentence groups partition the document: ``overlap`` must be 0 (as for ``cluster`` and
@@ -83,7 +83,6 @@ class SemanticStrategy(PieceStrategy):
 
     name = "semantic"
     piece_kind = "sentence"
-    uses_embedder = True
     supports_overlap = False
     options = (
         Option("percentile", float, 0.9, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
@@ -112,12 +111,6 @@ class SemanticStrategy(PieceStrategy):
         self.language = language
         self._sentences = punkt_sentence_tokenizer(language)
 
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = minilm_embedder()
-        return self._embedder
-
     def piece_options(self) -> dict[str, Any]:
         return {"language": self.language}
 
@@ -127,10 +120,8 @@ class SemanticStrategy(PieceStrategy):
         bounds = [(p.start, p.end) for p in pieces]
         if len(bounds) > 1:
             vecs = self.embedder([p.text for p in pieces])
-            sims = np.sum(vecs[:-1] * vecs[1:], axis=1)
-            distances = 1.0 - sims
-            threshold = float(np.percentile(distances, self.percentile * 100.0))
-            breaks = [i + 1 for i, d in enumerate(distances.tolist()) if d > threshold]
+            sims = np.sum(vecs[:-1] * vecs[1:], axis=1)  # the embedder's vectors are normalized
+            breaks = percentile_breakpoints(1.0 - sims, self.percentile)
         else:
             breaks = []
         edges = [0, *breaks, len(bounds)]
