@@ -93,3 +93,25 @@ def test_a_real_scanned_page_is_untouched_by_the_budgets(tmp_path: Path) -> None
     assert not any(issubclass(w.category, OCRBudgetWarning) for w in caught)
     assert page[OCR_LEFT_OUT_KEY]["garbage_elements"] == 0
     assert len(_text(root)) > 2000
+
+
+def test_pages_past_the_document_image_budget_are_not_ocrd(tmp_path: Path, monkeypatch) -> None:
+    import pymupdf
+
+    from grounded.parsers.ocr import engine
+
+    one = noise_image_pdf(tmp_path / "one.pdf", 400, lines=LINES)  # 2 images: the lines' band + noise
+    with pymupdf.open(one) as src, pymupdf.open() as doc:
+        doc.insert_pdf(src)
+        doc.insert_pdf(src)
+        doc.save(tmp_path / "two.pdf")
+    monkeypatch.setattr(engine, "OCR_MAX_PAGE_IMAGES", 1)
+    monkeypatch.setattr(engine, "OCR_MAX_DOCUMENT_IMAGES", 3)
+    root, caught = _parse(tmp_path / "two.pdf")
+    first, second = root.metadata["pages"]
+    assert first["text_source"] == "ocr" and first[OCR_BUDGET_KEY]["whole_page"] and not first[OCR_BUDGET_KEY]["skipped"]
+    assert second["text_source"] == "text_layer" and second[OCR_BUDGET_KEY]["skipped"]
+    assert "not OCR'd" in second[OCR_BUDGET_KEY]["cause"] and "OCR_MAX_DOCUMENT_IMAGES = 3" in second[OCR_BUDGET_KEY]["cause"]
+    assert second[OCR_BUDGET_KEY]["cause"] in second["warnings"]
+    assert any(issubclass(w.category, OCRBudgetWarning) and "page 2" in str(w.message) for w in caught)
+    assert _has_lines(_text(root))

@@ -88,6 +88,9 @@ class OCRBudget:
     skipped: bool = False
     noise_tiles: int = 0
     tiles: int = 0
+    #: the budgets this page was checked against
+    page_limit: int = OCR_MAX_PAGE_IMAGES
+    document_limit: int = OCR_MAX_DOCUMENT_IMAGES
 
     @property
     def touched(self) -> bool:
@@ -100,12 +103,12 @@ class OCRBudget:
         if self.skipped:
             parts.append(
                 f"not OCR'd: it draws {self.images} images and the document's OCR image budget "
-                f"(OCR_MAX_DOCUMENT_IMAGES = {OCR_MAX_DOCUMENT_IMAGES}) is spent"
+                f"(OCR_MAX_DOCUMENT_IMAGES = {self.document_limit}) is spent"
             )
         elif self.whole_page:
             parts.append(
                 f"OCR'd as one image without column regions: it draws {self.images} images "
-                f"(OCR_MAX_PAGE_IMAGES = {OCR_MAX_PAGE_IMAGES})"
+                f"(OCR_MAX_PAGE_IMAGES = {self.page_limit})"
             )
         if self.noise_tiles:
             parts.append(

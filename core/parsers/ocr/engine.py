@@ -634,10 +634,13 @@ def ocr_copy(
     with pymupdf.open(src) as doc:
         for pno in pages:
             page = doc.load_page(pno)
-            budget = OCRBudget(str(src), pno, images=count_images(page))
-            if budget.images > OCR_MAX_PAGE_IMAGES:
+            budget = OCRBudget(
+                str(src), pno, images=count_images(page),
+                page_limit=OCR_MAX_PAGE_IMAGES, document_limit=OCR_MAX_DOCUMENT_IMAGES,
+            )
+            if budget.images > budget.page_limit:
                 budget.whole_page = True
-                budget.skipped = images_spent + budget.images > OCR_MAX_DOCUMENT_IMAGES
+                budget.skipped = images_spent + budget.images > budget.document_limit
             if budget.skipped:
                 result.budgets[pno] = budget
                 log.warning("%s: page %d: %s", src, pno + 1, budget.cause)
