@@ -3,7 +3,7 @@
 A child process parses a one-page scan (page 2 of a shared article rendered at 200 dpi, no text
 layer, so every parse runs Tesseract and writes the temporary OCR'd copy) PARSES times with one parser object and prints its RSS after
 each parse; after WARM_UP parses the growth must be at most MAX_MB_PER_PAGE per parse. (Measured
-numbers: docs/results/memory_growth.md.) The leak this caught was PyMuPDF's binding of
+numbers: docs/results/memory_growth_ocr.md.) The leak this caught was PyMuPDF's binding of
 ``fz_scale_pixmap`` keeping every column region's image (~4 MB each; a page cut into columns
 leaked ~9 MB per parse, a one-column scan nothing): see ``grounded.parsers.ocr.engine.scaled_pixmap``.
 """
