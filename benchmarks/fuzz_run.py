@@ -1,4 +1,4 @@
-"""The larger seeded fuzz run of issue #14: every bad-input kind, ~200 byte-flip mutants, API + CLI.
+"""The larger seeded fuzz run of issues #14 and #21: every bad-input kind, ~200 byte-flip mutants, API + CLI.
 
 Run: ``python benchmarks/fuzz_run.py --cases 320 --seed 0 --save docs/results/fuzz.md``.
 The corpus (``tests/fuzz/corpus.py``) is generated into a temporary folder from the shared PDFs;
@@ -105,7 +105,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
     ap.add_argument("--cli", choices=("all", "sample", "none"), default="all",
                     help="CLI subprocess for every file, for non-mutants + every 5th mutant, or never")
-    ap.add_argument("--kinds", default="", help="comma-separated kinds to run (default: all 21)")
+    ap.add_argument("--kinds", default="", help="comma-separated kinds to run (default: all 22)")
     ap.add_argument("--exclude", default="", help="comma-separated kinds to leave out")
     ap.add_argument("--budget", type=float, default=0.0,
                     help="minutes after which no new file is started (0: no limit); the report says how many ran")
@@ -123,8 +123,9 @@ def main() -> int:
     started = time.perf_counter()
     cases = build_corpus(work / "in", seed=args.seed, counts=full_counts(args.cases), kinds=kinds)
     generated = time.perf_counter() - started
-    # every kind first, then the mutants, the 1000 pages last: a --budget cut only trims the mutants
-    rank = {"byte_flip": 1, "thousand_pages": 2}
+    # the image bombs (#21.8) first, every other kind next, then the mutants, the 1000 pages last:
+    # a --budget cut trims the mutants first
+    rank = {"image_bomb": -1, "byte_flip": 1, "thousand_pages": 2}
     cases.sort(key=lambda c: rank.get(c.kind, 0))
     planned = len(cases)
     parser = grounded.get_parser("pymupdf")

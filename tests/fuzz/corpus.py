@@ -28,7 +28,13 @@ from pathlib import Path
 import pymupdf
 
 from tests.support.data import SHARED_DATA
-from tests.support.pdf_builders import add_scanned_page, raw_pdf
+from tests.support.pdf_builders import (
+    add_scanned_page,
+    bitmap_page_pdf,
+    noise_image_pdf,
+    noise_images_pdf,
+    raw_pdf,
+)
 
 __all__ = [
     "Case",
@@ -50,7 +56,7 @@ MUST_HAVE_TEXT = "must_have_text"
 TEXT_OR_ERROR = "text_or_error"
 MAY_BE_EMPTY = "may_be_empty"
 
-#: the 21 kinds of issue #14, in the order tables show them
+#: the 21 kinds of issue #14 and the image bombs of issue #21.8, in the order tables show them
 KINDS = (
     "missing",
     "directory",
@@ -73,6 +79,7 @@ KINDS = (
     "type3",
     "odd_name",
     "thousand_pages",
+    "image_bomb",
 )
 
 #: cases per kind for the CI subset (every kind, every variant that is cheap; ~50 files)
@@ -98,6 +105,7 @@ TEST_COUNTS: dict[str, int] = {
     "type3": 2,
     "odd_name": 4,
     "thousand_pages": 0,  # ~5 CPU-minutes per interface: benchmarks/fuzz_run.py only
+    "image_bomb": 0,  # OCR of noise pages, ~20 CPU-s each: tests/parse/test_ocr_noise.py + benchmarks/fuzz_run.py
 }
 
 # clean body pages of the shared long PDFs (no references/furniture-heavy layout), 0-based
@@ -149,6 +157,7 @@ def full_counts(total: int) -> dict[str, int]:
         "type3": 3,
         "odd_name": 5,
         "thousand_pages": 1,
+        "image_bomb": 3,
     }
     others = sum(counts.values())
     if total <= others:  # a small run: shrink the others proportionally (>= 1 each), one mutant at least
@@ -798,6 +807,26 @@ def gen_thousand_pages(folder: Path, rng: random.Random, n: int) -> list[Case]:
         return Case("thousand_pages", path.stem, path, MUST_HAVE_TEXT, "1000 pages of 200 x 150 pt, two short lines each")
 
     return [make(i) for i in range(n)]
+
+
+def gen_image_bomb(folder: Path, rng: random.Random, n: int) -> list[Case]:
+    """Issue #21.8: pages that make OCR slow and read garbage -- 1000 small noise images, one huge
+    noise image, a huge 1-bit scan -- each under two lines of scanned text (no text layer)."""
+    lines = [f"Bomb page {rng.randrange(1000)} keeps its lines", "Noise never becomes a table"]
+
+    def many(i: int) -> Case:
+        path = noise_images_pdf(folder / f"noise-images-{i}.pdf", 1000, seed=rng.randrange(2**31), lines=lines)
+        return Case("image_bomb", path.stem, path, MAY_BE_EMPTY, "1000 noise images under 2 scanned lines")
+
+    def huge(i: int) -> Case:
+        path = noise_image_pdf(folder / f"noise-image-{i}.pdf", 4000, seed=rng.randrange(2**31), lines=lines)
+        return Case("image_bomb", path.stem, path, MAY_BE_EMPTY, "one 4000 x 4000 noise image under 2 scanned lines")
+
+    def bilevel(i: int) -> Case:
+        path = bitmap_page_pdf(folder / f"bilevel-{i}.pdf", 5000, lines)
+        return Case("image_bomb", path.stem, path, MAY_BE_EMPTY, "a 5000 x 5000 1-bit scan of 2 lines")
+
+    return _cycle(n, [many, huge, bilevel])
 
 
 GENERATORS: dict[str, Generator] = {kind: globals()[f"gen_{kind}"] for kind in KINDS}

@@ -57,7 +57,7 @@ def chunker():
 
 
 def test_subset_covers_every_kind():
-    assert {kind for kind, _ in SUBSET} | {"long_text", "thousand_pages"} == set(KINDS)
+    assert {kind for kind, _ in SUBSET} | {"long_text", "thousand_pages", "image_bomb"} == set(KINDS)
     assert 40 <= len(SUBSET) <= 60
 
 

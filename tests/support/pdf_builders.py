@@ -18,6 +18,7 @@ __all__ = [
     "many_operators_pdf",
     "bitmap_page_pdf",
     "noise_images_pdf",
+    "noise_image_pdf",
 ]
 
 
@@ -192,18 +193,52 @@ def bitmap_page_pdf(path: Path, pixels: int, lines: Sequence[str], *, fontsize: 
     return save_pdf(doc, path)
 
 
-def noise_images_pdf(path: Path, images: int, *, seed: int = 0, size: int = 24) -> Path:
-    """A page tiled with ``images`` small random-noise images and no text layer: OCR reads garbage."""
+def _scanned_lines(page: pymupdf.Page, lines: Sequence[str], *, fontsize: float = 20, top: float = 40) -> float:
+    """Draw ``lines`` on ``page`` as one image (no text layer) from ``top``; returns the y below them."""
+    if not lines:
+        return 0.0
+    height = top + len(lines) * fontsize * 1.6 + 10
+    src = pymupdf.open()
+    band = src.new_page(width=page.rect.width, height=height)
+    for i, line in enumerate(lines):
+        band.insert_text((40, top + fontsize + i * fontsize * 1.6), line, fontsize=fontsize)
+    pix = band.get_pixmap(dpi=200, colorspace=pymupdf.csGRAY)
+    page.insert_image(pymupdf.Rect(0, 0, page.rect.width, height), pixmap=pix)
+    return height
+
+
+def noise_images_pdf(
+    path: Path, images: int, *, seed: int = 0, size: int = 24, lines: Sequence[str] = ()
+) -> Path:
+    """A page tiled with ``images`` small random-noise images and no text layer: OCR reads garbage.
+    ``lines``: text drawn as an image (a scanned band, no text layer) above the noise."""
     import numpy as np
 
     rng = np.random.default_rng(seed)
     doc = pymupdf.open()
     page = doc.new_page()
+    top = _scanned_lines(page, lines)
     per_row = max(1, int((images * 612 / 792) ** 0.5))
     cell = 612 / per_row
     for i in range(images):
         row, col = divmod(i, per_row)
         samples = (rng.random((size, size)) > 0.5).astype("uint8") * 255
         pix = pymupdf.Pixmap(pymupdf.csGRAY, size, size, samples.tobytes(), False)
-        page.insert_image(pymupdf.Rect(col * cell, row * cell, (col + 1) * cell, (row + 1) * cell), pixmap=pix)
+        y = top + row * cell * (page.rect.height - top) / page.rect.height
+        page.insert_image(pymupdf.Rect(col * cell, y, (col + 1) * cell, y + cell), pixmap=pix)
+    return save_pdf(doc, path)
+
+
+def noise_image_pdf(path: Path, pixels: int, *, seed: int = 0, lines: Sequence[str] = ()) -> Path:
+    """One ``pixels`` x ``pixels`` black-and-white random-noise image (no text layer) filling the
+    page below ``lines`` (text drawn as an image above it): a single huge image of noise."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    doc = pymupdf.open()
+    page = doc.new_page()
+    top = _scanned_lines(page, lines)
+    samples = (rng.random((pixels, pixels)) > 0.5).astype("uint8") * 255
+    pix = pymupdf.Pixmap(pymupdf.csGRAY, pixels, pixels, samples.tobytes(), False)
+    page.insert_image(pymupdf.Rect(0, top, page.rect.width, page.rect.height), pixmap=pix, keep_proportion=False)
     return save_pdf(doc, path)

@@ -33,6 +33,15 @@ from typing import Any, Literal, get_args
 
 from grounded.errors import BackendUnavailableError
 
+from .budget import (
+    NOISE_MIN_PAGE_SHARE,
+    OCR_MAX_DOCUMENT_IMAGES,
+    OCR_MAX_PAGE_IMAGES,
+    OCRBudget,
+    count_images,
+    erase_tiles,
+    noise_tiles,
+)
 from .regions import DASH_INK_LEVEL, Leader, Region, _components, dash_kind, dot_leaders, page_regions
 
 __all__ = [
@@ -51,9 +60,11 @@ __all__ = [
     "plan_ocr",
     "pages_needing_ocr",
     "ocr_copy",
+    "OCRCopy",
     "ocr_dpi",
     "OCR_MAX_PIXELS",
     "ENABLE_HINT",
+    "scaled_pixmap",
 ]
 
 log = logging.getLogger(__name__)
@@ -319,9 +330,27 @@ def _fix_dashes(layer: Any, gray: Any, dpi: int) -> int:
     return changed
 
 
-def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
+def scaled_pixmap(pix: Any, width: int, height: int, clip: Any = None) -> Any:
+    """``pymupdf.Pixmap(pix, width, height, clip)`` (a smoothly scaled copy of ``pix``, of its part
+    ``clip`` when given: an IRect) without its leak (issue #21.9): PyMuPDF's class-aware binding of
+    ``fz_scale_pixmap`` (PyMuPDF 2.0, MuPDF 1.28) returns the new pixmap with a second reference that is never
+    dropped, so every scaled copy stays in memory (a column region of a 200 dpi page: ~4 MB per
+    OCR'd region, measured by ``benchmarks/pymupdf_scale_leak.py``). The low-level call returns it
+    with one reference, which the wrapper made here owns."""
+    import pymupdf
+    from pymupdf import mupdf
+
+    box = None if clip is None else mupdf.FzIrect(clip.x0, clip.y0, clip.x1, clip.y1)  # alive during the call
+    raw = mupdf.ll_fz_scale_pixmap(pix.this.m_internal, pix.x, pix.y, width, height, None if box is None else box.internal())
+    if raw is None:  # pragma: no cover - MuPDF returns NULL only for an empty result
+        raise ValueError(f"cannot scale a {pix.w} x {pix.h} pixmap to {width} x {height} (clip {clip})")
+    return pymupdf.Pixmap("raw", mupdf.FzPixmap(raw))
+
+
+def _recognize(pix: Any, dpi: int, tessdata: str, *, checks: bool = True) -> Any:
     """Tesseract's invisible text of the pixmap ``pix`` (RGB, rendered at ``dpi``) as a one-page
-    PDF (open pymupdf.Document) of its size in points, its dashes checked (:func:`_fix_dashes`)."""
+    PDF (open pymupdf.Document) of its size in points, its dashes and superscripts checked
+    (:func:`_fix_dashes`, :func:`_fix_superscripts`; not with ``checks=False``)."""
     import numpy as np
     import pymupdf
 
@@ -329,6 +358,8 @@ def _recognize(pix: Any, dpi: int, tessdata: str) -> Any:
     layer = _text_only(
         pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
     )
+    if not checks:
+        return layer
     gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
     _fix_dashes(layer, gray, dpi)
     _fix_superscripts(layer, gray, dpi, tessdata)
@@ -426,7 +457,7 @@ def _fix_superscripts(layer: Any, gray: Any, dpi: int, tessdata: str) -> int:
         f = SUPER_TARGET_PX / max(1, img.shape[0])
         rgb = np.ascontiguousarray(np.repeat(img[:, :, None], 3, axis=2))
         small = pymupdf.Pixmap(pymupdf.csRGB, img.shape[1], img.shape[0], rgb.tobytes(), False)
-        big = pymupdf.Pixmap(small, max(1, round(img.shape[1] * f)), SUPER_TARGET_PX, None)  # smooth
+        big = scaled_pixmap(small, max(1, round(img.shape[1] * f)), SUPER_TARGET_PX)  # smooth
         scaled.append(np.frombuffer(big.samples, dtype=np.uint8).reshape(big.h, big.w, big.n).min(axis=2))
     width = max(s.shape[1] for s in scaled) + 2 * SUPER_PAD_PX
     height = sum(s.shape[0] + SUPER_PAD_PX for s in scaled) + SUPER_PAD_PX
@@ -495,24 +526,35 @@ def _write_leaders(page: Any, leaders: Sequence[Leader], dpi: int) -> None:
     writer.write_text(page, render_mode=3)
 
 
-def _ocr_layers(page: Any, dpi: int, tessdata: str) -> tuple[list[tuple[Any, Any]], list[Leader]]:
+def _ocr_layers(
+    page: Any, dpi: int, tessdata: str, budget: OCRBudget | None = None
+) -> tuple[list[tuple[Any, Any]], list[Leader]]:
     """(target rect on the displayed ``page``, one-page PDF of Tesseract's invisible text) per
     region OCR'd: one per column of a multi-column upright page (:func:`.ocr_regions.page_regions`,
     in reading order), else the whole page; and the dot leaders of an upright page (erased from
-    the image Tesseract reads, see :func:`.ocr_regions.dot_leaders`)."""
+    the image Tesseract reads, see :func:`.ocr_regions.dot_leaders`). ``budget``: the page's
+    :class:`.budget.OCRBudget` -- its noise tiles are counted (and erased when they are most of the
+    page, see :data:`.budget.NOISE_MIN_PAGE_SHARE`); a page OCR'd ``whole_page`` gets no regions,
+    leaders or superscript re-reads."""
     import numpy as np
     import pymupdf
 
     pix = page.get_pixmap(dpi=dpi, alpha=False)  # RGB: Tesseract in MuPDF reads no gray pixmaps
+    gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
+    if budget is not None:
+        noisy, budget.tiles = noise_tiles(gray, dpi)
+        if len(noisy) >= NOISE_MIN_PAGE_SHARE * budget.tiles:
+            budget.noise_tiles = len(noisy)
+            erase_tiles(pix, gray, noisy)
+    whole = budget is not None and budget.whole_page
     regions: list[Region] = []
     leaders: list[Leader] = []
-    if page.rotation == 0:  # sub-rects are placed in unrotated space only (turned scans: whole page)
-        gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
+    if page.rotation == 0 and not whole:  # sub-rects are placed in unrotated space only (turned scans: whole page)
         regions = page_regions(gray, dpi)
         leaders = dot_leaders(gray, dpi)
         _erase(pix, leaders)
     if not regions:
-        return [(page.rect, _recognize(pix, dpi, tessdata))], leaders
+        return [(page.rect, _recognize(pix, dpi, tessdata, checks=not whole))], leaders
     scale = dpi / 72.0
     out: list[tuple[Any, Any]] = []
     try:
@@ -525,7 +567,7 @@ def _ocr_layers(page: Any, dpi: int, tessdata: str) -> tuple[list[tuple[Any, Any
             )
             if clip.is_empty:
                 continue
-            part = pymupdf.Pixmap(pix, pix.w, pix.h, clip)
+            part = scaled_pixmap(pix, pix.w, pix.h, clip)
             rect = pymupdf.Rect(clip.x0 / scale, clip.y0 / scale, clip.x1 / scale, clip.y1 / scale)
             out.append((rect, _recognize(part, dpi, tessdata)))
     except BaseException:
@@ -558,6 +600,16 @@ def ocr_dpi(width: float, height: float, dpi: int, max_pixels: int | None = None
     return max(1, math.floor(dpi * math.sqrt(limit / pixels)))
 
 
+@dataclass
+class OCRCopy:
+    """What :func:`ocr_copy` did beyond OCR as asked, per 0-based page: ``notes`` -- why it was
+    OCR'd at a lower resolution (:data:`OCR_MAX_PIXELS`); ``budgets`` -- the pages an OCR budget
+    touched (:class:`.budget.OCRBudget`: many images, noise, or not OCR'd at all)."""
+
+    notes: dict[int, str] = field(default_factory=dict)
+    budgets: dict[int, OCRBudget] = field(default_factory=dict)
+
+
 def ocr_copy(
     src: str | Path,
     pages: Sequence[int],
@@ -566,30 +618,49 @@ def ocr_copy(
     dpi: int = DEFAULT_OCR_DPI,
     tessdata: str | None = None,
     max_pixels: int | None = None,
-) -> dict[int, str]:
+) -> OCRCopy:
     """Write to ``target`` a copy of the PDF ``src`` in which each 0-based page of ``pages``
     carries Tesseract's invisible text layer (at the displayed page's coordinates, /Rotate kept)
     in place of its own text. A page that would be more than ``max_pixels`` (default
-    :data:`OCR_MAX_PIXELS`) at ``dpi`` is rendered at a lower resolution (:func:`ocr_dpi`).
-    Returns 0-based page -> why it was OCR'd at a lower resolution (empty when none was). Raises
-    BackendUnavailableError without the language data."""
+    :data:`OCR_MAX_PIXELS`) at ``dpi`` is rendered at a lower resolution (:func:`ocr_dpi`); a page
+    over an OCR budget (:mod:`.budget`: images per page and per document, noise) is OCR'd in a
+    bounded way or not at all, with an :class:`.budget.OCRBudgetWarning`. Returns what was done
+    per page (:class:`OCRCopy`). Raises BackendUnavailableError without the language data."""
     import pymupdf
 
     folder = tessdata or require_ocr("OCR")
-    notes: dict[int, str] = {}
+    result = OCRCopy()
+    images_spent = 0
     with pymupdf.open(src) as doc:
         for pno in pages:
             page = doc.load_page(pno)
+            budget = OCRBudget(
+                str(src), pno, images=count_images(page),
+                page_limit=OCR_MAX_PAGE_IMAGES, document_limit=OCR_MAX_DOCUMENT_IMAGES,
+            )
+            if budget.images > budget.page_limit:
+                budget.whole_page = True
+                budget.skipped = images_spent + budget.images > budget.document_limit
+            if budget.skipped:
+                result.budgets[pno] = budget
+                log.warning("%s: page %d: %s", src, pno + 1, budget.cause)
+                budget.warn()
+                continue
+            images_spent += budget.images
             rect = page.rect
             page_dpi = ocr_dpi(float(rect.width), float(rect.height), dpi, max_pixels)
             if page_dpi != dpi:
                 limit = OCR_MAX_PIXELS if max_pixels is None else max_pixels
-                notes[pno] = (
+                result.notes[pno] = (
                     f"OCR at {page_dpi} dpi instead of {dpi}: the {rect.width:.0f} x {rect.height:.0f} pt page "
                     f"would be more than OCR_MAX_PIXELS ({limit}) pixels; small text may be missed"
                 )
-                log.warning("%s: page %d: %s", src, pno + 1, notes[pno])
-            layers, leaders = _ocr_layers(page, page_dpi, folder)
+                log.warning("%s: page %d: %s", src, pno + 1, result.notes[pno])
+            layers, leaders = _ocr_layers(page, page_dpi, folder, budget)
+            if budget.touched:
+                result.budgets[pno] = budget
+                log.warning("%s: page %d: %s", src, pno + 1, budget.cause)
+                budget.warn()
             try:
                 if page.get_text("text", flags=0).strip():
                     _remove_text(page)
@@ -604,4 +675,4 @@ def ocr_copy(
                     layer.close()
             log.debug("OCR'd page %d of %s at %d dpi", pno + 1, src, page_dpi)
         doc.save(target, garbage=1, deflate=True)
-    return notes
+    return result

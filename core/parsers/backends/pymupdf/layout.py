@@ -43,6 +43,8 @@ class PyMuPDFNative:
     scratch: tempfile.TemporaryDirectory[str] | None = None
     #: 1-based page -> why it was OCR'd at a lower resolution than asked (OCR_MAX_PIXELS)
     ocr_notes: dict[int, str] = field(default_factory=dict)
+    #: 1-based page -> what an OCR budget did to it (``OCRBudget.record()``, grounded.parsers.ocr.budget)
+    ocr_budgets: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------------

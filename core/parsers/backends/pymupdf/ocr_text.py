@@ -38,7 +38,10 @@ __all__ = [
     "OCR_PICTURE_SCRAP_CHARS",
     "OCR_FROM_PICTURES_KEY",
     "OCR_LEFT_OUT_KEY",
+    "OCR_ELEMENT_MIN_CHARS",
+    "OCR_ELEMENT_MAX_GARBAGE_SHARE",
     "is_word",
+    "is_garbage_element",
     "word_share",
     "reads_as_text",
     "text_layer_rects",
@@ -83,11 +86,23 @@ OCR_PICTURE_TEXT_GUTTER_EM = 1.5
 #: picture's text blocks, count as figure content only from this many on (fewer are scraps of
 #: the text's own lines: a split-off word, specks).
 OCR_PICTURE_SCRAP_CHARS = 10
+#: An element the layout model made on an OCR'd page (a paragraph, heading, list item, a whole
+#: table) is Tesseract's garbage, left out of the tree and counted, when its text has at least
+#: this many non-space characters ... (issue #21.8: a page of noise images gave a TABLE of OCR
+#: garbage) ...
+OCR_ELEMENT_MIN_CHARS = 20
+#: ... and at most this share of them in words (:func:`word_share`). Measured on the elements of 4
+#: scanned pages of the shared long PDFs and 6 PubLayNet page images (334 elements): real text
+#: elements score at least 0.37 (a garbled running header "TA dosh eral Mewreinoage: O¥nical2
+#: (2013) 590-595"), real tables 0.46 as a whole; table cells go lower (misread anatomy terms:
+#: 0.0) and are never judged one by one.
+OCR_ELEMENT_MAX_GARBAGE_SHARE = 0.25
 #: Page-entry key (``root.metadata["pages"]``) of the OCR'd text taken out of picture boxes as
 #: elements of their own (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): {"elements", "chars"}.
 OCR_FROM_PICTURES_KEY = "ocr_text_from_pictures"
 #: Page-entry key (``root.metadata["pages"]``) of what an OCR'd page's text layer holds that no
-#: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}.
+#: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}; and the elements
+#: left out as garbage (:func:`is_garbage_element`): {"garbage_elements", "garbage_chars"}.
 OCR_LEFT_OUT_KEY = "ocr_text_left_out"
 
 
@@ -120,6 +135,13 @@ def reads_as_text(text: str, in_picture: bool = False) -> bool:
     solid = sum(not c.isspace() for c in text)
     least = OCR_PICTURE_TEXT_MIN_CHARS if in_picture else OCR_TEXT_MIN_CHARS
     return solid >= least and word_share(text) >= OCR_TEXT_MIN_WORD_SHARE
+
+
+def is_garbage_element(text: str) -> bool:
+    """Whether the text of an element the layout model made on an OCR'd page is Tesseract's
+    garbage, not text (see :data:`OCR_ELEMENT_MAX_GARBAGE_SHARE`)."""
+    solid = sum(not c.isspace() for c in text)
+    return solid >= OCR_ELEMENT_MIN_CHARS and word_share(text) <= OCR_ELEMENT_MAX_GARBAGE_SHARE
 
 
 def text_layer_rects(pc: PageChars, layer: TextLayer) -> list[tuple[float, float, float, float]]:

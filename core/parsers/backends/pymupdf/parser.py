@@ -30,11 +30,13 @@ from grounded.io.atomic import make_temp_dir
 from grounded.model.elements import ParsingResult, ParsingResultType
 from grounded.model.options import Option
 from grounded.parsers.base import BaseParser
+from grounded.parsers.ocr.budget import OCR_BUDGET_KEY
 from grounded.parsers.ocr.engine import (
     DEFAULT_OCR,
     DEFAULT_OCR_DPI,
     OCR_LANGUAGE,
     OCR_MODES,
+    OCRCopy,
     OCRMode,
     check_mode,
     ocr_copy,
@@ -255,7 +257,7 @@ class PyMuPDFParser(BaseParser):
         document_layout = _require_layout()
         started = time.perf_counter()
         source = pdf_path
-        ocr_pages, scratch, pdf_path, ocr_notes = self._ocr_pages(pdf_path, verdicts)
+        ocr_pages, scratch, pdf_path, done = self._ocr_pages(pdf_path, verdicts)
         ocr_seconds = time.perf_counter() - started
         prebuilt: dict[int, list[ParsingResult]] = {}
         body_sizes: Counter[float] = Counter()
@@ -287,17 +289,18 @@ class PyMuPDFParser(BaseParser):
             ocr_pages=ocr_pages,
             ocr_seconds=ocr_seconds,
             scratch=scratch,
-            ocr_notes=ocr_notes,
+            ocr_notes={p + 1: note for p, note in done.notes.items()},
+            ocr_budgets={p + 1: budget.record() for p, budget in done.budgets.items()},
         )
 
     def _ocr_pages(
         self, pdf_path: Path, verdicts: Sequence[str | None] | None = None
-    ) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path, dict[int, str]]:
+    ) -> tuple[dict[int, str], tempfile.TemporaryDirectory[str] | None, Path, OCRCopy]:
         """OCR the pages that need it (see :func:`~grounded.parsers.ocr.engine.plan_ocr`) into a private
-        copy: (1-based page -> reason, the copy's directory, the path to read from, 1-based page ->
-        why it was OCR'd at a lower resolution)."""
+        copy: (1-based page -> reason, the copy's directory, the path to read from, what OCR did
+        beyond reading as asked per 0-based page: lower resolutions, OCR budgets)."""
         if self._tessdata is None:
-            return {}, None, pdf_path, {}
+            return {}, None, pdf_path, OCRCopy()
         if verdicts is not None:
             plan, count = plan_ocr(verdicts, self.ocr), len(verdicts)
         else:
@@ -314,18 +317,19 @@ class PyMuPDFParser(BaseParser):
                 stacklevel=4,
             )
         if not plan.reasons:
-            return {}, None, pdf_path, {}
+            return {}, None, pdf_path, OCRCopy()
         scratch = make_temp_dir(OCR_TEMP_PREFIX)  # a killed run's folder is removed by the next one
         target = Path(scratch.name) / "ocr.pdf"
         try:
             with mupdf_quiet():
-                notes = ocr_copy(pdf_path, plan.pages, target, dpi=self.ocr_dpi, tessdata=self._tessdata)
+                done = ocr_copy(pdf_path, plan.pages, target, dpi=self.ocr_dpi, tessdata=self._tessdata)
         except BaseException:
             scratch.cleanup()
             raise
         log.info("%s: OCR'd %d page(s) at %d dpi", pdf_path, len(plan.pages), self.ocr_dpi)
-        reasons = {p + 1: why for p, why in plan.reasons.items()}
-        return reasons, scratch, target, {p + 1: note for p, note in notes.items()}
+        # a page the document's image budget left un-OCR'd reads its own text layer (none)
+        reasons = {p + 1: why for p, why in plan.reasons.items() if not (p in done.budgets and done.budgets[p].skipped)}
+        return reasons, scratch, target, done
 
     def _layout_iter(
         self, doc: Any, pdf_path: Path, count: int, ocr_pages: frozenset[int] = frozenset()
@@ -389,6 +393,10 @@ class PyMuPDFParser(BaseParser):
             note = native.ocr_notes.get(p.page_number)
             if note:  # OCR'd at a lower resolution (OCR_MAX_PIXELS)
                 entry["warnings"] = [*entry.get("warnings", []), note]
+            budget = native.ocr_budgets.get(p.page_number)
+            if budget:  # over an OCR budget: bounded OCR, or none (grounded.parsers.ocr.budget)
+                entry[OCR_BUDGET_KEY] = budget
+                entry["warnings"] = [*entry.get("warnings", []), budget["cause"]]
             skipped = getattr(p, LAYOUT_SKIPPED_KEY, None)
             if skipped is not None:  # beyond the layout budget: text-layer blocks, no layout model
                 entry[LAYOUT_SKIPPED_KEY] = skipped

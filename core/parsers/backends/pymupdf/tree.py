@@ -13,7 +13,7 @@ import numpy as np
 
 from grounded.io.markdown import table_to_markdown
 from grounded.model.boxes import ParsingBoundingBox
-from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
+from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers.base import map_label
 from grounded.parsers.column_split import split_columns
 from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
@@ -23,6 +23,7 @@ from grounded.parsers.textlayer import PageChars, TextLayer, build_lines, clip_t
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
     OCR_LEFT_OUT_KEY,
+    is_garbage_element,
     readable_unclaimed,
     text_in_picture,
     text_layer_rects,
@@ -235,6 +236,7 @@ class _TreeBuilder:
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             nodes[index] = node
+        garbage = self._drop_garbage(pc, nodes) if pc.page in self.ocr_pages else (0, 0)
         # an OCR'd page: its text-layer blocks, for the text pictures swallowed and the fallback
         rects = text_layer_rects(pc, layer) if pc.page in self.ocr_pages else []
         if pictures:  # an OCR'd page: text the pictures swallowed, next to its picture in the model's order
@@ -247,7 +249,7 @@ class _TreeBuilder:
         if pc.page in self.ocr_pages:
             # an OCR'd page: the fallback's elements are read in the page's reading order with the
             # rest (a born-digital page keeps them after the rest, as before)
-            for node in self._ocr_fallback(page, pc, in_output, in_picture, rects):
+            for node in self._ocr_fallback(page, pc, in_output, in_picture, rects, garbage):
                 nodes[len(boxes)] = node
                 x0, y0, x1, y1 = node.geom[0].to_points(w, h)
                 boxes = [*boxes, Rect(x0, y0, x1, y1, "text")]
@@ -341,6 +343,31 @@ class _TreeBuilder:
                 del nodes[j]
         return sel
 
+    def _drop_garbage(self, pc: PageChars, nodes: dict[int, ParsingResult]) -> tuple[int, int]:
+        """An OCR'd page: the text and table elements in ``nodes`` whose text is Tesseract's
+        garbage (:func:`is_garbage_element`, a table judged as a whole) leave ``nodes`` (their
+        characters stay claimed: the fallback never takes them back); a table's caption stays in
+        its place. Returns (elements, non-space characters) left out."""
+        count = chars = 0
+        for index, node in list(nodes.items()):
+            if node.type == T.TABLE:
+                text = " ".join(c.content for c in node.walk() if c.content)
+            elif node.type in TEXT_TYPES:
+                text = node.content
+            else:
+                continue
+            if not is_garbage_element(text):
+                continue
+            count += 1
+            chars += sum(not c.isspace() for c in text)
+            log.debug("%s: page %d: OCR garbage left out (%s): %r", self.path, pc.page, node.type, text[:120])
+            caption = self._captions.pop(id(node), None)
+            if caption is None:
+                del nodes[index]
+            else:
+                nodes[index] = caption
+        return count, chars
+
     def _ocr_fallback(
         self,
         page: Any,
@@ -348,11 +375,13 @@ class _TreeBuilder:
         claimed: np.ndarray,
         in_picture: np.ndarray,
         rects: list[tuple[float, float, float, float]],
+        garbage: tuple[int, int] = (0, 0),
     ) -> list[ParsingResult]:
         """An OCR'd page's layout fallback: the text-layer blocks that read as text when the layout
         lost enough of them (:func:`_layout_lost_text`), never a figure's OCR; what stays out is
         counted in the page's :data:`OCR_LEFT_OUT_KEY` (set on ``page``, the layout object, which
-        travels back from worker processes); ``rects``: the page's text-layer blocks."""
+        travels back from worker processes), with ``garbage``: the elements :meth:`_drop_garbage`
+        left out and their characters; ``rects``: the page's text-layer blocks."""
         readable, verdicts = readable_unclaimed(self.path, pc, claimed, in_picture, rects)
         found = []
         if _layout_lost_text(pc, claimed, in_picture, readable):
@@ -363,6 +392,8 @@ class _TreeBuilder:
             "in_pictures": int((left_out & in_picture).sum()),
             "unreadable_blocks": verdicts.count(False),
             "unreadable_chars": int((left_out & ~readable).sum()),
+            "garbage_elements": garbage[0],
+            "garbage_chars": garbage[1],
         })
         return found
 
