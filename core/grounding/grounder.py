@@ -12,8 +12,8 @@ Algorithm (linear-ish in the document length):
 3. Seeds are clustered by document position (gaps up to ``gap`` characters join a cluster: words
    changed, dropped or added, sentences or table cells re-ordered inside the chunk all stay in one
    cluster). The cluster explaining most of the query wins (among near-equal ones: the occurrence
-   nearest ``near``); further clusters are added while each explains enough *new* query text
-   (non-contiguous pieces). Unmatched query ends are extended fuzzily (Levenshtein) when the text's
+   nearest ``near``); further clusters are added while each explains enough *new* query text, and
+   mostly new (a cluster that re-explains placed text is another occurrence of it) (non-contiguous pieces). Unmatched query ends are extended fuzzily (Levenshtein) when the text's
    first/last words were edited. A verbatim (normalized) occurrence short-cuts all of this; when
    k-grams explain too little (table cells re-ordered, short fields), a bag-of-words alignment
    (maximum-sum run of document words) inside the window is tried as well. Texts shorter than two
@@ -163,6 +163,9 @@ def _union_mask(starts: np.ndarray, k: int, length: int) -> np.ndarray:
     diff = np.bincount(starts, minlength=size) - np.bincount(starts + k, minlength=size)
     return np.cumsum(diff)[:length] > 0
 
+
+#: a further piece of an alignment must explain at least this share of its query letters anew
+_MIN_NEW_SHARE = 0.5
 
 #: default longest text grounded, in characters (``Grounder(max_chars=...)``): a longer text is
 #: refused before any work, so memory stays linear in what is accepted (a chunk is typically
@@ -406,7 +409,9 @@ class Grounder:
             if i == first:
                 continue
             new = int((pieces[i].q_mask & ~covered).sum())
-            if new >= min_new:
+            # a piece that mostly re-explains covered text is another occurrence of a passage already
+            # placed (a title repeated on a supplement's first page), not a further part of the text
+            if new >= min_new and new >= _MIN_NEW_SHARE * cover[i]:
                 chosen.append(pieces[i])
                 covered |= pieces[i].q_mask
         chosen.sort(key=lambda p: p.lo)

@@ -31,10 +31,15 @@ def furniture_key(text: str) -> str:
     return re.sub(r"[^\w#]|_", "", re.sub(r"\d+", "#", text.casefold()))
 
 
+#: A lower-case Roman numeral up to 399 (front-matter page numbers "iii", "xi", "xlii"); no D or M,
+#: so words made of those letters ("mix", "did", "mid") are not numerals.
+_ROMAN = re.compile(r"c{0,3}(?:xc|xl|l?x{0,3})(?:ix|iv|v?i{0,3})")
+
+
 def has_words(key: str) -> bool:
-    """Whether a :func:`furniture_key` holds letters (a bare page number "12" or "- 3 -" does not:
-    it is furniture even on the one page that shows it)."""
-    return any(c.isalpha() for c in key)
+    """Whether a :func:`furniture_key` holds words: letters that are not one Roman numeral (a bare
+    page number "12", "- 3 -" or "iii" does not: it is furniture even on the one page that shows it)."""
+    return any(c.isalpha() for c in key) and not _ROMAN.fullmatch(key.replace("#", ""))
 
 
 def recurs_in(key: str, others: Iterable[str]) -> bool:

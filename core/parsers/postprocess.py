@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from ..errors import escape_controls
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from .furniture import furniture_key, has_words, recurs_in
@@ -82,7 +83,12 @@ _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 
 
 class FurnitureKeptWarning(UserWarning):
-    """Text labelled page header/footer was kept as body text because it is most of its page."""
+    """Text labelled page header/footer was kept as body text because it is most of its page or a
+    block of many lines: the layout model mistook a page's body for furniture, so that page's
+    structure (headings, tables) may be wrong too. The ordinary line rules (a page's only text, a
+    line that repeats on no other page, a heading's twin) do not warn: they fire on ordinary PDFs
+    (a title page's one-off footer) and ask nothing of the user; they are logged at DEBUG and
+    counted in ``pages[i]["furniture_kept_chars"]`` like every kept character."""
 
 
 def _solid(text: str) -> int:
@@ -122,8 +128,10 @@ def keep_body_furniture(
       furniture. A bare page number ("12", "- 3 -") stays furniture.
 
     Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
-    is kept and ``metadata["relabeled_from"]`` names the old type; one :class:`FurnitureKeptWarning`
-    names the pages. Returns page -> characters kept this way.
+    is kept and ``metadata["relabeled_from"]`` names the old type. One :class:`FurnitureKeptWarning`
+    names the pages where the *dominant* or *block* rule fired (the layout model misread a page);
+    the line rules are logged at DEBUG only. Returns page -> characters kept this way (every rule;
+    :meth:`BaseParser.finish` records it as ``pages[i]["furniture_kept_chars"]``).
     """
     drop = frozenset(ParsingResultType(t) for t in drop_types)
     dropped_furniture = [t for t in _FURNITURE if t in drop]
@@ -146,29 +154,44 @@ def keep_body_furniture(
         elif not any(a.type in drop for a in _ancestors(node)):
             body_chars[page] = body_chars.get(page, 0) + chars
     kept: dict[int, int] = {}
+    misread: dict[int, int] = {}  # pages whose body the layout model took for furniture (warned)
     for page, nodes in sorted(furniture.items()):
         chars = furniture_chars[page]
         body = body_chars.get(page, 0)
         whole_page = chars >= FURNITURE_RESCUE_MIN_CHARS and chars >= FURNITURE_RESCUE_RATIO * body
         rescued: list[tuple[ParsingResult, ParsingResultType]] = []
         for node in nodes:
-            new_type = None if whole_page else _not_furniture(node, page, seen, only_text=not body)
-            if whole_page or new_type is not None:
-                rescued.append((node, new_type or T.PARAGRAPH))
+            if whole_page or _block(node):
+                misread[page] = misread.get(page, 0) + _solid(node.content)
+                rescued.append((node, T.PARAGRAPH))
+            elif (new_type := _not_furniture(node, page, seen, only_text=not body)) is not None:
+                rescued.append((node, new_type))
         for node, new_type in rescued:
             node.metadata["relabeled_from"] = node.type.value
             node.type = new_type
         if rescued:
             kept[page] = sum(_solid(n.content) for n, _ in rescued)
-    if kept:
+    if misread:
         warnings.warn(
-            f"{source}: page header/footer text kept as body text on page(s) {sorted(kept)} "
-            f"({sum(kept.values())} characters: the page's only or most of its text, blocks of more than "
-            f"{FURNITURE_MAX_LINES} lines, or lines that repeat on no other page)",
+            f"{escape_controls(str(source))}: page header/footer text kept as body text on page(s) "
+            f"{sorted(misread)} ({sum(misread.values())} characters: most of the page's text, or blocks of "
+            f"more than {FURNITURE_MAX_LINES} lines; the layout of these pages may be misread)",
             FurnitureKeptWarning,
             stacklevel=3,
         )
+    if set(kept) - set(misread):
+        log.debug(
+            "%s: page header/footer lines kept as text on page(s) %s (a page's only text, lines that repeat "
+            "on no other page, or a heading's twin)",
+            escape_controls(str(source)),
+            sorted(set(kept) - set(misread)),
+        )
     return kept
+
+
+def _block(node: ParsingResult) -> bool:
+    """A header/footer element too long to be running furniture (see :data:`FURNITURE_MAX_LINES`)."""
+    return _lines(node) > FURNITURE_MAX_LINES and _solid(node.content) >= FURNITURE_RESCUE_MIN_CHARS
 
 
 def _not_furniture(
@@ -177,8 +200,6 @@ def _not_furniture(
     """The type a header/footer ``node`` on ``page`` takes because it is not page furniture (see
     :func:`keep_body_furniture`), or None when it is. ``only_text``: nothing else on the page is
     kept (then a bare number that repeats nowhere is the page's text too)."""
-    if _lines(node) > FURNITURE_MAX_LINES and _solid(node.content) >= FURNITURE_RESCUE_MIN_CHARS:
-        return T.PARAGRAPH
     key = furniture_key(node.content)
     if not has_words(key) and not only_text:
         return None

@@ -3,8 +3,9 @@
 ``BaseParser.run`` accepts a path, PDF bytes or a binary file object, and an optional password.
 Every backend keeps reading a plain, unencrypted file by path:
 
-* bytes / file objects are written to a private temporary directory (``mkdtemp``: mode 0700,
-  in the system temp dir, never the user's folders);
+* bytes / file objects are written to a private temporary directory (mode 0700, in the system
+  temp dir, never the user's folders) named ``grounded-source-<pid>-*``
+  (:func:`grounded.io.atomic.make_temp_dir`: a folder a killed run left is removed by the next run);
 * an encrypted PDF opened with the right password is saved decrypted into that directory;
 * the directory is removed when the parse ends, also on error.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import CorruptPDFError, InputError
+from ..io.atomic import make_temp_dir
 from .pdf_input import PDFInfo, inspect_pdf
 
 __all__ = ["PDFSource", "PreparedSource", "prepared_source", "BYTES_NAME"]
@@ -36,6 +37,8 @@ PDFSource = str | os.PathLike[str] | bytes | bytearray | memoryview | IO[bytes]
 #: source name recorded for bytes given without ``name=``
 BYTES_NAME = "<bytes>"
 _MAX_NAME = 120  # characters of the temp file's name (file systems allow 255 bytes)
+#: name prefix of the temporary folders of byte inputs and decrypted copies
+TEMP_PREFIX = "grounded-source-"
 
 
 @dataclass
@@ -126,7 +129,7 @@ def prepared_source(
     files are removed on exit. Raises the typed errors of :func:`inspect_pdf`."""
     if password is not None and not isinstance(password, str):
         raise TypeError(f"password must be a str, not {type(password).__name__}")
-    tmp: Path | None = None
+    scratch: tempfile.TemporaryDirectory[str] | None = None
     prepared: PreparedSource | None = None
     try:
         if isinstance(pdf, (str, os.PathLike)):
@@ -140,8 +143,8 @@ def prepared_source(
             display = name if name else BYTES_NAME
             shown_name = Path(name).name if name else BYTES_NAME
             data = _read_stream(pdf, display)
-            tmp = Path(tempfile.mkdtemp(prefix="grounded-"))
-            path = tmp / _file_name(name)
+            scratch = make_temp_dir(TEMP_PREFIX)
+            path = Path(scratch.name) / _file_name(name)
             path.write_bytes(data)
             from_bytes = True
         temps = (str(path),) if from_bytes else ()
@@ -159,9 +162,9 @@ def prepared_source(
         prepared.encrypted = info.encrypted
         if info.encrypted:
             assert password is not None  # inspect_pdf refuses an encrypted PDF without one
-            if tmp is None:
-                tmp = Path(tempfile.mkdtemp(prefix="grounded-"))
-            plain_dir = tmp / "decrypted"
+            if scratch is None:
+                scratch = make_temp_dir(TEMP_PREFIX)
+            plain_dir = Path(scratch.name) / "decrypted"
             plain_dir.mkdir()
             plain = plain_dir / _file_name(shown_name)
             _decrypt(path, password, plain, display)
@@ -174,5 +177,6 @@ def prepared_source(
             prepared.rename(exc)
         raise
     finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if scratch is not None:
+            with contextlib.suppress(OSError):  # as rmtree(ignore_errors=True): never mask the parse's outcome
+                scratch.cleanup()

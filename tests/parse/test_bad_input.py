@@ -24,7 +24,6 @@ from grounded.errors import (
 from grounded.model import ParsingResultType as T
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from grounded.parsers.pdf_input import NoTextLayerWarning, inspect_pdf
-from grounded.parsers.postprocess import FurnitureKeptWarning
 from tests.support.data import shared
 from tests.support.pdf_builders import add_scanned_page, raw_pdf, save_pdf
 
@@ -143,8 +142,7 @@ def test_rotated_and_cropped_pages_parse_into_the_displayed_page(tmp_path, sourc
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         # two pages of an article: their (odd/even) running headers repeat on no other page here,
-        # so they are kept as text (#21.5) -- this test is about the page geometry
-        warnings.filterwarnings("ignore", category=FurnitureKeptWarning)
+        # so they are kept as text (#21.5), without a warning -- this test is about the page geometry
         root = PyMuPDFParser().parse(path)
     sizes = [(p["width"], p["height"]) for p in root.metadata["pages"]]
     assert sizes[0] == pytest.approx((595.28, 788.03), abs=0.01) and sizes[1] == pytest.approx((520, 700))

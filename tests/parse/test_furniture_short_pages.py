@@ -83,13 +83,27 @@ def test_furniture_rule_keeps_lines_that_repeat_on_no_other_page() -> None:
         root.add_child(_node(T.PARAGRAPH, body, page, 0.2))
         root.add_child(_node(T.PAGE_FOOTER, str(page), page, 0.95))  # a bare page number
     root.add_child(_node(T.PAGE_HEADER, "Received 12 May 2020; accepted 3 June", 1, 0.05))  # page 1 only
-    with pytest.warns(postprocess.FurnitureKeptWarning):
+    root.add_child(_node(T.PAGE_FOOTER, "- xiv -", 2, 0.95))  # a Roman page number is a number
+    with warnings.catch_warnings():
+        # an ordinary one-off line (a title page's dates) is kept without a warning: nothing to act on;
+        # the kept characters are counted (pages[i]["furniture_kept_chars"] in a parse)
+        warnings.simplefilter("error")
         kept = postprocess.keep_body_furniture(root, [T.PAGE_HEADER, T.PAGE_FOOTER])
     types = {n.content: n.type for n in root.children}
     assert types["Received 12 May 2020; accepted 3 June"] == T.PARAGRAPH
     assert kept == {1: len("Received12May2020;accepted3June")}
     assert all(types[f"Journal of Tests, vol. 3, p. {p}"] == T.PAGE_HEADER for p in (1, 2, 3))
     assert all(types[str(p)] == T.PAGE_FOOTER for p in (1, 2, 3))
+    assert types["- xiv -"] == T.PAGE_FOOTER
+
+
+@pytest.mark.parametrize(
+    ("text", "words"), [("iii", False), ("- XLII -", False), ("xi 12", False), ("mix", True), ("Did", True), ("Page iv", True)]
+)
+def test_roman_page_numbers_are_numbers_not_words(text: str, words: bool) -> None:
+    from grounded.parsers.furniture import furniture_key, has_words
+
+    assert has_words(furniture_key(text)) is words
 
 
 def test_furniture_rule_gives_a_heading_twin_its_heading_type() -> None:
@@ -97,7 +111,8 @@ def test_furniture_rule_gives_a_heading_twin_its_heading_type() -> None:
     for page in (1, 2, 3, 4):
         root.add_child(_node(T.PAGE_HEADER if page == 2 else T.SECTION_HEADER, f"Heading {page}", page, 0.04))
         root.add_child(_node(T.PARAGRAPH, "Body text. " * 20, page, 0.1))
-    with pytest.warns(postprocess.FurnitureKeptWarning):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a line rule: no warning
         postprocess.keep_body_furniture(root, [T.PAGE_HEADER, T.PAGE_FOOTER])
     heading = next(n for n in root.children if n.content == "Heading 2")
     assert heading.type == T.SECTION_HEADER and heading.metadata["relabeled_from"] == "PAGE_HEADER"

@@ -263,10 +263,15 @@ def test_two_column_page_is_read_column_by_column(two_column: tuple[ParsingResul
 def test_two_column_page_meets_the_ocr_target(two_column: tuple[ParsingResult, ParsingResult]) -> None:
     ocr, digital = two_column
     assert _cer(ocr, digital) <= MAX_CER
-    # every paragraph of the born-digital page is found in the OCR text, in the same order
+    # every paragraph of the born-digital page is found in the OCR text, in the same order. Not the
+    # copyright footer: this one-page excerpt keeps it as text (it repeats on no other page, #21.5),
+    # and its text layer holds two lines printed over each other ("(c) 2014 The Author(s) ..." stamped
+    # on "306 (c) The Authors Journal compilation ..."), which no OCR can read apart from the pixels
     text = _text(ocr)
     at = -1
     for node in digital.walk():
+        if node.metadata.get("relabeled_from") in ("PAGE_HEADER", "PAGE_FOOTER"):
+            continue
         if node.content and not node.children and len(node.content) > 80:
             probe = _solid(node.content)[:40]
             hit = fuzzy_find(text, probe)

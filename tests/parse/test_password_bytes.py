@@ -189,3 +189,31 @@ def test_temp_files_removed_when_the_backend_fails(encrypted_pdf, private_tmp):
             Failing().parse(encrypted_pdf.read_bytes(), password=USER, name="up.pdf")
     assert str(err.value).startswith("up.pdf: ") and "boom" in str(err.value)
     assert list(private_tmp.iterdir()) == []
+
+
+def test_byte_inputs_use_a_temp_folder_the_next_run_cleans(parser, plain_pdf, plain_text, private_tmp):
+    """Bytes are parsed from ``grounded-source-<pid>-*`` (io.atomic.make_temp_dir): a folder a
+    killed run left (its pid gone) is removed by the next parse of bytes; the parse's own goes at its end."""
+    import re
+    import subprocess
+    import sys
+
+    from grounded.parsers.source import TEMP_PREFIX
+
+    dead = int(subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True).stdout)
+    left = private_tmp / f"{TEMP_PREFIX}{dead}-k1ll3d"
+    (left / "decrypted").mkdir(parents=True)
+    (left / "decrypted" / "secret.pdf").write_bytes(b"%PDF-1.7 decrypted copy of a killed run")
+    used: list[Path] = []
+
+    class Watching(PyMuPDFParser):
+        def _transform(self, native):
+            used.append(Path(native.path).parent)
+            return super()._transform(native)
+
+    root = Watching().parse(plain_pdf.read_bytes(), name="upload.pdf")
+    assert _text(root) == plain_text
+    assert used and used[0].parent == private_tmp
+    assert re.fullmatch(rf"{TEMP_PREFIX}{os.getpid()}-\w+", used[0].name), used[0].name
+    assert not left.exists()  # the killed run's folder (and its decrypted copy) is gone
+    assert list(private_tmp.iterdir()) == []
