@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, overload
 
-from ..errors import CorruptPDFError
+from ..errors import CorruptPDFError, escape_controls
 from ..io.atomic import atomic_write_bytes
 from ..model.chunk import Chunk, ChunkingResult
 from .geometry import (
@@ -106,7 +106,7 @@ def highlight(
         placed: dict[int, list[Any]] = {}  # page -> label rectangles already there (no stacking)
         for n, (chunk, regions) in enumerate(plans, 1):
             if not regions:
-                warnings.warn(f"{source}: chunk {chunk.id!r} has no boxes; nothing to highlight", stacklevel=2)
+                warnings.warn(f"{escape_controls(str(source))}: chunk {chunk.id!r} has no boxes; nothing to highlight", stacklevel=2)
                 continue
             tag = label(chunk, n) if callable(label) else (f"[{n}]" if label else "")
             for pr in regions:
@@ -145,7 +145,7 @@ def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
             continue
         if first is not None:
             cause = str(first.__cause__ or first.cause)
-            warnings.warn(f"{source}: damaged PDF: broken objects that no page uses were left out of the annotated "
+            warnings.warn(f"{escape_controls(str(source))}: damaged PDF: broken objects that no page uses were left out of the annotated "
                           f"copy (MuPDF: {' '.join(cause.split())})", PDFRepairWarning, stacklevel=3)
         return data
     assert first is not None

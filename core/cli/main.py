@@ -114,6 +114,15 @@ def one_line(text: object) -> str:
     return " ".join(escape_controls(str(text), whitespace=False).split())
 
 
+class OneLineFormatter(logging.Formatter):
+    """Each log record's message as one line (:func:`one_line`): a file name or an exception text
+    with a newline or an ANSI escape cannot forge a log line or drive the terminal. A traceback
+    (``exc_info``) still follows on its own lines."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - logging's name
+        return one_line(super().formatMessage(record))
+
+
 @contextmanager
 def warnings_as_lines(command: str) -> Iterator[None]:
     """Show each Python warning as one ``grounded <command>: warning: <message>`` line on stderr
@@ -133,7 +142,9 @@ def warnings_as_lines(command: str) -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, handlers=[handler])
     with warnings_as_lines(args.command):
         return _run(args)
 

@@ -233,7 +233,7 @@ def run_parse(args: argparse.Namespace) -> int:
             except Exception as exc:  # a bug: report it with its traceback, go on with the other files
                 failures.append(str(pdf))
                 _remove_new_images(parser, pdf, images_before)
-                log.error("%s: unexpected %s (please report this bug)", pdf, type(exc).__name__, exc_info=True)
+                log.error("%s: unexpected %s (please report this bug)", escape_controls(str(pdf)), type(exc).__name__, exc_info=True)
                 continue
             except BaseException:  # interrupted (Ctrl-C): no images of an unsaved tree either
                 _remove_new_images(parser, pdf, images_before)

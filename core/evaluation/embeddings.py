@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import escape_controls
 from ..io.atomic import atomic_write_bytes
 
 __all__ = ["CachedEmbedder", "minilm_embedder", "default_cache_dir", "text_hash", "MINILM_KEY"]
@@ -80,7 +81,7 @@ class CachedEmbedder:
                     for h, vec in zip(data["hashes"], data["vectors"]):
                         self._memory.setdefault(str(h), vec)
             except (OSError, ValueError, KeyError) as exc:  # a damaged pack is recomputed, not fatal
-                log.warning("ignoring unreadable embedding cache file %s (%s)", pack, exc)
+                log.warning("ignoring unreadable embedding cache file %s (%s)", escape_controls(str(pack)), exc)
 
     def _store(self, hashes: list[str], vectors: np.ndarray) -> None:
         if not self.use_cache or not hashes:

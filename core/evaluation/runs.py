@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import GroundedError, InputNotFoundError, SchemaError
+from ..errors import GroundedError, InputNotFoundError, SchemaError, escape_controls
 from ..io.codec import load_parse_pair, save_parse_pair
 from ..model.elements import ParsingResult
 from .dla import DLAResult, Layout, evaluate_layout, require_alignment
@@ -114,11 +114,11 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
             root, markdown = load_parse_pair(json_path, md_path)
             return ParsedDocument(pdf.stem, root, markdown)
         except SchemaError as exc:  # a damaged or mixed cache entry is parsed again, not trusted
-            log.warning("ignoring the cached parse of %s: %s", pdf, exc)
+            log.warning("ignoring the cached parse of %s: %s", escape_controls(str(pdf)), exc)
     try:
         out = parser.run(pdf)
     except GroundedError as exc:
-        log.warning("parsing %s failed: %s", pdf, exc)
+        log.warning("parsing %s failed: %s", escape_controls(str(pdf)), exc)
         return ParsedDocument(pdf.stem, None, "", error=str(exc))
     if use_cache:
         save_parse_pair(out.root, out.markdown, json_path, md_path)

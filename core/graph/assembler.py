@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InputError, ModelError, ModelOutputError
+from ..errors import InputError, ModelError, ModelOutputError, escape_controls
 from ..llm import GRAPH_SETTINGS, GenerationSettings, Model, as_model
 from ..llm.settings import effective_settings
 from ..model.boxes import ParsingBoundingBox
@@ -114,7 +114,7 @@ def assemble(
             strategies.update(dict.fromkeys(from_ocr, "ocr"))
     for p, how in strategies.items():
         if how == "none":
-            log.warning("%s: page %d has no text in any reading", _name(fast), p)
+            log.warning("%s: page %d has no text in any reading", escape_controls(_name(fast)), p)
     assembly = Assembly(root=root, page_strategies=strategies)
     if llm is not None:
         settings = effective_settings(GRAPH_SETTINGS, llm, generation)

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 from rapidfuzz.distance import Indel
 
-from ..errors import InputError
+from ..errors import InputError, escape_controls
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import ParsingResult
 from .normalize import alnum_text
@@ -52,7 +52,7 @@ def source_pdf(root: ParsingResult) -> Path | None:
         return None
     path = Path(source["path"])
     if not path.is_file():
-        log.info("page furniture index: %s is not there; grounding without it", path)
+        log.info("page furniture index: %s is not there; grounding without it", escape_controls(str(path)))
         return None
     sha = source.get("sha256")
     if isinstance(sha, str) and sha:
@@ -61,7 +61,7 @@ def source_pdf(root: ParsingResult) -> Path | None:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         if digest.hexdigest() != sha:
-            log.info("page furniture index: %s changed since it was parsed; grounding without it", path)
+            log.info("page furniture index: %s changed since it was parsed; grounding without it", escape_controls(str(path)))
             return None
     return path
 

@@ -18,7 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from concurrent.futures.process import BrokenProcessPool
 
 from ..runtime.processes import ParentInfo
-from .errors import IngestError
+from .errors import IngestError, escape_controls
 from .progress import Progress
 from .worker import DocResult, JobConfig, build_chunker, init_worker, process_document, setup_status
 
@@ -107,12 +107,12 @@ def _split_documents(
                     yield DocResult("setup-error", path, sha, error_type=status[0], message=status[1])
                     return
                 checked = True
-            log.info("ingest: %s split over %d workers by pages", path, pool.workers)
+            log.info("ingest: %s split over %d workers by pages", escape_controls(str(path)), pool.workers)
             result = split_document(path, sha, config, pool.get(), pool.workers, chunker, progress.on_pages(path))
         except Exception as exc:
             if not _pool_broke(exc):
                 raise
-            log.warning("ingest: a worker process died; retrying %s on its own", path)
+            log.warning("ingest: a worker process died; retrying %s on its own", escape_controls(str(path)))
             pool.reset()
             checked = False
             yield from _whole_documents([(path, sha)], pool)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import OutputError
+from ..errors import OutputError, escape_controls
 from .errors import OutputLockedError
 
 __all__ = ["OutLock", "LOCK_NAME"]
@@ -83,7 +83,7 @@ class OutLock:
         try:
             import fcntl
         except ImportError:  # not POSIX (Windows): no flock
-            log.warning("ingest: %s: no file locking on this platform; run one ingest at a time into it", self.root)
+            log.warning("ingest: %s: no file locking on this platform; run one ingest at a time into it", escape_controls(str(self.root)))
             return
 
         try:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GroundedError
+from ..errors import GroundedError, escape_controls
 from ..llm.spec import ModelSpec, strategy_options
 from ..runtime.processes import ParentInfo, die_with_parent
 
@@ -216,7 +216,7 @@ def document_result(
             raise  # a lent pool lost a worker: the caller retries the document
         if isinstance(exc, GroundedError):
             return DocResult("error", path, sha256, error_type=type(exc).__name__, message=str(exc))
-        log.debug("ingest: %s failed:\n%s", path, traceback.format_exc())
+        log.debug("ingest: %s failed:\n%s", escape_controls(str(path)), traceback.format_exc())
         return DocResult("error", path, sha256, error_type=type(exc).__name__, message=f"{path}: {exc}")
 
 

@@ -57,7 +57,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import GroundedError, SchemaError
+from ..errors import GroundedError, SchemaError, escape_controls
 from ..io.atomic import atomic_write_bytes, file_kind
 from ..io.codec import dumps_parsing_result, loads_parsing_result
 from ..model.elements import ParsingResult
@@ -268,7 +268,7 @@ class ParseCache:
             return
         _unusable_dirs.add(key)
         warnings.warn(
-            f"parse cache {self.directory} is not usable ({getattr(exc, 'cause', None) or exc.strerror or exc}); "
+            f"parse cache {escape_controls(str(self.directory))} is not usable ({getattr(exc, 'cause', None) or exc.strerror or exc}); "
             "parse trees are kept in this process's memory only",
             RuntimeWarning, stacklevel=3,
         )
@@ -283,7 +283,7 @@ class ParseCache:
     def _discard(self, path: Path, reason: str | None) -> None:
         """Remove an entry that must not be served (a directory stays: never removed recursively)."""
         if reason is not None:
-            log.warning("parse cache entry %s %s; treating it as a miss and removing it", path, reason)
+            log.warning("parse cache entry %s %s; treating it as a miss and removing it", escape_controls(str(path)), reason)
         try:
             st = os.lstat(path)
         except OSError:
@@ -293,7 +293,7 @@ class ParseCache:
         try:
             path.unlink()
         except OSError as exc:
-            log.debug("cannot remove parse cache entry %s: %s", path, exc)
+            log.debug("cannot remove parse cache entry %s: %s", escape_controls(str(path)), exc)
 
     def _read(self, path: Path) -> bytes | None:
         """The bytes of a regular-file entry within the size bound, else None (refused entries are
@@ -301,7 +301,7 @@ class ParseCache:
         try:
             st = self._lstat(path)
         except OSError as exc:
-            log.warning("cannot read parse cache entry %s: %s", path, exc.strerror or exc)
+            log.warning("cannot read parse cache entry %s: %s", escape_controls(str(path)), exc.strerror or exc)
             return None
         if st is None:
             return None
@@ -317,7 +317,7 @@ class ParseCache:
         except FileNotFoundError:
             return None
         except OSError as exc:  # replaced by a link between lstat and open (ELOOP), no permission
-            log.warning("cannot read parse cache entry %s: %s", path, exc.strerror or exc)
+            log.warning("cannot read parse cache entry %s: %s", escape_controls(str(path)), exc.strerror or exc)
             return None
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
@@ -530,10 +530,10 @@ def resolve_tree(
         return root
     path = metadata.get("file_path")
     if not path or not Path(str(path)).is_file():
-        log.info("parse tree %s is not cached and its PDF (%r) is not readable here", ref, path)
+        log.info("parse tree %s is not cached and its PDF (%r) is not readable here", ref, escape_controls(str(path)))
         return None
     if file_sha256(str(path)) != ref.sha256:
-        log.warning("%s changed since it was read (sha256 differs from %s); read it again", path, ref)
+        log.warning("%s changed since it was read (sha256 differs from %s); read it again", escape_controls(str(path)), ref)
         return None
     from . import get_parser
 
@@ -541,11 +541,11 @@ def resolve_tree(
     try:
         root = get_parser(ref.parser or str(metadata.get("parser") or "pymupdf"), **options).parse(str(path))
     except (GroundedError, ImportError, ValueError) as exc:
-        log.warning("re-parsing %s for its parse tree failed: %s", path, exc)
+        log.warning("re-parsing %s for its parse tree failed: %s", escape_controls(str(path)), exc)
         return None
     got = tree_ref(root, options)
     cache.put(root, options)
     if got != str(ref):  # another parser version: still this PDF, but say so
-        log.info("%s re-parsed as %s (the reference was %s)", path, got, ref)
+        log.info("%s re-parsed as %s (the reference was %s)", escape_controls(str(path)), got, ref)
         _remember(str(ref), root)
     return root

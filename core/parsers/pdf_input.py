@@ -24,6 +24,7 @@ from ..errors import (
     NotAPDFError,
     NoTextLayerError,
     PageTooLargeError,
+    escape_controls,
 )
 from .ocr.engine import ENABLE_HINT, text_layer_verdict
 
@@ -291,7 +292,7 @@ def _check_damage(info: PDFInfo) -> None:
             f"{len(damaged)} of {info.page_count} page(s) may be incomplete (pages {format_pages(damaged)}; "
             f"MuPDF: {first})"
         )
-    warnings.warn(f"{info.path}: damaged PDF: " + "; ".join(parts), PDFDamageWarning, stacklevel=3)
+    warnings.warn(f"{escape_controls(str(info.path))}: damaged PDF: " + "; ".join(parts), PDFDamageWarning, stacklevel=3)
 
 
 def inspect_pdf(path: str | Path, require_text: bool, password: str | None = None) -> PDFInfo:
@@ -325,7 +326,7 @@ def inspect_pdf(path: str | Path, require_text: bool, password: str | None = Non
                 f"{ENABLE_HINT}",
             )
         warnings.warn(
-            f"{path}: {len(missing)} of {info.page_count} page(s) have no text layer and will yield no "
+            f"{escape_controls(str(path))}: {len(missing)} of {info.page_count} page(s) have no text layer and will yield no "
             f"text: pages {format_pages(missing)}; {ENABLE_HINT}",
             NoTextLayerWarning,
             stacklevel=2,

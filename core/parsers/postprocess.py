@@ -443,7 +443,7 @@ def attach_line_spans(root: ParsingResult, pdf_path: str | Path, merge_overlap: 
                 _attach(node, boxes, pages, selections, merge_overlap)
         if missing:
             warnings.warn(
-                f"{pdf_path}: element boxes refer to page(s) {sorted(missing)} beyond the document's {count} pages",
+                f"{escape_controls(str(pdf_path))}: element boxes refer to page(s) {sorted(missing)} beyond the document's {count} pages",
                 stacklevel=2,
             )
 

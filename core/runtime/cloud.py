@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..errors import MissingCredentialsError, RemoteServiceError
+from ..errors import MissingCredentialsError, RemoteServiceError, escape_controls
 
 __all__ = [
     "RetryPolicy",
@@ -151,7 +151,7 @@ def call_with_retries(
                 raise
             if transient and attempt < policy.max_attempts:
                 wait = policy.delay(attempt)
-                log.warning("%s: %s for %s failed (%s); retry %d/%d in %.1fs", backend, what, source,
+                log.warning("%s: %s for %s failed (%s); retry %d/%d in %.1fs", backend, what, escape_controls(str(source)),
                             _describe(exc), attempt, policy.max_attempts - 1, wait)
                 sleep(wait)
                 continue

@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from grounded.errors import escape_controls
 from grounded.model.chunk import Chunk
 from grounded.model.elements import ParsingResultType as T
 from grounded.text.stream import DocumentText
@@ -116,5 +117,5 @@ def keep_lists_whole(
         for chunk in parts:
             chunk.metadata["list_split"] = True
         log.warning("%s: a list of %d items (characters %d-%d) is split over %d chunks: merged it exceeds the token "
-                    "bound; the chunks are flagged list_split", source, run.items, run.start, run.end, len(parts))
+                    "bound; the chunks are flagged list_split", escape_controls(str(source)), run.items, run.start, run.end, len(parts))
     return out

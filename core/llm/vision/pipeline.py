@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from grounded.errors import ChunkingError, ModelOutputError
+from grounded.errors import ChunkingError, ModelOutputError, escape_controls
 from grounded.grounding.grounder import Grounder
 from grounded.model.chunk import Chunk
 from grounded.model.elements import ParsingResult
@@ -152,7 +152,7 @@ class VisionChunker:
             source = root.metadata.get("source")
             name = source.get("name") if isinstance(source, dict) else "document"
             warnings.warn(
-                f"{name}: pages {missing} have text but no grounded vision chunk (skipped by the model, or rewritten)",
+                f"{escape_controls(str(name))}: pages {missing} have text but no grounded vision chunk (skipped by the model, or rewritten)",
                 VisionWarning,
                 stacklevel=2,
             )

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from grounded.errors import escape_controls
 from grounded.parsers.hyphenation import zipf
 from grounded.parsers.textlayer import PageChars, TextLayer, build_lines, clip_to_page
 
@@ -185,7 +186,7 @@ def readable_unclaimed(
         readable[sel] = ok
         verdicts.append(ok)
         if not ok:
-            log.debug("%s: page %d: OCR text left out (a figure's, not text): %r", path, pc.page, text[:120])
+            log.debug("%s: page %d: OCR text left out (a figure's, not text): %r", escape_controls(str(path)), pc.page, text[:120])
     return readable, verdicts
 
 

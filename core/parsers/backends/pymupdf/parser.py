@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-from grounded.errors import BackendUnavailableError, ParserError
+from grounded.errors import BackendUnavailableError, ParserError, escape_controls
 from grounded.io.atomic import make_temp_dir
 from grounded.model.elements import ParsingResult, ParsingResultType
 from grounded.model.options import Option
@@ -311,7 +311,7 @@ class PyMuPDFParser(BaseParser):
                 count = doc.page_count
         if plan.blank:  # as inspect_pdf warns when OCR is off: these pages yield no text either way
             warnings.warn(
-                f"{pdf_path}: {len(plan.blank)} of {count} page(s) have no text layer and will yield no text: "
+                f"{escape_controls(str(pdf_path))}: {len(plan.blank)} of {count} page(s) have no text layer and will yield no text: "
                 f"pages {format_pages([p + 1 for p in plan.blank])} (blank: nothing to OCR)",
                 NoTextLayerWarning,
                 stacklevel=4,
@@ -326,7 +326,7 @@ class PyMuPDFParser(BaseParser):
         except BaseException:
             scratch.cleanup()
             raise
-        log.info("%s: OCR'd %d page(s) at %d dpi", pdf_path, len(plan.pages), self.ocr_dpi)
+        log.info("%s: OCR'd %d page(s) at %d dpi", escape_controls(str(pdf_path)), len(plan.pages), self.ocr_dpi)
         # a page the document's image budget left un-OCR'd reads its own text layer (none)
         reasons = {p + 1: why for p, why in plan.reasons.items() if not (p in done.budgets and done.budgets[p].skipped)}
         return reasons, scratch, target, done

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from grounded.errors import escape_controls
 from grounded.io.markdown import table_to_markdown
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
@@ -184,7 +185,7 @@ class _TreeBuilder:
         claimed = np.zeros(len(pc), dtype=bool)
         w, h = pc.width, pc.height
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
-            log.warning("%s: page %d size differs between layout and text layer", self.path, page.page_number)
+            log.warning("%s: page %d size differs between layout and text layer", escape_controls(str(self.path)), page.page_number)
         figures = 0
         pictures: dict[int, int] = {}  # OCR'd page: box index of a picture -> its figure number
         in_picture = np.zeros(len(pc), dtype=bool)
@@ -305,7 +306,7 @@ class _TreeBuilder:
                 if node is not None and node.content:
                     found.setdefault(index, []).append((before, node))
             if left is None:
-                log.debug("%s: page %d: a picture box held nothing but text", self.path, pc.page)
+                log.debug("%s: page %d: a picture box held nothing but text", escape_controls(str(self.path)), pc.page)
                 del nodes[index]
                 continue
             if blocks:
@@ -337,7 +338,7 @@ class _TreeBuilder:
             piece = inside[claimed[inside]]
             cy = pc.cy[piece]
             if len(piece) and np.isin(pc.line[piece], lines).any() and ((cy >= top) & (cy <= bottom)).all():
-                log.debug("%s: page %d: %r joins the text taken out of a picture", self.path, pc.page,
+                log.debug("%s: page %d: %r joins the text taken out of a picture", escape_controls(str(self.path)), pc.page,
                           nodes[j].content[:60])
                 sel = np.union1d(sel, piece)
                 del nodes[j]
@@ -411,7 +412,7 @@ class _TreeBuilder:
         an OCR'd page, those that do not read as text: a figure's OCR, see :func:`readable_unclaimed`)."""
         log.warning(
             "%s: the layout model missed %d of %d characters on page %d; adding them from the text layer's blocks",
-            self.path, int((~claimed & pc.solid).sum()), int(pc.solid.sum()), pc.page,
+            escape_controls(str(self.path)), int((~claimed & pc.solid).sum()), int(pc.solid.sum()), pc.page,
         )
         taken = claimed if keep_out is None else claimed | keep_out
         found: list[ParsingResult] = []
