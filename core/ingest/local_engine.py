@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 
+from ..errors import escape_controls
 from ..runtime.processes import ParentInfo
-from .errors import IngestError, escape_controls
+from .errors import IngestError
 from .progress import Progress
 from .worker import DocResult, JobConfig, build_chunker, init_worker, process_document, setup_status
 
