@@ -95,3 +95,49 @@ def test_lone_surrogates_become_replacement_characters_everywhere(tmp_path):
 
     save_parse_pair(root, md, tmp_path / "x.json", tmp_path / "x.md")  # writable as UTF-8 now
     assert load_parse_pair(tmp_path / "x.json")[1] == md
+
+
+_HEADER = "Journal of Margin Studies - Volume 7 (2026)"
+_BAND_LINE = "This closing sentence of the body runs on into the bottom margin of the page."
+
+
+def _margin_pdf(path) -> None:
+    """Three letter pages: a running header and a page number in the margin band (6% of the page)
+    of each; page 2 ends with a body line set inside the bottom band (tight margins)."""
+    doc = pymupdf.open()
+    for number in (1, 2, 3):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((72, 30), _HEADER, fontsize=9)
+        page.insert_textbox(pymupdf.Rect(72, 72, 520, 125), f"Page {number} opens with a paragraph the layout boxed. " * 3, fontsize=11)
+        page.insert_textbox(pymupdf.Rect(72, 200, 520, 600), f"Body text of page {number} that the layout model lost. " * 20, fontsize=11)
+        if number == 2:
+            page.insert_text((72, 757), _BAND_LINE, fontsize=11)
+        page.insert_text((290, 784), f"Page {number}", fontsize=9)
+    doc.save(path)
+
+
+def test_fallback_keeps_body_text_in_the_margin_band_not_running_furniture(tmp_path):
+    """The layout fallback (most of page 2 in no layout box) takes MuPDF's blocks; a block lying in
+    the margin band is body text unless its text recurs in the band of a nearby page: the body
+    line in the bottom band is kept, the running header and the page number stay out."""
+    from pymupdf4llm.helpers.document_layout import LayoutBox, PageLayout
+
+    from grounded.parsers.backends.pymupdf.tree import FALLBACK_MARGIN_SHARE, _TreeBuilder
+    from grounded.parsers.textlayer import TextLayer
+
+    path = tmp_path / "margins.pdf"
+    _margin_pdf(path)
+    with pymupdf.open(path) as doc:
+        lines = [ln for b in doc[1].get_text("dict")["blocks"] for ln in b.get("lines", [])]
+    band = 792 * (1 - FALLBACK_MARGIN_SHARE)
+    assert any(ln["bbox"][1] >= band and "closing sentence" in "".join(s["text"] for s in ln["spans"]) for ln in lines)
+    builder = _TreeBuilder(path)
+    layout = PageLayout(2, 612.0, 792.0, [LayoutBox(72.0, 72.0, 520.0, 125.0, boxclass="text")])  # the rest is lost
+    with TextLayer(path) as layer:
+        builder.add_page(layout, layer.page(2), layer)
+    fallback = [e for e in builder.elements if e.metadata.get("layout_fallback")]
+    text = " ".join(e.content for e in builder.elements)
+    assert fallback and "Body text of page 2" in text
+    assert _BAND_LINE in " ".join(e.content for e in fallback)  # body text in the band: kept
+    assert "Margin Studies" not in text  # the running header: out
+    assert "Page 2" not in text.replace("Page 2 opens", "")  # the page number: out

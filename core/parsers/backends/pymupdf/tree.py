@@ -17,6 +17,7 @@ from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers.base import map_label
 from grounded.parsers.column_split import split_columns
+from grounded.parsers.furniture import furniture_key, has_words, recurs_in
 from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
 from grounded.parsers.reading_order import Rect, reading_order, upright
 from grounded.parsers.textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
@@ -77,10 +78,15 @@ FALLBACK_UNBOXED_SHARE = 0.10
 #: ... or all unclaimed characters, pictures' included, when they are at least this share (a text
 #: page the model saw as one picture); text inside genuine figures stays out of the body.
 FALLBACK_UNCLAIMED_SHARE = 0.50
-#: Text in this outer band of the page (share of its width/height) is printer's marks and
-#: running furniture (slugs, side stamps) when the layout put it in no box: it neither triggers
-#: the fallback nor is taken by it.
+#: Text in this outer band of the page (share of its width/height) that the layout put in no box
+#: does not trigger the fallback; the fallback takes a block lying wholly in the band only when it
+#: is body text: its text (:func:`~grounded.parsers.furniture.furniture_key`) has words and recurs
+#: in the band of no page within :data:`FALLBACK_MARGIN_PAGES` of it (printer's slugs, side stamps,
+#: running headers/footers and page numbers repeat from page to page and stay out).
 FALLBACK_MARGIN_SHARE = 0.06
+#: how many pages before and after a page are searched for a margin block's text (running
+#: furniture alternates between odd and even pages: 2)
+FALLBACK_MARGIN_PAGES = 2
 
 _TEXT_CLASSES = frozenset(
     {"title", "section-header", "text", "list-item", "caption", "footnote", "formula", "page-header", "page-footer"}
@@ -97,6 +103,18 @@ BOX_GROWTH: dict[ParsingResultType, str] = {}
 _FURNITURE_STYLE_KEY = "_furniture_style"  # PAGE_HEADER style [size, caps, bold]; removed in finish()
 #: a page header is a heading when set at least this much larger than the body text (or bold)
 HEADING_SIZE_RATIO = 1.15
+
+
+def _in_band(rect: tuple[float, float, float, float], width: float, height: float) -> bool:
+    """Whether ``rect`` lies wholly in the page's outer FALLBACK_MARGIN_SHARE band."""
+    x0, y0, x1, y1 = rect
+    mx, my = FALLBACK_MARGIN_SHARE * width, FALLBACK_MARGIN_SHARE * height
+    return x1 <= mx or x0 >= width - mx or y1 <= my or y0 >= height - my
+
+
+def _rect_key(pc: PageChars, rect: tuple[float, float, float, float]) -> str:
+    """The furniture key of the characters in ``rect``."""
+    return furniture_key("".join(pc.chars[i] for i in pc.select(*rect).tolist()))
 
 
 def _in_margin(pc: PageChars) -> np.ndarray:
@@ -180,8 +198,12 @@ class _TreeBuilder:
     body_sizes: Counter[float] = field(default_factory=Counter)  # paragraph font size -> chars
     #: 1-based pages whose text layer is Tesseract's (figures' insides included: see OCR_TEXT_MIN_WORD_SHARE)
     ocr_pages: frozenset[int] = frozenset()
+    #: page -> furniture keys of its text-layer blocks in the margin band (neighbours of fallback pages)
+    _band_keys: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False)
+    _layer: TextLayer | None = field(default=None, init=False, repr=False)
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
+        self._layer = layer  # the fallback reads neighbouring pages' margins (see FALLBACK_MARGIN_SHARE)
         claimed = np.zeros(len(pc), dtype=bool)
         w, h = pc.width, pc.height
         if abs(w - page.width) > 0.5 or abs(h - page.height) > 0.5:
@@ -416,12 +438,11 @@ class _TreeBuilder:
         )
         taken = claimed if keep_out is None else claimed | keep_out
         found: list[ParsingResult] = []
-        mx, my = FALLBACK_MARGIN_SHARE * pc.width, FALLBACK_MARGIN_SHARE * pc.height
         for x0, y0, x1, y1 in rects:
-            # blocks already taken (this loop takes more) make a margin block a printer's mark
+            # a margin block on a page that has other text is taken only when it is body text
             any_taken = claimed.any() if keep_out is None else (taken & ~keep_out).any()
-            if any_taken and (x1 <= mx or x0 >= pc.width - mx or y1 <= my or y0 >= pc.height - my):
-                continue  # a printer's mark in the margin, not text the layout lost
+            if any_taken and _in_band((x0, y0, x1, y1), pc.width, pc.height) and self._margin_furniture(pc, (x0, y0, x1, y1)):
+                continue  # a printer's mark or running furniture in the margin, not text the layout lost
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             meta = {"native_label": "text-layer block", "layout_fallback": True}
             node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
@@ -430,6 +451,29 @@ class _TreeBuilder:
         if keep_out is not None:
             claimed |= taken & ~keep_out
         return found
+
+    def _margin_furniture(self, pc: PageChars, rect: tuple[float, float, float, float]) -> bool:
+        """Whether a text-layer block lying in the margin band of page ``pc`` is a printer's mark or
+        running furniture rather than body text: its text has no words (a page number), or it
+        recurs (numbers ignored, near-equal texts match: :func:`~grounded.parsers.furniture.recurs_in`)
+        among the margin-band blocks of the pages within :data:`FALLBACK_MARGIN_PAGES` of it."""
+        key = _rect_key(pc, rect)
+        if not has_words(key):
+            return True
+        layer = self._layer
+        if layer is None:
+            return False
+        others: list[str] = []
+        for number in range(pc.page - FALLBACK_MARGIN_PAGES, pc.page + FALLBACK_MARGIN_PAGES + 1):
+            if number == pc.page or not 1 <= number <= layer.page_count:
+                continue
+            if number not in self._band_keys:
+                near = layer.page(number)
+                self._band_keys[number] = [
+                    _rect_key(near, r) for r in text_layer_rects(near, layer) if _in_band(r, near.width, near.height)
+                ]
+            others.extend(self._band_keys[number])
+        return recurs_in(key, others)
 
     def _text(
         self,
