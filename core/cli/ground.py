@@ -11,7 +11,7 @@ Chunk files:
   (surrounding spaces allowed), the chunks are the pieces between such lines; otherwise every
   paragraph (text between blank lines) is one chunk. Empty pieces are skipped.
 
-A text longer than :data:`~grounded.grounding.grounder.MAX_TEXT_CHARS` characters (200 000) is
+A text longer than :data:`~grounded.grounding.limits.MAX_TEXT_CHARS` characters (200 000) is
 refused before any work (grounding memory is linear in the accepted text, ~500 bytes/character).
 
 The output (``-o OUT.jsonl`` or ``.json``) has the schema of ``grounded chunk -o`` - so ``grounded
@@ -79,7 +79,7 @@ def _score(text: str) -> float:
 
 def read_chunk_texts(path: Path) -> list[str]:
     """The chunk texts of a ``.jsonl`` or text file (see the module docstring)."""
-    from ..grounding.grounder import lone_surrogate
+    from ..grounding.limits import lone_surrogate
 
     try:
         raw = path.read_bytes()

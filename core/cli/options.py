@@ -41,27 +41,25 @@ _STRATEGY_DEST = "strategy_option__"
 def _declared(kind: str) -> dict[str, tuple[Option, ...]]:
     """name -> declared command-line options of every registered parser or strategy (a class that
     cannot be imported is left out with a logged warning: ``--help`` still works)."""
-    out: dict[str, tuple[Option, ...]] = {}
     if kind == "parser":
-        from ..parsers import REGISTRY as parsers
+        from ..parsers import REGISTRY as registry
 
-        for name in parsers.names():
-            try:
-                cls = parsers.get(name)
-            except (ImportError, GroundedError) as exc:
-                log.warning("parser %r: its options are not offered: %s", name, exc)
-                continue
-            out[name] = tuple(o for o in (cls.declared_options() or ()) if o.on_cli)
+        def declared(cls: Any) -> tuple[Option, ...] | None:
+            return cls.declared_options()
     else:
-        from ..chunking.base import REGISTRY as strategies
+        from ..chunking.base import REGISTRY as registry  # type: ignore[assignment]
 
-        for name in strategies.names():
-            try:
-                scls = strategies.get(name)
-            except (ImportError, GroundedError) as exc:
-                log.warning("strategy %r: its options are not offered: %s", name, exc)
-                continue
-            out[name] = tuple(o for o in (scls.options or ()) if o.on_cli)
+        def declared(cls: Any) -> tuple[Option, ...] | None:
+            return cls.options
+
+    out: dict[str, tuple[Option, ...]] = {}
+    for name in registry.names():
+        try:
+            cls = registry.get(name)
+        except (ImportError, GroundedError) as exc:
+            log.warning("%s %r: its options are not offered: %s", kind, name, exc)
+            continue
+        out[name] = tuple(o for o in (declared(cls) or ()) if o.on_cli)
     return out
 
 

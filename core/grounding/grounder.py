@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import gc
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -48,6 +47,7 @@ from ..text.stream import TokenStream, build_stream, document_text
 from ..text.tokenizer import load_tokenizer
 from .furniture import FurnitureIndex, FurnitureMatch, source_pdf
 from .index import KgramIndex, kgram_hashes
+from .limits import MAX_TEXT_CHARS, lone_surrogate, text_problem
 from .normalize import AlnumText, alnum_text, max_word_run, strip_markup
 from .tables import align_table, looks_like_table_serialization, table_ranges
 
@@ -166,31 +166,6 @@ def _union_mask(starts: np.ndarray, k: int, length: int) -> np.ndarray:
 
 #: a further piece of an alignment must explain at least this share of its query letters anew
 _MIN_NEW_SHARE = 0.5
-
-#: default longest text grounded, in characters (``Grounder(max_chars=...)``): a longer text is
-#: refused before any work, so memory stays linear in what is accepted (a chunk is typically
-#: 200-10 000 characters; grounding costs roughly 500 bytes per query character)
-MAX_TEXT_CHARS = 200_000
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def lone_surrogate(text: str) -> str | None:
-    """Where ``text`` holds a lone surrogate (text that cannot be encoded as UTF-8), in words;
-    None when it holds none."""
-    found = _SURROGATE.search(text)
-    if found is None:
-        return None
-    return f"a lone surrogate (U+{ord(found.group()):04X} at character {found.start()}), not valid Unicode"
-
-
-def text_problem(text: str, max_chars: int = MAX_TEXT_CHARS) -> str | None:
-    """Why ``text`` cannot be grounded at all (too long, a lone surrogate), else None: checked
-    before any work."""
-    if len(text) > max_chars:
-        return f"the text has {len(text)} characters, more than the grounding limit of {max_chars}"
-    surrogate = lone_surrogate(text)
-    return None if surrogate is None else f"the text holds {surrogate}"
-
 
 class Grounder:
     """Grounds texts in one document; build once per document (cost: one pass over its text, a

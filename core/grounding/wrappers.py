@@ -34,7 +34,8 @@ from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
 from ..model.record import ChunkRecord
 from ..text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
-from .grounder import Grounder, Grounding, text_problem
+from .grounder import Grounder, Grounding
+from .limits import text_problem
 
 __all__ = [
     "GROUNDING_KEYS",

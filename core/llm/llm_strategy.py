@@ -41,6 +41,7 @@ from ..errors import ChunkingError
 from . import LLM_CHUNKER_SETTINGS, GenerationSettings, Model, RetryPolicy, as_model, nudged, reask_prompt
 from .replies import CutOffAnswerError
 from .settings import effective_settings
+from .spec import MODEL_OPTIONS
 
 __all__ = ["LLMStrategy", "parse_split_after", "check_split_after", "SYSTEM_PROMPT"]
 
@@ -113,12 +114,7 @@ class LLMStrategy(PieceStrategy):
     piece_kind = "split"
     supports_overlap = False
     needs_model = True
-    options = (
-        Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
-        Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
-        Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
-        Option("retry", None, help="RetryPolicy of failed calls"),
-        Option("sleep", None, help="the sleep function of the backoff"),
+    options = MODEL_OPTIONS + (
         Option("piece_tokens", int, None, "tokens per numbered piece (default: min(50, max-tokens))", low=1),
         Option("window_tokens", int, 800, "tokens of pieces shown to the model per request", low=1),
         Option("retries", int, 1, "re-asks after an invalid answer", low=0),

@@ -10,9 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ChunkingError, GroundedError, UsageError
+from ..model.options import Option
 from .settings import GenerationSettings
 
-__all__ = ["ModelSpec", "takes_model", "check_model", "strategy_options", "GEMINI_KEYS"]
+__all__ = ["MODEL_OPTIONS", "ModelSpec", "takes_model", "check_model", "strategy_options", "GEMINI_KEYS"]
 
 GEMINI_KEYS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
 
@@ -116,3 +117,14 @@ def strategy_options(strategy: str, spec: ModelSpec) -> dict[str, Any]:
     if spec.settings:  # a plain mapping: JSON-able in result files and fingerprints (the strategies accept it)
         options["generation"] = spec.settings.given()
     return options
+
+
+#: the options every model-driven strategy declares first: the model and how it is called (written
+#: once for the llm and vision strategies; their command-line flags are :mod:`grounded.cli.llm_options`)
+MODEL_OPTIONS: tuple[Option, ...] = (
+    Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
+    Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
+    Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
+    Option("retry", None, help="RetryPolicy of failed calls"),
+    Option("sleep", None, help="the sleep function of the backoff"),
+)

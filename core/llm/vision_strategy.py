@@ -19,6 +19,7 @@ from ..runtime.cloud import RetryPolicy
 from ..text.assembly import ChunkAssembler
 from ..text.stream import TokenStream
 from .settings import GenerationSettings
+from .spec import MODEL_OPTIONS
 
 
 @register_strategy
@@ -35,12 +36,7 @@ class VisionStrategy(ChunkingStrategy):
     name = "vision"
     supports_overlap = False  # the model's chunks do not overlap (checked by the base class where it knows this flag)
     needs_model = True
-    options = (
-        Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
-        Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
-        Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
-        Option("retry", None, help="RetryPolicy of failed calls"),
-        Option("sleep", None, help="the sleep function of the backoff"),
+    options = MODEL_OPTIONS + (
         Option("batch_size", int, 4, "pages per model request", low=1),
         Option("dpi", int, 150, "resolution of the page images sent to the model", low=36, high=600),
         Option("pdf", None, help="the PDF (path or bytes) when the tree has no readable source"),
