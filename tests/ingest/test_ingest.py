@@ -169,12 +169,12 @@ def test_worker_count_does_not_change_rows(corpus: Path, run2, tmp_path: Path) -
 
 
 def test_body_is_the_document_text_span(run2) -> None:
-    from grounded.ingest.worker import build_parser
+    from grounded.parsers import get_parser
     from grounded.text.stream import document_text
 
     _, out = run2
     document = next(d for d in pq.read_table(out / "documents.parquet").to_pylist() if d["path"].endswith("a.pdf"))
-    text = document_text(build_parser("pymupdf").parse(Path(document["path"]))).text
+    text = document_text(get_parser("pymupdf", layout_threads=1).parse(Path(document["path"]))).text
     rows = pq.read_table(out / "chunks" / document["part"]).to_pylist()
     for r in rows:
         assert text[r["start_char"] : r["end_char"]] == r["body"]
