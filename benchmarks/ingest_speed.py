@@ -205,7 +205,7 @@ def measure_stage_costs(corpus: Path) -> dict:
     from grounded.ingest.worker import JobConfig, build_chunker, build_parser, embed_slices
 
     torch.set_num_threads(1)
-    parser = build_parser("pymupdf")  # layout_threads=1, as in a worker
+    parser = build_parser(JobConfig())  # layout_threads=1, as in a worker
     chunker = build_chunker(JobConfig())
     embedder = minilm_embedder(batch_size=64)
     cpu = {"layout": 0.0, "post-processing": 0.0, "chunk": 0.0, "rows": 0.0, "embed": 0.0, "write": 0.0}
