@@ -10,7 +10,17 @@ from collections.abc import Callable, Iterator, Sequence
 import numpy as np
 
 from ..errors import ChunkingError
+from ..model.options import Option
 from .pieces import Document, Piece, PieceStrategy
+
+#: option declarations the embedding strategies share (written once; each strategy lists the ones it takes)
+EMBEDDER_OPTION = Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)")
+LANGUAGE_OPTION = Option("language", str, "english", "language of the Punkt sentence splitter")
+
+
+def percentile_option(default: float) -> Option:
+    """The breakpoint percentile Q in (0, 1) of a semantic strategy, with its own default."""
+    return Option("percentile", float, default, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True)
 
 __all__ = [
     "Embedder",

@@ -24,7 +24,7 @@ import numpy as np
 from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
-from ..embedded import Embedder, EmbeddingStrategy, embed_checked
+from ..embedded import EMBEDDER_OPTION, Embedder, EmbeddingStrategy, embed_checked
 from ..pieces import Document, Piece, Span, join
 
 __all__ = ["ClusterStrategy", "mean_pair_similarity", "similarity_band", "optimal_segmentation"]
@@ -107,7 +107,7 @@ class ClusterStrategy(EmbeddingStrategy):
         Option("piece_tokens", int, None, "tokens per piece (default: min(50, max-tokens))", low=1),
         Option("max_pieces", int, None, "pieces per chunk (default: max-tokens // piece-tokens)", low=1),
         Option("centre", bool, True, "subtract the mean pairwise similarity, as Chroma does"),
-        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+        EMBEDDER_OPTION,
     )
 
     def __init__(

@@ -23,6 +23,7 @@ from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
 from ..embedded import (
+    EMBEDDER_OPTION,
     Embedder,
     EmbeddingStrategy,
     consecutive_distances,
@@ -72,7 +73,7 @@ class KamradtModifiedStrategy(EmbeddingStrategy):
         Option("avg_tokens", int, None, "target mean chunk size (default: max-tokens)", low=1),
         Option("min_chunk_tokens", int, None, "tokens per piece (default: min(50, max-tokens))", low=1),
         Option("buffer", int, 3, "neighbour pieces on each side in an embedding window", low=0),
-        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
+        EMBEDDER_OPTION,
     )
 
     def __init__(

@@ -29,12 +29,15 @@ from grounded.errors import ChunkingError
 
 from ..base import Option, _is_int, register_strategy
 from ..embedded import (
+    EMBEDDER_OPTION,
+    LANGUAGE_OPTION,
     Embedder,
     EmbeddingStrategy,
     consecutive_distances,
     embed_checked,
     neighbour_windows,
     percentile_breakpoints,
+    percentile_option,
     split_at,
 )
 from ..pieces import Document, Piece
@@ -52,10 +55,10 @@ class KamradtStrategy(EmbeddingStrategy):
     piece_kind = "sentence"
     supports_overlap = False
     options = (
-        Option("percentile", float, 0.95, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
+        percentile_option(0.95),
         Option("buffer", int, 1, "sentences on each side combined into one embedding window", low=0),
-        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
-        Option("language", str, "english", "language of the Punkt sentence splitter"),
+        EMBEDDER_OPTION,
+        LANGUAGE_OPTION,
     )
 
     def __init__(

@@ -17,7 +17,14 @@ from grounded.errors import BackendUnavailableError, ChunkingError
 from grounded.runtime.device import check_device, torch_device
 
 from ..base import Option, register_strategy
-from ..embedded import Embedder, EmbeddingStrategy, percentile_breakpoints
+from ..embedded import (
+    EMBEDDER_OPTION,
+    LANGUAGE_OPTION,
+    Embedder,
+    EmbeddingStrategy,
+    percentile_breakpoints,
+    percentile_option,
+)
 from ..pieces import Document, Piece
 
 __all__ = ["SemanticStrategy", "punkt_sentence_tokenizer", "minilm_embedder"]
@@ -85,10 +92,10 @@ class SemanticStrategy(EmbeddingStrategy):
     piece_kind = "sentence"
     supports_overlap = False
     options = (
-        Option("percentile", float, 0.9, "breakpoint percentile Q", low=0.0, high=1.0, open_low=True, open_high=True),
+        percentile_option(0.9),
         Option("min_tokens", int, None, "minimum chunk size M (default: max-tokens / 2)", low=0),
-        Option("embedder", None, help="texts -> normalized vectors (default: all-MiniLM-L6-v2)"),
-        Option("language", str, "english", "language of the Punkt sentence splitter"),
+        EMBEDDER_OPTION,
+        LANGUAGE_OPTION,
     )
 
     def __init__(
