@@ -122,6 +122,8 @@ def load_questions(path: str | Path) -> list[RagQuestion]:
     out: list[RagQuestion] = []
     try:
         data = json.loads(text)
+    except RecursionError as exc:
+        raise SchemaError(f"{path}: JSON nested too deeply to read") from exc
     except json.JSONDecodeError:  # JSON Lines
         for no, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -130,6 +132,8 @@ def load_questions(path: str | Path) -> list[RagQuestion]:
                 item = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"{path}:{no}: not JSON ({exc.msg})") from exc
+            except RecursionError as exc:
+                raise SchemaError(f"{path}:{no}: JSON nested too deeply to read") from exc
             out.append(_question(item, f"{path}:{no}"))
     else:
         items = data if isinstance(data, list) else [data]

@@ -60,6 +60,13 @@ def test_question_files_json_and_jsonl(tmp_path: Path) -> None:
     (tmp_path / "broken.jsonl").write_text('{"question": "A?"}\n{"question": \n', encoding="utf-8")
     with pytest.raises(SchemaError, match=r"broken.jsonl:2: not JSON"):
         load_questions(tmp_path / "broken.jsonl")
+    deep = "[" * 200_000 + "]" * 200_000  # one line nested past the parser's recursion limit
+    (tmp_path / "deep.jsonl").write_text('{"question": "A?"}\n' + deep + "\n", encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"deep.jsonl:2: JSON nested too deeply"):
+        load_questions(tmp_path / "deep.jsonl")
+    (tmp_path / "deep.json").write_text(deep, encoding="utf-8")
+    with pytest.raises(SchemaError, match=r"deep.json: JSON nested too deeply"):
+        load_questions(tmp_path / "deep.json")
     with pytest.raises(InputNotFoundError):
         load_questions(tmp_path / "missing.json")
 
