@@ -196,18 +196,16 @@ def measure_stage_costs(corpus: Path) -> dict:
     spends per page, unaffected by other load on the machine): the basis of docs/scaling.md."""
     import io
 
-    import numpy as np
     import pyarrow.parquet as pq
     import torch
 
-    from grounded.chunking.strategies.semantic import minilm_embedder
     from grounded.ingest.rows import chunk_rows
-    from grounded.ingest.worker import JobConfig, build_chunker, build_parser, embed_slices
+    from grounded.ingest.worker import JobConfig, build_chunker, build_embedder, build_parser, embed_document
 
     torch.set_num_threads(1)
     parser = build_parser(JobConfig())  # layout_threads=1, as in a worker
     chunker = build_chunker(JobConfig())
-    embedder = minilm_embedder(batch_size=64)
+    embedder = build_embedder("minilm", "cpu")  # as a worker: EMBED_BATCH per call, length-ordered slices
     cpu = {"layout": 0.0, "post-processing": 0.0, "chunk": 0.0, "rows": 0.0, "embed": 0.0, "write": 0.0}
     pages = chunks = 0
     for pdf in sorted(corpus.glob("*.pdf")):
@@ -220,9 +218,9 @@ def measure_stage_costs(corpus: Path) -> dict:
         pages += int(root.metadata["page_count"])
         items = list(chunker.iter_chunks(root))
         c2 = time.process_time()
-        vectors = [embedder(s) for s in embed_slices([c.content for c in items])]
+        vectors = embed_document([c.content for c in items], lambda slices: map(embedder, slices))
         c3 = time.process_time()
-        table = chunk_rows(items, source_path=str(pdf), source_sha256="0" * 64, config_fingerprint="", embeddings=np.concatenate(vectors))
+        table = chunk_rows(items, source_path=str(pdf), source_sha256="0" * 64, config_fingerprint="", embeddings=vectors)
         c4 = time.process_time()
         pq.write_table(table, io.BytesIO(), compression="zstd")
         c5 = time.process_time()

@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="embed every chunk with all-MiniLM-L6-v2 (384-d, unit norm) or not (default: none)")
     p.add_argument("--device", default="auto", metavar="auto|cpu|cuda[:N]",
                    help="where --embed runs: auto (default: the GPU when torch sees one), cpu, cuda or cuda:N")
-    p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores)")
+    p.add_argument("--workers", type=int, default=None, metavar="K", help="worker processes (default: the number of cores; 0: none, in this process -- "
+                   "a document embeds while the next one parses)")
     p.add_argument("--engine", choices=("local", "ray"), default="local",
                    help="local: a process pool on this machine (default); ray: Ray Data actors (pip install 'ray[data]')")
     p.add_argument("--ray-address", default=None, metavar="ADDR",
@@ -65,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..ingest.job import ingest
 
-    if args.workers is not None and args.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {args.workers}")
+    least = 1 if args.engine == "ray" else 0
+    if args.workers is not None and args.workers < least:
+        raise UsageError(f"--workers must be >= {least}{' with --engine ray' if least else ''}, got {args.workers}")
     overlap: int | float = int(args.overlap) if float(args.overlap).is_integer() else float(args.overlap)
     spec = model_spec(args)
     check_model(args.strategy, spec)  # a model-driven strategy without a model (or a model it cannot use) fails at once

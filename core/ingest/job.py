@@ -202,7 +202,8 @@ def ingest(
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into the index ``out``.
 
     See the module docstring for the output, resume and failure rules. ``workers`` is the number of
-    worker processes (default: the machine's cores); ``engine="ray"`` runs the documents on Ray
+    worker processes (default: the machine's cores; 0: none, the documents are handled in this
+    process, embedding one while the next parses -- :mod:`grounded.ingest.inprocess_engine`); ``engine="ray"`` runs the documents on Ray
     (:mod:`grounded.ingest.ray_engine`; ``ray_address`` or ``$RAY_ADDRESS`` joins a cluster, else
     a local runtime with ``workers`` CPUs) and writes the same files. ``sink="lancedb"`` also keeps
     the LanceDB table ``out/lancedb`` in step (:mod:`grounded.ingest.lance_sink`; sticky: later runs
@@ -241,8 +242,8 @@ def ingest(
         with contextlib.suppress(ImportError):  # no torch: the embedder names the missing extra
             torch_device(device)  # no usable GPU: DeviceUnavailableError now, not in every worker
     n_workers = (os.cpu_count() or 1) if workers is None else int(workers)
-    if n_workers < 1:
-        raise IngestError(f"workers must be >= 1, got {workers!r}")
+    if n_workers < 0 or (n_workers == 0 and engine == "ray"):
+        raise IngestError(f"workers must be >= {1 if engine == 'ray' else 0} with engine {engine!r}, got {workers!r}")
     from ..parsers import parser_class
 
     pcls = parser_class(parser)  # unknown names and options fail here, before any work
@@ -261,7 +262,7 @@ def ingest(
         from .ray_engine import _ray
 
         _ray()  # ray installed?
-    else:
+    elif n_workers > 0:
         from .main_guard import check_main_guard
 
         check_main_guard()  # spawned workers would re-run an unguarded script
@@ -368,11 +369,16 @@ def _run(
             from .ray_engine import run_ray
 
             results: Iterator[DocResult] = run_ray(list(todo()), pool_size, config, ray_address=ray_address)
+        elif n_workers == 0:
+            from .inprocess_engine import run_inprocess
+
+            results = run_inprocess(todo(), config)
         else:
             results = run_local(todo(), n_workers if split else pool_size, config, bar, split=split)
         for result in results:
             if result.status == "setup-error":
-                raise IngestError(f"the worker processes cannot be set up: {result.error_type}: {result.message}")
+                who = "the worker processes" if n_workers else "the in-process engine"
+                raise IngestError(f"{who} cannot be set up: {result.error_type}: {result.message}")
             if result.status == "error":
                 _record_error(run, result.path, result.sha256, result.error_type, result.message)
             else:

@@ -3,7 +3,7 @@
 The parent parses with a :class:`~grounded.parsers.backends.pymupdf.PyMuPDFParser` that borrows
 the ingest pool for its page tasks (layout + elements of page ranges, merged in page order by the
 parser exactly as with its own pool), chunks in the parent, and sends the fixed embedding slices
-(:func:`~grounded.ingest.worker.embed_slices`) to the pool. The rows are the ones a whole-document
+(:func:`~grounded.ingest.worker.embed_slices`, chunks in length order) to the pool. The rows are the ones a whole-document
 task gives: the same parser code (``workers > 1`` gives the ``workers = 1`` tree), the same
 slices, one layout / torch thread per worker process.
 """

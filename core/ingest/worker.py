@@ -32,8 +32,10 @@ from ..runtime.processes import ParentInfo, die_with_parent
 
 log = logging.getLogger(__name__)
 
-#: sentences per MiniLM batch
-EMBED_BATCH = 64
+#: chunks per MiniLM call (one model batch). A document's chunks are embedded in length order
+#: (:func:`embed_slices`), so a batch pads little: 16 cost 20% less CPU than 64 on the shared long
+#: PDFs (one torch thread, vectors equal to cosine 0.9999999; ``benchmarks/embed_batches.py``)
+EMBED_BATCH = 16
 #: vector size of each ``embed`` choice
 EMBED_DIMS = {"minilm": 384}
 
@@ -86,12 +88,13 @@ class _State:
     setup_error: BaseException | None = None
 
 
-def build_parser(config: JobConfig) -> Any:
-    """The parser of a worker process, with the job's parser options: PyMuPDF with one layout
-    thread (processes don't fight)."""
+def build_parser(config: JobConfig, worker: bool = True) -> Any:
+    """The parser of a job, with the job's parser options. In a worker process (``worker``) PyMuPDF
+    lays out with one thread (processes don't fight); in the caller's own process (the in-process
+    engine) with ONNX Runtime's default number."""
     from ..parsers import get_parser
 
-    if config.parser == "pymupdf":
+    if config.parser == "pymupdf" and worker:
         with warnings.catch_warnings():
             # a process that already loaded the model (workers=1 in-process use) keeps its threads
             warnings.filterwarnings("ignore", message="layout_threads=.*ignored")
@@ -156,11 +159,30 @@ def init_worker(parent: ParentInfo | None, config: JobConfig) -> None:
     safe_setup(config)
 
 
+def embed_order(texts: Sequence[str]) -> list[int]:
+    """The order in which a document's chunks are embedded: longest first (by characters, ties in
+    document order), so each :data:`EMBED_BATCH` slice holds chunks of similar length and the
+    model pads little."""
+    return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+
+
 def embed_slices(texts: Sequence[str]) -> list[list[str]]:
-    """``texts`` cut into consecutive slices of :data:`EMBED_BATCH`: each slice is embedded by one
-    call (one model batch), so a vector depends only on its slice -- never on which process
-    embedded it or on the rest of the document (the model sorts a call's texts by length)."""
-    return [list(texts[i : i + EMBED_BATCH]) for i in range(0, len(texts), EMBED_BATCH)]
+    """``texts`` in :func:`embed_order`, cut into consecutive slices of :data:`EMBED_BATCH`: each
+    slice is embedded by one call (one model batch), so a vector depends only on its document --
+    never on which process embedded it (:func:`embed_document` puts the vectors back in order)."""
+    order = embed_order(texts)
+    return [[texts[i] for i in order[k : k + EMBED_BATCH]] for k in range(0, len(order), EMBED_BATCH)]
+
+
+def embed_document(texts: Sequence[str], embed_map: EmbedMap) -> Any:
+    """Vectors of a document's chunk ``texts`` (float32, one row per text, in ``texts`` order):
+    :func:`embed_slices` through ``embed_map``."""
+    if not texts:
+        return np.zeros((0, 0), dtype=np.float32)
+    stacked = np.concatenate([np.asarray(v, dtype=np.float32) for v in embed_map(embed_slices(texts))])
+    vectors = np.empty_like(stacked)
+    vectors[embed_order(texts)] = stacked
+    return vectors
 
 
 def embed_slice(texts: list[str]) -> Any:
@@ -173,13 +195,31 @@ def embed_slice(texts: list[str]) -> Any:
 EmbedMap = Callable[[list[list[str]]], Iterable[Any]]
 
 
-def document_result(
-    path: str, sha256: str, config: JobConfig, parse: Callable[..., Any], chunker: Any, embed_map: EmbedMap | None
-) -> DocResult:
-    """Parse, chunk, embed (``embed_map`` over :func:`embed_slices`) and tabulate one PDF; never
-    raises. Shared by a worker's whole-document task and the parent's page-split path."""
-    from .rows import chunk_rows
+@dataclass
+class Chunked:
+    """A document parsed and chunked, waiting for its vectors and rows (:func:`finish_document`)."""
 
+    path: str
+    sha256: str
+    chunks: list[Any]
+    pages: int
+    seconds: dict[str, float]
+
+
+def _failed(exc: Exception, path: str, sha256: str) -> DocResult:
+    """The ``error`` result of one document's failure (a lost pool worker is re-raised: the caller
+    retries the document)."""
+    if isinstance(exc, BrokenProcessPool) or isinstance(exc.__cause__, BrokenProcessPool):
+        raise exc
+    if isinstance(exc, GroundedError):
+        return DocResult("error", path, sha256, error_type=type(exc).__name__, message=str(exc))
+    log.debug("ingest: %s failed:\n%s", escape_controls(str(path)), traceback.format_exc())
+    return DocResult("error", path, sha256, error_type=type(exc).__name__, message=f"{path}: {exc}")
+
+
+def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[..., Any], chunker: Any) -> Chunked | DocResult:
+    """The first half of :func:`document_result`: parse and chunk one PDF (an ``error`` result
+    when either fails; never raises)."""
     seconds: dict[str, float] = {}
     try:
         started = time.perf_counter()
@@ -194,30 +234,47 @@ def document_result(
         pages = int(root.metadata.get("page_count") or 0)
         del root
         seconds["chunk"] = time.perf_counter() - started
+        return Chunked(path, sha256, chunks, pages, seconds)
+    except Exception as exc:  # one document's failure must not stop the run
+        return _failed(exc, path, sha256)
+
+
+def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | None) -> DocResult:
+    """The second half of :func:`document_result`: embed (``embed_map`` over
+    :func:`embed_slices`) and tabulate a chunked document; never raises."""
+    from .rows import chunk_rows
+
+    seconds = dict(staged.seconds)
+    try:
         vectors = None
         if embed_map is not None:
             started = time.perf_counter()
-            if chunks:
-                vectors = np.concatenate([np.asarray(v, dtype=np.float32) for v in embed_map(embed_slices([c.content for c in chunks]))])
+            if staged.chunks:
+                vectors = embed_document([c.content for c in staged.chunks], embed_map)
             seconds["embed"] = time.perf_counter() - started
         started = time.perf_counter()
         table = chunk_rows(
-            chunks,
-            source_path=path,
-            source_sha256=sha256,
+            staged.chunks,
+            source_path=staged.path,
+            source_sha256=staged.sha256,
             config_fingerprint=config.config_fingerprint,
             embeddings=vectors,
             dim=EMBED_DIMS.get(config.embed),
         )
         seconds["rows"] = time.perf_counter() - started
-        return DocResult("done", path, sha256, table=table, pages=pages, chunks=len(chunks), seconds=seconds)
+        return DocResult("done", staged.path, staged.sha256, table=table, pages=staged.pages, chunks=len(staged.chunks),
+                         seconds=seconds)
     except Exception as exc:  # one document's failure must not stop the run
-        if isinstance(exc, BrokenProcessPool) or isinstance(exc.__cause__, BrokenProcessPool):
-            raise  # a lent pool lost a worker: the caller retries the document
-        if isinstance(exc, GroundedError):
-            return DocResult("error", path, sha256, error_type=type(exc).__name__, message=str(exc))
-        log.debug("ingest: %s failed:\n%s", escape_controls(str(path)), traceback.format_exc())
-        return DocResult("error", path, sha256, error_type=type(exc).__name__, message=f"{path}: {exc}")
+        return _failed(exc, staged.path, staged.sha256)
+
+
+def document_result(
+    path: str, sha256: str, config: JobConfig, parse: Callable[..., Any], chunker: Any, embed_map: EmbedMap | None
+) -> DocResult:
+    """Parse, chunk, embed (``embed_map`` over :func:`embed_slices`) and tabulate one PDF; never
+    raises. Shared by a worker's whole-document task and the parent's page-split path."""
+    staged = parse_and_chunk(path, sha256, config, parse, chunker)
+    return staged if isinstance(staged, DocResult) else finish_document(staged, config, embed_map)
 
 
 def setup_status() -> tuple[str, str] | None:
