@@ -91,6 +91,17 @@ class GroundedNodeParser(NodeParser):
     ids are hidden from embedder and LLM; the LLM sees ``file_name``, ``page_label``, ``pages``
     and ``section``. Node ids are chunk ids (source + configuration + char span) unless
     ``id_func`` is set.
+
+    **Neighbours.** ``include_prev_next_rel`` is ``False`` by default (LlamaIndex's splitters
+    default to ``True``): the PREVIOUS/NEXT references cost about 430 bytes a node in every store
+    that serializes nodes (1.2 KB a node in Chroma, which keeps the serialized node three times:
+    ``benchmarks/adapter_store_size.py``), and only
+    ``PrevNextNodePostprocessor``/``AutoPrevNextNodePostprocessor`` follow them, through a docstore
+    holding the nodes - which ``VectorStoreIndex`` on Chroma (or any store that keeps the text)
+    does not fill, so there the ids would point at nothing. Set ``include_prev_next_rel=True`` when
+    the nodes go to a docstore and neighbours are wanted; without them a node's neighbours are the
+    nodes of the same ``ref_doc_id`` with ``metadata["index"]`` one lower / higher (a metadata
+    filter every store supports).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, populate_by_name=True)
@@ -115,6 +126,11 @@ class GroundedNodeParser(NodeParser):
     flat_metadata: bool = Field(default=True, description="Scalars and compact JSON strings only (any vector store).")
     line_boxes: bool = Field(default=True, description="Keep line boxes inside each box in the metadata.")
     cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
+    include_prev_next_rel: bool = Field(
+        default=False,
+        description="Link each node to its neighbours (PREVIOUS/NEXT), for PrevNextNodePostprocessor over a docstore "
+        "that holds the nodes; off by default (see the class docstring).",
+    )
 
     _chunker: Chunker | None = PrivateAttr(default=None)
     _chunker_key: Any = PrivateAttr(default=None)
@@ -186,7 +202,7 @@ class GroundedNodeParser(NodeParser):
         chunk_overlap: int | float | None = None,
         *,
         include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
+        include_prev_next_rel: bool = False,
         callback_manager: Any = None,
         id_func: Any = None,
         **kwargs: Any,
