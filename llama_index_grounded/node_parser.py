@@ -7,7 +7,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import (
+    Field,
+    PrivateAttr,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 from llama_index.core.node_parser.interface import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
 from llama_index.core.schema import (
@@ -19,7 +25,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index.core.utils import get_tqdm_iterable
-from pydantic import AliasChoices, ConfigDict
+from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler
 
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
@@ -40,7 +46,7 @@ from grounded.text.tokenizer import Tokenizer
 
 from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
 
-__all__ = ["GroundedNodeParser"]
+__all__ = ["GroundedNodeParser", "GroundedTextNode"]
 
 HeadingContext = Literal["text", "metadata", "none"]
 
@@ -58,6 +64,37 @@ _NODE_DROPPED = (
     "source_sha256", "parser",
     "creator", "producer", "subject", "keywords", "creationdate", "moddate",
 )
+#: TextNode fields a chunk node leaves out of its serialized form while they hold TextNode's
+#: declared default (reading it back as a TextNode restores exactly that value)
+_DEFAULTED_FIELDS = ("embedding", "metadata_template", "metadata_separator", "mimetype", "text_template")
+
+
+class GroundedTextNode(TextNode):
+    """The node :class:`GroundedNodeParser` makes: a ``TextNode`` (same ``class_name``, so every
+    store, docstore and cache reads it back as a plain ``TextNode`` equal to it) whose serialized
+    form (``model_dump``, ``to_dict``/``to_json``, hence what a vector store, docstore or ingestion
+    cache persists) leaves out the fields in :data:`_DEFAULTED_FIELDS` while they hold TextNode's
+    default: about 150 bytes a node that LlamaIndex would otherwise write per node (three times in
+    Chroma). Metadata, excluded keys, relationships, offsets and text are always written, so what
+    the embedder and the LLM see (``get_content(MetadataMode.EMBED/LLM)``) is the same after the
+    round trip; a field set to another value (a custom ``metadata_template``) is written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # TextNode's own signature: without it type checkers derive one from the field aliases
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return TextNode.class_name()
+
+    @model_serializer(mode="wrap")
+    def custom_model_dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data = handler(self)
+        for name in _DEFAULTED_FIELDS:
+            if name in data and getattr(self, name) == TextNode.model_fields[name].default:
+                del data[name]
+        data["class_name"] = self.class_name()
+        return data
 
 
 class GroundedNodeParser(NodeParser):
@@ -570,7 +607,7 @@ class GroundedNodeParser(NodeParser):
         node_id = self.id_func(index, source) if use_id_func else chunk.id
         if node_id == metadata.get("chunk_id"):
             del metadata["chunk_id"]  # the node id is the chunk id
-        return TextNode(
+        return GroundedTextNode(
             id_=node_id,
             text=text,
             metadata=metadata,
