@@ -21,7 +21,7 @@ from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama
 from .embedding import MiniLMEmbedding
 from .graph import graph_to_nodes
 from .grounding import GroundingNodeParser, node_boxes
-from .node_parser import GroundedNodeParser
+from .node_parser import GroundedNodeParser, GroundedTextNode
 from .parts import GroundedParts, part_node_metadata
 from .reader import GroundedPDFReader
 
@@ -31,6 +31,7 @@ __all__ = [
     "graph_to_nodes",
     "GroundedPDFReader",
     "GroundedNodeParser",
+    "GroundedTextNode",
     "GroundingNodeParser",
     "MiniLMEmbedding",
     "node_boxes",

@@ -7,7 +7,13 @@ import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from llama_index.core.bridge.pydantic import Field, PrivateAttr, field_serializer, model_validator
+from llama_index.core.bridge.pydantic import (
+    Field,
+    PrivateAttr,
+    field_serializer,
+    model_serializer,
+    model_validator,
+)
 from llama_index.core.node_parser.interface import NodeParser
 from llama_index.core.node_parser.node_utils import default_id_func
 from llama_index.core.schema import (
@@ -19,7 +25,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 from llama_index.core.utils import get_tqdm_iterable
-from pydantic import AliasChoices, ConfigDict
+from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler
 
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
@@ -40,7 +46,7 @@ from grounded.text.tokenizer import Tokenizer
 
 from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
 
-__all__ = ["GroundedNodeParser"]
+__all__ = ["GroundedNodeParser", "GroundedTextNode"]
 
 HeadingContext = Literal["text", "metadata", "none"]
 
@@ -58,6 +64,37 @@ _NODE_DROPPED = (
     "source_sha256", "parser",
     "creator", "producer", "subject", "keywords", "creationdate", "moddate",
 )
+#: TextNode fields a chunk node leaves out of its serialized form while they hold TextNode's
+#: declared default (reading it back as a TextNode restores exactly that value)
+_DEFAULTED_FIELDS = ("embedding", "metadata_template", "metadata_separator", "mimetype", "text_template")
+
+
+class GroundedTextNode(TextNode):
+    """The node :class:`GroundedNodeParser` makes: a ``TextNode`` (same ``class_name``, so every
+    store, docstore and cache reads it back as a plain ``TextNode`` equal to it) whose serialized
+    form (``model_dump``, ``to_dict``/``to_json``, hence what a vector store, docstore or ingestion
+    cache persists) leaves out the fields in :data:`_DEFAULTED_FIELDS` while they hold TextNode's
+    default: about 150 bytes a node that LlamaIndex would otherwise write per node (three times in
+    Chroma). Metadata, excluded keys, relationships, offsets and text are always written, so what
+    the embedder and the LLM see (``get_content(MetadataMode.EMBED/LLM)``) is the same after the
+    round trip; a field set to another value (a custom ``metadata_template``) is written."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # TextNode's own signature: without it type checkers derive one from the field aliases
+        super().__init__(*args, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return TextNode.class_name()
+
+    @model_serializer(mode="wrap")
+    def custom_model_dump(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> dict[str, Any]:
+        data = handler(self)
+        for name in _DEFAULTED_FIELDS:
+            if name in data and getattr(self, name) == TextNode.model_fields[name].default:
+                del data[name]
+        data["class_name"] = self.class_name()
+        return data
 
 
 class GroundedNodeParser(NodeParser):
@@ -91,6 +128,17 @@ class GroundedNodeParser(NodeParser):
     ids are hidden from embedder and LLM; the LLM sees ``file_name``, ``page_label``, ``pages``
     and ``section``. Node ids are chunk ids (source + configuration + char span) unless
     ``id_func`` is set.
+
+    **Neighbours.** ``include_prev_next_rel`` is ``False`` by default (LlamaIndex's splitters
+    default to ``True``): the PREVIOUS/NEXT references cost about 430 bytes a node in every store
+    that serializes nodes (1.2 KB a node in Chroma, which keeps the serialized node three times:
+    ``benchmarks/adapter_store_size.py``), and only
+    ``PrevNextNodePostprocessor``/``AutoPrevNextNodePostprocessor`` follow them, through a docstore
+    holding the nodes - which ``VectorStoreIndex`` on Chroma (or any store that keeps the text)
+    does not fill, so there the ids would point at nothing. Set ``include_prev_next_rel=True`` when
+    the nodes go to a docstore and neighbours are wanted; without them a node's neighbours are the
+    nodes of the same ``ref_doc_id`` with ``metadata["index"]`` one lower / higher (a metadata
+    filter every store supports).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, populate_by_name=True)
@@ -115,6 +163,11 @@ class GroundedNodeParser(NodeParser):
     flat_metadata: bool = Field(default=True, description="Scalars and compact JSON strings only (any vector store).")
     line_boxes: bool = Field(default=True, description="Keep line boxes inside each box in the metadata.")
     cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
+    include_prev_next_rel: bool = Field(
+        default=False,
+        description="Link each node to its neighbours (PREVIOUS/NEXT), for PrevNextNodePostprocessor over a docstore "
+        "that holds the nodes; off by default (see the class docstring).",
+    )
 
     _chunker: Chunker | None = PrivateAttr(default=None)
     _chunker_key: Any = PrivateAttr(default=None)
@@ -186,7 +239,7 @@ class GroundedNodeParser(NodeParser):
         chunk_overlap: int | float | None = None,
         *,
         include_metadata: bool = True,
-        include_prev_next_rel: bool = True,
+        include_prev_next_rel: bool = False,
         callback_manager: Any = None,
         id_func: Any = None,
         **kwargs: Any,
@@ -554,7 +607,7 @@ class GroundedNodeParser(NodeParser):
         node_id = self.id_func(index, source) if use_id_func else chunk.id
         if node_id == metadata.get("chunk_id"):
             del metadata["chunk_id"]  # the node id is the chunk id
-        return TextNode(
+        return GroundedTextNode(
             id_=node_id,
             text=text,
             metadata=metadata,

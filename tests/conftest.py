@@ -24,11 +24,7 @@ def clinsci_pdf() -> Path:
 #: Tests that failed on the integrated tree of session 7 (eight branches merged in its last minutes)
 #: and could not be mended before the session ended. Each is a known gap named in the closing note of
 #: its issue; non-strict so a fix shows as XPASS. Remove an entry when its cause is fixed.
-KNOWN_FAILURES = {
-    "tests/adapters/test_llama_index_pipeline.py::test_store_sizes_meet_the_issue_budget":
-        "#22: nodes carry page_start/page_end/element_spans/text_hash now; heading_path (implied by section) is no "
-        "longer stored, but LlamaIndex's Chroma still stores 1.55x LangChain's (budget 1.5x; docs/results/adapter_store_size.md)",
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

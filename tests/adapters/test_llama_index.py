@@ -13,8 +13,11 @@ import pytest
 from llama_index.core import Settings, SimpleDirectoryReader, VectorStoreIndex
 from llama_index.core.ingestion import IngestionCache, IngestionPipeline
 from llama_index.core.node_parser import SentenceSplitter
-from llama_index.core.schema import Document, MetadataMode, NodeRelationship, TextNode
+from llama_index.core.postprocessor import PrevNextNodePostprocessor
+from llama_index.core.schema import Document, MetadataMode, NodeRelationship, NodeWithScore, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters, VectorStoreQuery
+from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, EncryptedPDFError, GroundedError, NotAPDFError
@@ -70,10 +73,8 @@ def assert_grounded_nodes(nodes, doc: Document, max_tokens: int, tokenizer=None)
         assert doc.text[node.start_char_idx : node.end_char_idx] == body
         assert chunker_tokens.count(node.text) <= max_tokens
         assert node.relationships[NodeRelationship.SOURCE].node_id == doc.doc_id
-        if i:
-            assert node.relationships[NodeRelationship.PREVIOUS].node_id == nodes[i - 1].node_id
-        if i + 1 < len(nodes):
-            assert node.relationships[NodeRelationship.NEXT].node_id == nodes[i + 1].node_id
+        assert node.metadata["index"] == i  # the neighbours without relationships (off by default)
+        assert NodeRelationship.PREVIOUS not in node.relationships and NodeRelationship.NEXT not in node.relationships
         assert TREE_KEY not in node.metadata
         assert node.metadata["file_name"] == "cermine_web_example3_clinsci.pdf"
         plain = unflatten_metadata(node.metadata)
@@ -400,6 +401,37 @@ def test_no_node_relationship_or_default_node_carries_the_tree(documents):
     assert default_nodes and max(len(n.to_json()) for n in default_nodes) < 12_000
     for node in default_nodes:
         _no_tree(node.to_json())
+
+
+def test_neighbours_without_and_with_prev_next_relationships(documents):
+    """PREVIOUS/NEXT are off by default (they would cost 1.2 KB a node in Chroma, where no docstore
+    holds the nodes to follow them): the neighbours are found by ``index`` within the Document in the
+    store itself; ``include_prev_next_rel=True`` gives the relationships PrevNextNodePostprocessor follows."""
+    nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
+    assert all(NodeRelationship.PREVIOUS not in n.relationships and NodeRelationship.NEXT not in n.relationships for n in nodes)
+    for node in nodes:
+        node.embedding = [1.0, 0.0, 0.0]
+    store = ChromaVectorStore(chroma_collection=chromadb.EphemeralClient().get_or_create_collection("neighbours"))
+    store.add(nodes)
+    i = len(nodes) // 2
+    found = store.query(VectorStoreQuery(
+        query_embedding=[1.0, 0.0, 0.0], similarity_top_k=3,
+        filters=MetadataFilters(filters=[
+            MetadataFilter(key="document_id", value=nodes[i].ref_doc_id),
+            MetadataFilter(key="index", value=nodes[i].metadata["index"] + 1),
+        ]),
+    ))
+    assert [n.node_id for n in found.nodes] == [nodes[i + 1].node_id]
+
+    linked = GroundedNodeParser(max_tokens=256, include_prev_next_rel=True).get_nodes_from_documents(documents)
+    assert [n.node_id for n in linked] == [n.node_id for n in nodes]
+    assert GroundedNodeParser.from_defaults(chunk_size=256).include_prev_next_rel is False
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(linked)
+    shown = PrevNextNodePostprocessor(docstore=docstore, num_nodes=1, mode="both").postprocess_nodes(
+        [NodeWithScore(node=linked[i], score=1.0)]
+    )
+    assert [n.node.node_id for n in shown] == [linked[i - 1].node_id, linked[i].node_id, linked[i + 1].node_id]
 
 
 def test_node_ids_are_chunk_ids_and_id_func_is_honoured(documents):

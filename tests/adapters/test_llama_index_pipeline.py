@@ -16,13 +16,19 @@ from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.ingestion import DocstoreStrategy, IngestionCache, IngestionPipeline
 from llama_index.core.llms import MockLLM
 from llama_index.core.query_engine import CitationQueryEngine
-from llama_index.core.schema import Document
+from llama_index.core.schema import Document, MetadataMode, TextNode
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from grounded.io.chunk_metadata import GroundingWarning, boxes_from_metadata
 from grounded.parsers.cache import ParseCache, clear_memory
-from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
+from llama_index_grounded import (
+    GroundedNodeParser,
+    GroundedPDFReader,
+    GroundedTextNode,
+    MiniLMEmbedding,
+    node_boxes,
+)
 from tests.support.adapter_checks import ANSWER_MARK, QUESTION, assert_boxes_show_body
 from tests.support.data import REPO, shared
 from tests.support.pdf_builders import make_pdf
@@ -189,6 +195,50 @@ def test_default_splitter_index_over_reader_documents_stores_no_tree(documents, 
     assert size < 2_000_000, size
     node = index.as_retriever(similarity_top_k=1).retrieve(QUESTION)[0]
     assert_boxes_show_body(pdf, node_boxes(node), node.node.text)  # located in the tree by its text
+
+
+def test_nodes_read_back_from_stores_show_the_same_text_to_embedder_and_llm(documents, tmp_path):
+    """GroundedTextNode leaves TextNode's defaulted fields out of what stores persist: read back (as
+    plain TextNodes) from Chroma, a persisted docstore and the ingestion cache, every node equals the
+    node written, and the text the embedder and the LLM see is unchanged (also with the heading path
+    shown to both, and with a custom metadata template, which is written)."""
+    visible = GroundedNodeParser(strategy="hierarchical", max_tokens=128, heading_context="metadata")
+    nodes = [
+        *GroundedNodeParser(strategy="recursive", max_tokens=256).get_nodes_from_documents(documents),
+        *visible.get_nodes_from_documents(documents),
+    ]
+    custom = Document(text="Potassium above 6 mmol/L needs an ECG. " * 30, metadata={"ward": "renal"},
+                      metadata_template="{key}={value}", metadata_separator="; ")
+    nodes += GroundedNodeParser(max_tokens=32).get_nodes_from_documents([custom])
+    assert all(isinstance(n, GroundedTextNode) for n in nodes)
+    assert '"metadata_template"' not in nodes[0].to_json() and '"metadata_template": "{key}={value}"' in nodes[-1].to_json()
+    assert any(n.get_content(MetadataMode.EMBED) != n.text for n in nodes)  # some metadata is shown to the embedder
+    for node in nodes:
+        node.embedding = [1.0, 0.0, 0.0]
+    path = str(tmp_path / "chroma")
+    ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=path).get_or_create_collection("roundtrip")).add(nodes)
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(nodes)
+    docstore.persist(str(tmp_path / "docstore.json"))
+    cache = IngestionCache()
+    cache.put("k", nodes)
+    cache.persist(str(tmp_path / "cache.json"))
+    reopened = ChromaVectorStore(chroma_collection=chromadb.PersistentClient(path=path).get_collection("roundtrip"))
+    read_back = {
+        "chroma": reopened.get_nodes(node_ids=[n.node_id for n in nodes]),
+        "docstore": SimpleDocumentStore.from_persist_path(str(tmp_path / "docstore.json")).get_nodes([n.node_id for n in nodes]),
+        "cache": IngestionCache.from_persist_path(str(tmp_path / "cache.json")).get("k"),
+    }
+    fields = set(TextNode.model_fields) - {"embedding"}
+    for where, got in read_back.items():
+        assert got is not None and len(got) == len(nodes), where
+        by_id = {n.node_id: n for n in got}
+        for node in nodes:
+            back = by_id[node.node_id]
+            assert type(back) is TextNode, where
+            for mode in (MetadataMode.EMBED, MetadataMode.LLM, MetadataMode.ALL, MetadataMode.NONE):
+                assert back.get_content(mode) == node.get_content(mode), (where, mode)
+            assert {f: getattr(back, f) for f in fields} == {f: getattr(node, f) for f in fields}, where
 
 
 def test_store_sizes_meet_the_issue_budget(documents, tmp_path):
