@@ -4,9 +4,10 @@ Chunk files:
 
 * ``.jsonl``: one JSON object per line with a ``text`` field (other fields are ignored; blank lines
   are skipped). Every object gives one output chunk, in order: an empty or too long ``text`` is
-  kept as a refused chunk with its reason. A line that is not valid JSON, nested deeper than
-  Python's JSON reader allows, or holds a lone surrogate (``\\ud800``) is a :class:`SchemaError`
-  naming the line;
+  kept as a refused chunk with its reason. The lines are read by :func:`grounded.io.jsonl.iter_jsonl`:
+  a line that is not UTF-8, not valid JSON, nested deeper than Python's JSON reader allows, not an
+  object, or whose ``text`` holds a lone surrogate (``\\ud800``) is a :class:`SchemaError` naming the
+  file and the line;
 * any other name (``.txt``, ``.md``): UTF-8 text. When it contains a line that is exactly ``---``
   (surrounding spaces allowed), the chunks are the pieces between such lines; otherwise every
   paragraph (text between blank lines) is one chunk. Empty pieces are skipped.
@@ -79,8 +80,28 @@ def _score(text: str) -> float:
 
 def read_chunk_texts(path: Path) -> list[str]:
     """The chunk texts of a ``.jsonl`` or text file (see the module docstring)."""
-    from ..grounding.limits import lone_surrogate
+    texts = _jsonl_texts(path) if path.suffix.lower() == ".jsonl" else _plain_texts(path)
+    if not any(t.strip() for t in texts):
+        raise InputError(path, "no chunks in the file (expected .jsonl objects with 'text', or text separated by '---' or blank lines)")
+    return texts
 
+
+def _jsonl_texts(path: Path) -> list[str]:
+    from ..grounding.limits import lone_surrogate
+    from ..io.jsonl import iter_jsonl, where
+
+    texts: list[str] = []
+    for n, obj in iter_jsonl(path):
+        if not isinstance(obj.get("text"), str):
+            raise SchemaError(f"{where(path, n)}: expected an object with a string 'text' field")
+        surrogate = lone_surrogate(obj["text"])
+        if surrogate is not None:
+            raise SchemaError(f"{where(path, n)}: 'text' holds {surrogate}")
+        texts.append(obj["text"])  # empty texts too: one output per line (refused with a reason)
+    return texts
+
+
+def _plain_texts(path: Path) -> list[str]:
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -90,29 +111,8 @@ def read_chunk_texts(path: Path) -> list[str]:
     except UnicodeDecodeError as exc:
         raise InputError(path, f"not UTF-8 text (byte {exc.start})") from exc
     content = content.replace("\r\n", "\n").replace("\r", "\n")
-    texts: list[str] = []
-    if path.suffix.lower() == ".jsonl":
-        for n, line in enumerate(content.split("\n"), 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SchemaError(f"{path}: line {n}: not valid JSON ({exc.msg})") from exc
-            except RecursionError as exc:
-                raise SchemaError(f"{path}: line {n}: JSON nested too deeply to read") from exc
-            if not isinstance(obj, dict) or not isinstance(obj.get("text"), str):
-                raise SchemaError(f"{path}: line {n}: expected an object with a string 'text' field")
-            surrogate = lone_surrogate(obj["text"])
-            if surrogate is not None:
-                raise SchemaError(f"{path}: line {n}: 'text' holds {surrogate}")
-            texts.append(obj["text"])  # empty texts too: one output per line (refused with a reason)
-    else:
-        pieces = _SEPARATOR.split(content) if _SEPARATOR.search(content) else _BLANK.split(content)
-        texts = [p.strip("\n") for p in pieces if p.strip()]
-    if not any(t.strip() for t in texts):
-        raise InputError(path, "no chunks in the file (expected .jsonl objects with 'text', or text separated by '---' or blank lines)")
-    return texts
+    pieces = _SEPARATOR.split(content) if _SEPARATOR.search(content) else _BLANK.split(content)
+    return [p.strip("\n") for p in pieces if p.strip()]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputNotFoundError, SchemaError
+from ..io.jsonl import iter_jsonl, where
 
 __all__ = ["RagQuestion", "SAMPLE_GUIDELINE_QUESTIONS", "SAMPLE_GUIDELINE_SOURCE", "load_questions"]
 
@@ -111,30 +112,21 @@ def _question(item: Any, where: str) -> RagQuestion:
 def load_questions(path: str | Path) -> list[RagQuestion]:
     """Questions from a JSON list or a JSON Lines file (objects with ``question``, optional
     ``answer`` and ``evidence``); a missing file is :class:`InputNotFoundError`, anything else unreadable a
-    :class:`SchemaError` naming the file and the place."""
+    :class:`SchemaError` naming the file and the place (a list index, or the line of a JSON Lines file:
+    a file that is not one JSON document is read by :func:`grounded.io.jsonl.iter_jsonl`)."""
     path = Path(path)
     if not path.is_file():
         raise InputNotFoundError(path, "question file not found")
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        raw = path.read_bytes()
+    except OSError as exc:
         raise SchemaError(f"{path}: unreadable question file ({exc})") from exc
-    out: list[RagQuestion] = []
     try:
-        data = json.loads(text)
+        data = json.loads(raw.decode("utf-8-sig"))
     except RecursionError as exc:
         raise SchemaError(f"{path}: JSON nested too deeply to read") from exc
-    except json.JSONDecodeError:  # JSON Lines
-        for no, line in enumerate(text.splitlines(), 1):
-            if not line.strip():
-                continue
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SchemaError(f"{path}:{no}: not JSON ({exc.msg})") from exc
-            except RecursionError as exc:
-                raise SchemaError(f"{path}:{no}: JSON nested too deeply to read") from exc
-            out.append(_question(item, f"{path}:{no}"))
+    except ValueError:  # not one JSON document (nor UTF-8): JSON Lines, read line by line
+        out = [_question(item, where(path, no)) for no, item in iter_jsonl(path)]
     else:
         items = data if isinstance(data, list) else [data]
         out = [_question(item, f"{path}[{k}]") for k, item in enumerate(items)]

@@ -55,14 +55,14 @@ def test_question_files_json_and_jsonl(tmp_path: Path) -> None:
     (tmp_path / "q.jsonl").write_text('{"question": "A?"}\n\n{"question": "B?", "evidence": "b"}\n', encoding="utf-8")
     assert [q.question for q in load_questions(tmp_path / "q.jsonl")] == ["A?", "B?"]
     (tmp_path / "bad.jsonl").write_text('{"question": "A?"}\n{"answer": "no question"}\n', encoding="utf-8")
-    with pytest.raises(SchemaError, match=r"bad.jsonl:2: expected an object with a non-empty 'question'"):
+    with pytest.raises(SchemaError, match=r"bad.jsonl: line 2: expected an object with a non-empty 'question'"):
         load_questions(tmp_path / "bad.jsonl")
     (tmp_path / "broken.jsonl").write_text('{"question": "A?"}\n{"question": \n', encoding="utf-8")
-    with pytest.raises(SchemaError, match=r"broken.jsonl:2: not JSON"):
+    with pytest.raises(SchemaError, match=r"broken.jsonl: line 2: not valid JSON"):
         load_questions(tmp_path / "broken.jsonl")
     deep = "[" * 200_000 + "]" * 200_000  # one line nested past the parser's recursion limit
     (tmp_path / "deep.jsonl").write_text('{"question": "A?"}\n' + deep + "\n", encoding="utf-8")
-    with pytest.raises(SchemaError, match=r"deep.jsonl:2: JSON nested too deeply"):
+    with pytest.raises(SchemaError, match=r"deep.jsonl: line 2: JSON nested too deeply"):
         load_questions(tmp_path / "deep.jsonl")
     (tmp_path / "deep.json").write_text(deep, encoding="utf-8")
     with pytest.raises(SchemaError, match=r"deep.json: JSON nested too deeply"):
