@@ -30,8 +30,10 @@ regions, :mod:`grounded.parsers.ocr.regions`), as before the region OCR: the A/B
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
+import pickle
 import subprocess
 import sys
 import tempfile
@@ -63,7 +65,7 @@ ENGINE_RUNS = [
 def _scans(tmp: Path) -> list[tuple[Path, Path, int]]:
     """(born-digital pdf, scanned one-page pdf, born-digital page) per measured page."""
     sys.path.insert(0, str(REPO))
-    from tests.scanned import scanned_pdf
+    from tests.support.scanned import scanned_pdf
 
     out = []
     for name, page in PAGES:
@@ -317,6 +319,23 @@ def recognition_cer(ocr_page: object, digital_page: object, raster: object) -> t
     return dist, chars
 
 
+def _keep_ocr_layer(layer: Path) -> None:
+    """Copy every OCR'd copy the parser makes to ``layer`` (the parser deletes its own)."""
+    import shutil
+
+    import grounded.parsers.backends.pymupdf.parser as pymupdf_parser
+
+    inner = pymupdf_parser.ocr_copy
+
+    @functools.wraps(inner)
+    def keeping(src, pages, target, **kw):  # type: ignore[no-untyped-def]
+        done = inner(src, pages, target, **kw)  # a wrapper returns what it wraps: the parser reads it
+        shutil.copyfile(target, layer)
+        return done
+
+    pymupdf_parser.ocr_copy = keeping
+
+
 def measure_documents(tmp: Path, dpi: int | None) -> dict:
     """``PyMuPDFParser(ocr="always")`` over every page of the shared long PDFs (scanned whole)
     vs their born-digital parse: CER per page in reading order."""
@@ -326,20 +345,11 @@ def measure_documents(tmp: Path, dpi: int | None) -> dict:
     from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 
     sys.path.insert(0, str(REPO))
-    import shutil
 
-    from tests.scanned import scanned_pdf
-
-    import grounded.parsers.backends.pymupdf.parser as pymupdf_parser
+    from tests.support.scanned import scanned_pdf
 
     layer = tmp / f"documents_ocr_layer_{os.getpid()}.pdf"  # the OCR'd copy the parse reads
-    inner = pymupdf_parser.ocr_copy
-
-    def keeping(src, pages, target, **kw):  # type: ignore[no-untyped-def]
-        inner(src, pages, target, **kw)
-        shutil.copyfile(target, layer)
-
-    pymupdf_parser.ocr_copy = keeping  # type: ignore[assignment]
+    _keep_ocr_layer(layer)
     options = {} if dpi is None else {"ocr_dpi": dpi}
     ocr_parser = PyMuPDFParser(ocr="always", **options)
     plain = PyMuPDFParser(ocr="never")
@@ -410,18 +420,25 @@ def _cached_ocr(tmp: Path, whole_page: bool) -> None:
     code.update(b"whole" if whole_page else b"regions")
     original = pymupdf_parser.ocr_copy
 
-    def ocr_copy(src, pages, target, *, dpi=ocr.DEFAULT_OCR_DPI, tessdata=None):  # type: ignore[no-untyped-def]
+    @functools.wraps(original)
+    def ocr_copy(src, pages, target, **kw):  # type: ignore[no-untyped-def]
+        """``original`` through the cache: the OCR'd copy and what OCR did (its returned
+        :class:`OCRCopy`, pickled beside it: the parser reads the budgets and notes)."""
         key = hashlib.sha256(Path(src).read_bytes())
-        key.update(f"{sorted(pages)}@{dpi}".encode())
+        key.update(f"{sorted(pages)} {sorted((k, str(v)) for k, v in kw.items() if k != 'tessdata')}".encode())
         key.update(code.digest())
         hit = tmp / "ocr_cache" / f"{key.hexdigest()[:24]}.pdf"
-        if not hit.exists():
+        done_file = hit.with_suffix(".done.pickle")
+        if not (hit.exists() and done_file.exists()):
             hit.parent.mkdir(exist_ok=True)
-            original(src, pages, hit.with_suffix(".part"), dpi=dpi, tessdata=tessdata)
-            hit.with_suffix(".part").rename(hit)
+            part = hit.with_suffix(".part")
+            done = original(src, pages, part, **kw)
+            done_file.write_bytes(pickle.dumps(done))
+            part.rename(hit)
         shutil.copyfile(hit, target)
+        return pickle.loads(done_file.read_bytes())  # noqa: S301 - written by this function
 
-    pymupdf_parser.ocr_copy = ocr_copy  # type: ignore[assignment]
+    pymupdf_parser.ocr_copy = ocr_copy
 
 
 def _whole_page_ocr() -> None:
