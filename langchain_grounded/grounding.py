@@ -14,7 +14,8 @@ wrapped splitter adds (``Header 1`` of ``MarkdownHeaderTextSplitter``, ``start_i
 ``start_char``/``end_char`` (the grounded span in the document text), ``body_start`` 0, ``pages``,
 ``page`` (0-based), ``page_start``/``page_end``, ``element_ids``, ``boxes``, ``text_hash`` of the
 part's text, ``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one)
-and ``grounding_spans``. A part that cannot be grounded (page furniture the parser dropped, text
+and ``grounding_spans`` - the fields of the part's chunk record
+(:func:`grounded.io.chunk_metadata.part_fields`). A part that cannot be grounded (page furniture the parser dropped, text
 the PDF does not contain) gets no boxes, offsets or pages, ``grounding_status="refused"`` and the
 reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many parts were refused.
 """
@@ -33,21 +34,18 @@ from langchain_text_splitters import TextSplitter
 
 from grounded.errors import ChunkingError, SchemaError
 from grounded.grounding.grounder import Grounder, Grounding
-from grounded.grounding.wrappers import grounding_fields, splitter_fingerprint
+from grounded.grounding.wrappers import grounded_record, splitter_fingerprint
 from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
-    BOXES_KEY,
-    TEXT_HASH_KEY,
     TREE_KEY,
     GroundingWarning,
-    boxes_to_metadata,
     flatten_metadata,
-    text_hash,
+    part_fields,
     unflatten_metadata,
 )
-from grounded.model import ParsingResult
+from grounded.model import ChunkRecord, ParsingResult
 from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
-from grounded.text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
+from grounded.text.ids import repeat_id, source_key, stable_hash
 
 from .documents import KIND_KEY, SPANS_KEY, page_keys
 from .elements import ELEMENT_KEY
@@ -186,49 +184,31 @@ class GroundingSplitter(TextSplitter):
         else:
             groundings = grounder.ground_all(texts, near=_near(parent))
             key = source_key(grounder.root.metadata, grounder.text)
+        tok = grounder.stream.tokenizer if grounder is not None else None
         seen: dict[str, int] = {}
         for part, text, g in zip(parts, texts, groundings, strict=True):
             if not g.ok:
                 refused.append(g.reason)
-            meta = self._metadata(part.metadata, parent, text, g, grounder)
-            cid = (
-                chunk_id(key, self.fingerprint, int(g.spans[0][0]), int(g.spans[-1][1]))
-                if g.ok and g.spans
-                else refused_id(key, self.fingerprint, text_hash(text))
+            record = grounded_record(
+                text, g, key=key, fingerprint=self.fingerprint, strategy=f"grounding:{self._name}",
+                token_count=tok.count(text) if tok is not None else 0,
             )
-            repeats = seen.get(cid, 0)
-            seen[cid] = repeats + 1
-            cid = repeat_id(cid, repeats)
-            meta["chunk_id"] = cid
-            yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=cid)
+            repeats = seen.get(record.id, 0)
+            seen[record.id] = repeats + 1
+            record = record.replace(id=repeat_id(record.id, repeats))
+            meta = self._metadata(part.metadata, parent, record)
+            yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=record.id)
 
-    def _metadata(
-        self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], text: str, g: Grounding, grounder: Grounder | None
-    ) -> dict[str, Any]:
+    def _metadata(self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], record: ChunkRecord) -> dict[str, Any]:
+        """The part's own keys (the wrapped splitter's), ``grounded_kind`` and LangChain's ``page``
+        (when the part is located), then the chunk fields of its ``record`` (:func:`part_fields`)."""
         own = {k: v for k, v in part_meta.items() if k not in _PARENT_KEYS}
         if "start_index" in parent and part_meta.get("start_index") == parent["start_index"]:
             own.pop("start_index", None)  # the parent's, copied by the wrapped splitter
-        tok = grounder.stream.tokenizer if grounder is not None else None
-        meta: dict[str, Any] = {
-            **own,
-            KIND_KEY: "chunk",
-            "strategy": f"grounding:{self._name}",
-            "token_count": tok.count(text) if tok is not None else 0,
-            TEXT_HASH_KEY: text_hash(text),
-        }
-        if g.ok and g.spans:
-            boxes = list(g.boxes)
-            meta.update(
-                {
-                    "start_char": int(g.spans[0][0]),
-                    "end_char": int(g.spans[-1][1]),
-                    "body_start": 0,
-                    **page_keys([b.page for b in boxes]),
-                    "element_ids": list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
-                    BOXES_KEY: boxes_to_metadata(boxes, line_spans=self.line_boxes),
-                }
-            )
-        meta.update(grounding_fields(g))
+        meta: dict[str, Any] = {**own, KIND_KEY: "chunk"}
+        if record.start_char is not None:
+            meta["page"] = page_keys(record.pages)["page"]
+        meta.update(part_fields(record, flat=False, line_spans=self.line_boxes))
         return meta
 
 

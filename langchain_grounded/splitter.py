@@ -19,13 +19,10 @@ from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, OptionError, SchemaError
 from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
-    BOXES_KEY,
-    TEXT_HASH_KEY,
     GroundingWarning,
     boxes_from_metadata,
-    boxes_to_metadata,
     flatten_metadata,
-    text_hash,
+    part_fields,
     text_tree,
     unflatten_metadata,
 )
@@ -406,23 +403,20 @@ class GroundedTextSplitter(TextSplitter):
     ) -> Document:
         own = ChunkRecord.from_chunk(part)
         ps = own.start_char or 0
-        element_ids = list(dict.fromkeys(b.element_id for b in geom if b.element_id and not b.is_heading))
-        metadata: dict[str, Any] = {
-            **inherited,
-            KIND_KEY: "chunk",
-            "chunk_id": part.id,
-            "strategy": self.chunker.strategy.name,
-            "token_count": own.token_count,
-            "start_char": ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0),
-            "end_char": ranges[-1][1] if ranges else int(parent.get("start_char", 0) or 0),
-            "body_start": min(max(parent_body_start - ps, 0), len(part.content)),
-            **page_keys([b.page for b in geom]),
-            "element_ids": element_ids,
-            BOXES_KEY: boxes_to_metadata(geom, line_spans=self.line_boxes),
-            TEXT_HASH_KEY: text_hash(part.content),
-        }
-        if ps < parent_body_start and parent.get("heading_ids"):
-            metadata["heading_ids"] = list(parent["heading_ids"])
+        start = ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0)
+        record = ChunkRecord.of_boxes(
+            part.id,
+            part.content,
+            geom,
+            strategy=self.chunker.strategy.name,
+            token_count=own.token_count,
+            start_char=start,
+            end_char=ranges[-1][1] if ranges else start,
+            body_start=min(max(parent_body_start - ps, 0), len(part.content)),
+            heading_ids=[str(h) for h in parent.get("heading_ids") or []] if ps < parent_body_start else [],
+        )
+        metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", "page": page_keys(record.pages)["page"]}
+        metadata.update(part_fields(record, flat=False, line_spans=self.line_boxes))
         if self._add_start_index:
             metadata["start_index"] = metadata["start_char"]
         return Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
@@ -433,14 +427,10 @@ class GroundedTextSplitter(TextSplitter):
         meta = unflatten_metadata(doc.metadata)
         inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS and k not in ("section", "heading_path")}
         for part in self._text_chunks(doc.page_content, _part_key(doc)):
-            metadata: dict[str, Any] = {
-                **inherited,
-                KIND_KEY: "chunk",
-                "chunk_id": part.id,
-                "strategy": self.chunker.strategy.name,
-                "token_count": ChunkRecord.from_chunk(part).token_count,
-                TEXT_HASH_KEY: text_hash(part.content),
-            }
+            record = ChunkRecord(
+                part.id, part.content, strategy=self.chunker.strategy.name, token_count=ChunkRecord.from_chunk(part).token_count
+            )  # not located (start_char None): no place fields
+            metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", **part_fields(record, flat=False)}
             yield Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
 
 

@@ -28,21 +28,21 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 from grounded.chunking.chunker import Chunker
 from grounded.errors import SchemaError
 from grounded.grounding.grounder import Grounder, Grounding
-from grounded.grounding.wrappers import GROUNDING_KEYS, grounding_fields, splitter_fingerprint
+from grounded.grounding.wrappers import GROUNDING_KEYS, grounded_record, splitter_fingerprint
 from grounded.io.chunk_metadata import (
     PAYLOAD_KEYS,
     TREE_KEY,
     GroundingWarning,
     boxes_from_metadata,
-    boxes_to_metadata,
     decode_tree,
     flatten_metadata,
+    part_fields,
     text_hash,
 )
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, resolve_tree
 from grounded.text.assembly import ChunkAssembler
-from grounded.text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
+from grounded.text.ids import repeat_id, source_key, stable_hash
 from grounded.text.stream import document_text
 
 __all__ = [
@@ -308,9 +308,10 @@ class GroundingNodeParser(NodeParser):
     store-safe): ``chunk_id``, ``strategy`` (``grounding:<parser class>``), ``token_count``,
     ``start_char``/``end_char`` and ``start_char_idx``/``end_char_idx`` (the grounded span in the
     tree's document text - the reader Document's own text - never found with ``str.find``),
-    ``body_start`` 0, ``pages``, ``element_ids``, ``boxes``, ``text_hash``, ``grounding_status``,
-    ``grounding_score``, ``grounding_reason`` and ``grounding_spans``; the payload keys are excluded
-    from embedding and LLM metadata. A node that cannot be grounded gets no boxes, offsets or
+    ``body_start`` 0, ``pages``, ``page_start``/``page_end``, ``element_ids``, ``boxes``, ``text_hash``,
+    ``grounding_status``, ``grounding_score``, ``grounding_reason`` and ``grounding_spans`` - the
+    fields of the node's chunk record (:func:`grounded.io.chunk_metadata.part_fields`); the payload
+    keys are excluded from embedding and LLM metadata. A node that cannot be grounded gets no boxes, offsets or
     pages, ``grounding_status="refused"`` and the reason (one
     :class:`~grounded.metadata.GroundingWarning` per call).
     """
@@ -405,33 +406,19 @@ class GroundingNodeParser(NodeParser):
         tok = grounder.stream.tokenizer if grounder is not None else None
         seen: dict[str, int] = {}
         for part, text, g in zip(parts, texts, groundings, strict=True):
+            if not g.ok:  # status "furniture" (page text outside the tree) has boxes of its own
+                refused.append(g.reason)
+            record = grounded_record(
+                text, g, key=key, fingerprint=fingerprint, strategy=f"grounding:{name}",
+                token_count=tok.count(text) if tok is not None else 0,
+            )
+            repeats = seen.get(record.id, 0)
+            seen[record.id] = repeats + 1
+            record = record.replace(id=repeat_id(record.id, repeats))
             meta = {k: v for k, v in part.metadata.items() if k not in _PARENT_KEYS}
-            meta.update({"strategy": f"grounding:{name}", "token_count": tok.count(text) if tok is not None else 0})
-            if g.ok and g.spans:
-                start, end = int(g.spans[0][0]), int(g.spans[-1][1])
-                cid = chunk_id(key, fingerprint, start, end)
-                boxes = list(g.boxes)
-                meta.update(
-                    {
-                        "start_char": start,
-                        "end_char": end,
-                        "body_start": 0,
-                        "pages": sorted({int(b.page) for b in boxes}),
-                        "element_ids": list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
-                        "boxes": boxes_to_metadata(boxes, line_spans=self.line_boxes),
-                    }
-                )
-            else:
-                if not g.ok:  # status "furniture" (page text outside the tree) has boxes of its own
-                    refused.append(g.reason)
-                start = end = None  # type: ignore[assignment]
-                cid = refused_id(key, fingerprint, text_hash(text))
-            repeats = seen.get(cid, 0)
-            seen[cid] = repeats + 1
-            meta["chunk_id"] = repeat_id(cid, repeats)
-            meta["text_hash"] = text_hash(text)
-            meta.update(grounding_fields(g))
+            meta.update(part_fields(record, flat=True, line_spans=self.line_boxes))
             part.metadata = flatten_metadata(meta)
+            start, end = record.start_char, record.end_char
             if isinstance(part, TextNode):
                 part.start_char_idx = start
                 part.end_char_idx = end

@@ -44,6 +44,7 @@ __all__ = [
     "grounding_fields",
     "furniture_boxes_to_list",
     "furniture_boxes_from_list",
+    "grounded_record",
     "grounded_chunk",
     "ground_chunks",
     "status_counts",
@@ -129,6 +130,36 @@ def furniture_boxes_from_list(rows: Sequence[Sequence[float]]) -> list[ParsingBo
     return [ParsingBoundingBox(page=int(r[0]), left=r[1], top=r[2], right=r[3], bottom=r[4], mode="exact") for r in rows]
 
 
+def grounded_record(
+    text: str,
+    g: Grounding,
+    *,
+    key: str,
+    fingerprint: str,
+    strategy: str = "grounding",
+    token_count: int = 0,
+) -> ChunkRecord:
+    """One grounded text as a :class:`~grounded.model.record.ChunkRecord` (see the module
+    docstring): the id, offsets, boxes (with their pages and element ids) and grounding fields of
+    ``g``; a text without spans (refused, or page furniture only) gets no offsets and no boxes."""
+    start = end = None
+    if g.ok and g.spans:
+        start, end = int(g.spans[0][0]), int(g.spans[-1][1])
+        cid = chunk_id(key, fingerprint, start, end)
+    else:
+        cid = refused_id(key, fingerprint, text_hash(text))
+    return ChunkRecord.of_boxes(
+        cid,
+        text,
+        list(g.boxes) if g.ok else [],
+        strategy=strategy,
+        token_count=int(token_count),
+        start_char=start,
+        end_char=end,
+        **grounding_fields(g),
+    )
+
+
 def grounded_chunk(
     text: str,
     g: Grounding,
@@ -139,26 +170,8 @@ def grounded_chunk(
     token_count: int = 0,
 ) -> Chunk:
     """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring), built by
-    the record (:meth:`~grounded.model.record.ChunkRecord.to_chunk`)."""
-    start = end = None
-    if g.ok and g.spans:
-        start, end = int(g.spans[0][0]), int(g.spans[-1][1])
-        cid = chunk_id(key, fingerprint, start, end)
-    else:
-        cid = refused_id(key, fingerprint, text_hash(text))
-    boxes = list(g.boxes) if g.ok else []
-    return ChunkRecord(
-        id=cid,
-        content=text,
-        strategy=strategy,
-        token_count=int(token_count),
-        start_char=start,
-        end_char=end,
-        pages=sorted({int(b.page) for b in boxes}),
-        element_ids=list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
-        boxes=boxes,
-        **grounding_fields(g),
-    ).to_chunk()
+    the record (:func:`grounded_record`, :meth:`~grounded.model.record.ChunkRecord.to_chunk`)."""
+    return grounded_record(text, g, key=key, fingerprint=fingerprint, strategy=strategy, token_count=token_count).to_chunk()
 
 
 def ground_chunks(

@@ -38,7 +38,7 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult, ParsingResultType
 from ..model.record import ChunkRecord, text_hash
-from .chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys
+from .chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys, resplit_keys
 from .chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from .codec import dumps_parsing_result, loads_parsing_result
 
@@ -74,6 +74,7 @@ __all__ = [
     "record_from_store",
     "chunk_from_store",
     "part_metadata",
+    "part_fields",
     "box_struct",
 ]
 
@@ -243,6 +244,26 @@ _KEPT_EMPTY = frozenset({"pages", "element_ids", BOXES_KEY})
 _IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
     "heading_path": lambda r: all(h and " > " not in h for h in r.heading_path),
 }
+
+
+#: the fields a chunk's place in the document gives (offsets, pages, boxes, element ids): the field
+#: table's ``recompute`` keys less the id, the token count and the text hash
+_PLACE_KEYS = frozenset(resplit_keys("recompute")) - {"chunk_id", "token_count", TEXT_HASH_KEY}
+
+
+def part_fields(record: ChunkRecord, flat: bool = True, *, line_spans: bool = True) -> dict[str, Any]:
+    """The chunk fields an adapter writes on a part it made (a node/Document of a wrapped or
+    re-split splitter), from the part's ``record``: :func:`chunk_metadata`, less what the part
+    does not know. A part not located in the document text (``start_char`` None: grounding refused
+    it, or it is page furniture only) gets no place fields (offsets, ``body_start``, pages,
+    ``page_start``/``page_end``, boxes, element ids) rather than empty ones; a part with no heading
+    path gets no ``section`` (it may keep its parent's). The caller adds its surface's own keys."""
+    out = chunk_metadata(record, flat, line_spans=line_spans)
+    if record.start_char is None:
+        out = {k: v for k, v in out.items() if k not in _PLACE_KEYS}
+    if not record.heading_path:
+        out.pop("section", None)
+    return out
 
 
 def flatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
@@ -415,16 +436,12 @@ def part_metadata(
     Keys that are not chunk fields (the source's) are kept. Flat or nested like ``parent``."""
     out = {k: v for k, v in parent.items() if k not in FIELD_BY_KEY or FIELD_BY_KEY[k].resplit == "inherit"}
     flat = any(isinstance(parent.get(k), str) for k in ("pages", BOXES_KEY, "element_ids"))
-    values: dict[str, Any] = {"id": "", "content": text}
+    values: dict[str, Any] = {}
     if token_count is not None:
         values["token_count"] = int(token_count)
     if span is not None:
         values.update(start_char=int(span[0]), end_char=int(span[1]), body_start=0)
-    if boxes is not None:
-        values["boxes"] = list(boxes)
-        values["pages"] = sorted({int(b.page) for b in boxes})
-        values["element_ids"] = list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading))
-    own = chunk_metadata(ChunkRecord(**values), flat=flat, text=text)
+    own = chunk_metadata(ChunkRecord.of_boxes("", text, list(boxes or ()), **values), flat=flat, text=text)
     known = {"text_hash", *(["token_count"] if token_count is not None else []),
              *(["start_char", "end_char", "body_start"] if span is not None else []),
              *([BOXES_KEY, "pages", "page_start", "page_end", "element_ids"] if boxes is not None else [])}

@@ -117,6 +117,20 @@ class ChunkRecord:
             **values,
         )
 
+    @classmethod
+    def of_boxes(cls, id: str, content: str, boxes: list[ParsingBoundingBox], **fields: Any) -> ChunkRecord:
+        """A record whose ``boxes`` are given and whose ``pages`` (sorted, once each) and
+        ``element_ids`` (of the body boxes, headings left out, in order, once each) are theirs:
+        the one rule for a chunk or part made from its boxes. ``fields``: any other field."""
+        return cls(
+            id=id,
+            content=content,
+            boxes=list(boxes),
+            pages=sorted({int(b.page) for b in boxes}),
+            element_ids=list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
+            **fields,
+        )
+
     def to_chunk(self) -> Chunk:
         """The :class:`Chunk` of this record - the one factory of chunks: the chunker's metadata
         layout (the fields every chunk has first, then the optional ones in field order when set,

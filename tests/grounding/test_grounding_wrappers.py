@@ -326,6 +326,8 @@ def test_llama_sentence_splitter_over_reader_documents(split_pages: bool) -> Non
         assert norm(source_text[node.start_char_idx : node.end_char_idx]) == norm(text)
         boxes = boxes_from_metadata(meta, text=text)
         assert boxes and all(b.page in json.loads(meta["pages"]) for b in boxes)
+        # the page range filters of every chunk surface (the record's page_start / page_end)
+        assert (meta["page_start"], meta["page_end"]) == (min(b.page for b in boxes), max(b.page for b in boxes))
         assert node_boxes(node) == boxes  # node_boxes reads the recorded boxes (text_hash matches)
         assert "boxes" in node.excluded_embed_metadata_keys and "boxes" in node.excluded_llm_metadata_keys
         assert "boxes" not in node.get_content(metadata_mode=MetadataMode.EMBED)

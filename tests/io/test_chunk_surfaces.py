@@ -20,6 +20,8 @@ from grounded.metadata import (
     chunk_from_metadata,
     chunk_from_store,
     chunk_metadata,
+    part_fields,
+    record_from_metadata,
     record_from_store,
     text_hash,
 )
@@ -181,6 +183,37 @@ def test_field_table_decides_visibility_and_every_record_field_has_a_row() -> No
     assert "boxes" in embed_hidden_keys() and "boxes" in llm_hidden_keys()
     assert "pages" not in embed_hidden_keys() and "section" not in llm_hidden_keys()
     assert {f.key: f.implied_by for f in FIELDS if f.implied_by} == {"heading_path": "section"}
+
+
+@pytest.mark.parametrize("flat", [True, False], ids=["flat", "nested"])
+def test_adapter_parts_write_every_field_their_record_holds(flat: bool) -> None:
+    """The adapters' parts (GroundingNodeParser, GroundingSplitter, a re-split part) take their chunk
+    fields from the record: every field with a value reaches them, and reads back as the record."""
+    for chunk in (text_chunk(), vision_chunk()):
+        record = expected(chunk)
+        fields = part_fields(record, flat)
+        if record.heading_path:
+            assert fields == chunk_metadata(record, flat)
+        else:  # no heading path known: no empty section (a part may keep its parent's)
+            assert fields == {k: v for k, v in chunk_metadata(record, flat).items() if k != "section"}
+        _assert_same(record_from_metadata(record.content, fields), record, f"part_fields(flat={flat})")
+
+
+def test_a_part_not_located_gets_no_place_fields() -> None:
+    record = expected(vision_chunk()).replace(start_char=None, end_char=None, boxes=[], pages=[], element_ids=[])
+    fields = part_fields(record, flat=True)
+    place = {"start_char", "end_char", "body_start", "pages", "page_start", "page_end", "boxes", "element_ids", "element_spans"}
+    assert not place & set(fields)
+    assert fields["chunk_id"] == record.id and fields["text_hash"] == text_hash(record.content)
+    assert fields["grounding_status"] == "furniture" and fields["vision_pages"] == "[5,6]"  # the rest is kept
+
+
+def test_a_record_of_boxes_takes_their_pages_and_body_elements() -> None:
+    boxes = text_chunk().geom
+    record = ChunkRecord.of_boxes("c", "text", [boxes[2], *boxes[:2], boxes[2]], token_count=3)
+    assert record.pages == [3, 4] and record.element_ids == ["e-13", "e-12"]  # headings left out, first seen first
+    assert record.token_count == 3 and len(record.boxes) == 4
+    assert ChunkRecord.of_boxes("c", "text", []).pages == []
 
 
 def test_the_librarys_own_parquet_box_schema_is_read() -> None:
