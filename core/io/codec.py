@@ -33,6 +33,7 @@ from ..model.chunk import Chunk, ChunkingResult
 from ..model.elements import ParsingResult
 from ..model.record import RECORD_KEYS, stored_chunk_dict, text_hash
 from .atomic import atomic_write_files, atomic_write_text
+from .jsonl import iter_jsonl
 
 __all__ = [
     "PARSE_SCHEMA",
@@ -395,16 +396,16 @@ def read_chunks_jsonl(path: str | Path) -> ChunkingResult:
     naming the file and the line number."""
     source = str(path)
     with _loading(source):
-        lines = [(n, ln) for n, ln in enumerate(_read_text(Path(path)).splitlines(), 1) if ln.strip()]
+        lines = list(iter_jsonl(path))  # split at line ends only: a chunk's text may hold U+2028 or U+0085
         if not lines:
             raise SchemaError(f"{source}: empty chunks file")
-        head = _check(json.loads(lines[0][1]), CHUNKS_SCHEMA, source)
+        head = _check(lines[0][1], CHUNKS_SCHEMA, source)
         result = _payload(head, "result", source)
         if not isinstance(result, dict):
             raise SchemaError(f"{source}: line {lines[0][0]}: 'result' must be an object")
         meta = ChunkingResult.from_dict({"metadata": result.get("metadata")}).metadata
         chunks = []
-        for n, line in lines[1:]:
+        for n, item in lines[1:]:
             with _loading(f"{source}: line {n}"):
-                chunks.append(_chunk_of(json.loads(line), head["version"], "chunk", f"{source}: line {n}"))
+                chunks.append(_chunk_of(item, head["version"], "chunk", f"{source}: line {n}"))
         return ChunkingResult(chunks=chunks, metadata=meta)

@@ -1,9 +1,8 @@
 """Read a JSON Lines file written by a person or another tool: one JSON object per line.
 
 :func:`iter_jsonl` is the one loop the input readers share (``grounded ground`` chunk files, the
-question files of ``grounded eval rag``); each caller checks the fields it needs. It does not read
-the chunk files grounded writes itself (:func:`grounded.io.codec.read_chunks_jsonl` checks their
-schema envelope).
+question files of ``grounded eval rag``, the ``chunks.jsonl`` files of
+:func:`grounded.io.codec.read_chunks_jsonl`); each caller checks the fields it needs.
 
 Lines are split at ``\\n``, ``\\r\\n`` and a lone ``\\r`` (never at the Unicode separators that may sit
 inside a JSON string, such as U+2028); a UTF-8 byte-order mark at the start of the file is dropped;

@@ -39,7 +39,7 @@ OUTSIDE: dict[str, str] = {
     "io/chunks_file.py": "reads chunk files written by other modules (codec, ingest rows); writes nothing",
     "io/codec.py": "the JSON codec is versioned by its schema name + version (a format change bumps it)",
     "io/markdown.py": "Markdown is rendered from the tree on demand, never cached",
-    "io/jsonl.py": "reads the JSON Lines files people give (ground chunk texts, eval questions); stores nothing",
+    "io/jsonl.py": "reads JSON Lines files (ground chunk texts, eval questions, chunks.jsonl); stores nothing",
     "attribution": "renders stored boxes; makes none",
     "graph": "node graph, built from chunks on demand (not cached)",
     "ingest": "job orchestration; its rows' encoding (ingest/rows.py) is in CHUNK_CODE",

@@ -240,7 +240,7 @@ def test_invalid_utf8_names_file_and_offset(originals, tmp_path):
         load_parsing_result(bad)
     bad_lines = tmp_path / "bad.jsonl"
     bad_lines.write_bytes(b"\xfe" + originals["jsonl"].read_bytes())
-    with pytest.raises(SchemaError, match=r"bad\.jsonl: not UTF-8 text"):
+    with pytest.raises(SchemaError, match=r"bad\.jsonl: line 1: not UTF-8 text \(byte 0xfe at column 1\)"):
         load_chunking_result(bad_lines)
 
 

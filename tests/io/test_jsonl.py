@@ -76,3 +76,17 @@ def test_what_json_dumps_writes_reads_back(tmp_path: Path) -> None:
     rows = [{"text": "Grüße \u2028 \ud7ff", "i": i, "nested": {"a": [i, None, True]}} for i in range(50)]
     path = _write(tmp_path / "rows.jsonl", "\n".join(json.dumps(r, ensure_ascii=False) for r in rows).encode())
     assert [obj for _, obj in iter_jsonl(path)] == rows
+
+
+def test_chunks_jsonl_with_unicode_line_separators_in_a_text_reads_back(tmp_path: Path) -> None:
+    """grounded's own chunks.jsonl (read through iter_jsonl): text extracted from a PDF may hold
+    U+2028, U+2029, NEL or the C0 separators, which ``str.splitlines`` splits at but JSON keeps raw."""
+    from grounded.io.codec import read_chunks_jsonl, write_chunks_jsonl
+    from grounded.model import Chunk, ChunkingResult
+
+    text = "one\u2028two\u2029three\x85four\x1cfive\x1dsix\x1eseven\x0beight\x0cnine"
+    result = ChunkingResult(chunks=[Chunk(id="c-1", content=text, metadata={"token_count": 9, "strategy": "fixed"}),
+                                    Chunk(id="c-2", content="plain", metadata={"token_count": 1, "strategy": "fixed"})])
+    path = write_chunks_jsonl(result, tmp_path / "chunks.jsonl")
+    assert len(path.read_bytes().splitlines()) == 3  # the envelope line and one line per chunk
+    assert [c.content for c in read_chunks_jsonl(path).chunks] == [text, "plain"]
