@@ -67,6 +67,12 @@ _NODE_DROPPED = (
 #: TextNode fields a chunk node leaves out of its serialized form while they hold TextNode's
 #: declared default (reading it back as a TextNode restores exactly that value)
 _DEFAULTED_FIELDS = ("embedding", "metadata_template", "metadata_separator", "mimetype", "text_template")
+#: RelatedNodeInfo's defaulted fields and their defaults (left out of a serialized relationship)
+_RELATED_DEFAULTS = {
+    name: field.get_default(call_default_factory=True)
+    for name, field in RelatedNodeInfo.model_fields.items()
+    if not field.is_required()
+}
 
 
 class GroundedTextNode(TextNode):
@@ -75,9 +81,13 @@ class GroundedTextNode(TextNode):
     form (``model_dump``, ``to_dict``/``to_json``, hence what a vector store, docstore or ingestion
     cache persists) leaves out the fields in :data:`_DEFAULTED_FIELDS` while they hold TextNode's
     default: about 150 bytes a node that LlamaIndex would otherwise write per node (three times in
-    Chroma). Metadata, excluded keys, relationships, offsets and text are always written, so what
-    the embedder and the LLM see (``get_content(MetadataMode.EMBED/LLM)``) is the same after the
-    round trip; a field set to another value (a custom ``metadata_template``) is written."""
+    Chroma). Each relationship (SOURCE, PREVIOUS/NEXT, ...) is written without the
+    ``RelatedNodeInfo`` fields that hold their defaults (``node_type`` None, empty ``metadata``,
+    ``hash`` None) and without its class name: ``{"node_id": ...}`` for a neighbour (the relationships
+    of a linked node take about 210 bytes instead of 430). Metadata, excluded keys, relationships, offsets and
+    text are always written, so what the embedder and the LLM see
+    (``get_content(MetadataMode.EMBED/LLM)``) is the same after the round trip; a field set to
+    another value (a custom ``metadata_template``, a SOURCE's type, metadata or hash) is written."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         # TextNode's own signature: without it type checkers derive one from the field aliases
@@ -93,8 +103,31 @@ class GroundedTextNode(TextNode):
         for name in _DEFAULTED_FIELDS:
             if name in data and getattr(self, name) == TextNode.model_fields[name].default:
                 del data[name]
+        relationships = data.get("relationships")
+        if isinstance(relationships, dict):
+            data["relationships"] = {
+                key: [_compact_related(r) for r in value] if isinstance(value, list) else _compact_related(value)
+                for key, value in relationships.items()
+            }
         data["class_name"] = self.class_name()
         return data
+
+
+def _compact_related(entry: Any) -> Any:
+    """A serialized ``RelatedNodeInfo`` without the fields that hold RelatedNodeInfo's defaults
+    (``node_type`` None, empty ``metadata``, ``hash`` None) and without its constant ``class_name``
+    (a relationship is read back as a RelatedNodeInfo by its field type, whatever the key says):
+    reading it back restores exactly those values. A set field (the SOURCE node type, a neighbour's
+    metadata or hash) is written."""
+    if not isinstance(entry, dict):
+        return entry
+    out = {
+        name: value for name, value in entry.items()
+        if name not in _RELATED_DEFAULTS or value != _RELATED_DEFAULTS[name]
+    }
+    if out.get("class_name") == RelatedNodeInfo.class_name():
+        del out["class_name"]
+    return out
 
 
 class GroundedNodeParser(NodeParser):
@@ -129,16 +162,15 @@ class GroundedNodeParser(NodeParser):
     and ``section``. Node ids are chunk ids (source + configuration + char span) unless
     ``id_func`` is set.
 
-    **Neighbours.** ``include_prev_next_rel`` is ``False`` by default (LlamaIndex's splitters
-    default to ``True``): the PREVIOUS/NEXT references cost about 430 bytes a node in every store
-    that serializes nodes (1.2 KB a node in Chroma, which keeps the serialized node three times:
-    ``benchmarks/adapter_store_size.py``), and only
-    ``PrevNextNodePostprocessor``/``AutoPrevNextNodePostprocessor`` follow them, through a docstore
-    holding the nodes - which ``VectorStoreIndex`` on Chroma (or any store that keeps the text)
-    does not fill, so there the ids would point at nothing. Set ``include_prev_next_rel=True`` when
-    the nodes go to a docstore and neighbours are wanted; without them a node's neighbours are the
-    nodes of the same ``ref_doc_id`` with ``metadata["index"]`` one lower / higher (a metadata
-    filter every store supports).
+    **Neighbours.** ``include_prev_next_rel=True`` by default, as in LlamaIndex's splitters: each
+    node references its previous and next node (PREVIOUS/NEXT), which
+    ``PrevNextNodePostprocessor``/``AutoPrevNextNodePostprocessor`` follow through a docstore
+    holding the nodes. A reference is the neighbour's id only (LlamaIndex's splitters copy the
+    neighbour's metadata, which would triple every node), written compactly
+    (:class:`GroundedTextNode`). Nodes that only go to a vector store (``VectorStoreIndex`` on Chroma
+    fills no docstore, so the ids point at nothing there) can leave them out with
+    ``include_prev_next_rel=False``: a node's neighbours are also the nodes of the same
+    ``ref_doc_id`` with ``metadata["index"]`` one lower / higher (a metadata filter every store supports).
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, populate_by_name=True)
@@ -164,9 +196,9 @@ class GroundedNodeParser(NodeParser):
     line_boxes: bool = Field(default=True, description="Keep line boxes inside each box in the metadata.")
     cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
     include_prev_next_rel: bool = Field(
-        default=False,
-        description="Link each node to its neighbours (PREVIOUS/NEXT), for PrevNextNodePostprocessor over a docstore "
-        "that holds the nodes; off by default (see the class docstring).",
+        default=True,
+        description="Link each node to its neighbours (PREVIOUS/NEXT by id), for PrevNextNodePostprocessor over a "
+        "docstore that holds the nodes (see the class docstring).",
     )
 
     _chunker: Chunker | None = PrivateAttr(default=None)
@@ -239,7 +271,7 @@ class GroundedNodeParser(NodeParser):
         chunk_overlap: int | float | None = None,
         *,
         include_metadata: bool = True,
-        include_prev_next_rel: bool = False,
+        include_prev_next_rel: bool = True,
         callback_manager: Any = None,
         id_func: Any = None,
         **kwargs: Any,
@@ -623,8 +655,12 @@ class GroundedNodeParser(NodeParser):
 
 
 def _related(node: TextNode) -> RelatedNodeInfo:
-    """A neighbour reference without the neighbour's metadata (its boxes would triple every node)."""
-    return RelatedNodeInfo(node_id=node.node_id, node_type=node.get_type())
+    """A PREVIOUS/NEXT reference: the neighbour's id only, all LlamaIndex reads of a neighbour
+    (``PrevNextNodePostprocessor``, ``AutoPrevNextNodePostprocessor``, the auto-merging retriever and
+    the property-graph ``ImplicitPathExtractor`` fetch or link it by ``node_id``). Its metadata
+    (LlamaIndex's splitters copy it: the boxes would triple every node), hash and type (a chunk's
+    neighbour is a TextNode) are left at RelatedNodeInfo's defaults, which serialize to nothing."""
+    return RelatedNodeInfo(node_id=node.node_id)
 
 
 def _heading_path(meta: dict[str, Any]) -> list[str]:

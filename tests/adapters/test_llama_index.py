@@ -73,8 +73,10 @@ def assert_grounded_nodes(nodes, doc: Document, max_tokens: int, tokenizer=None)
         assert doc.text[node.start_char_idx : node.end_char_idx] == body
         assert chunker_tokens.count(node.text) <= max_tokens
         assert node.relationships[NodeRelationship.SOURCE].node_id == doc.doc_id
-        assert node.metadata["index"] == i  # the neighbours without relationships (off by default)
-        assert NodeRelationship.PREVIOUS not in node.relationships and NodeRelationship.NEXT not in node.relationships
+        assert node.metadata["index"] == i
+        prev, nxt = node.relationships.get(NodeRelationship.PREVIOUS), node.relationships.get(NodeRelationship.NEXT)
+        assert (prev.node_id if prev else None) == (nodes[i - 1].node_id if i else None)  # linked by default
+        assert (nxt.node_id if nxt else None) == (nodes[i + 1].node_id if i + 1 < len(nodes) else None)
         assert TREE_KEY not in node.metadata
         assert node.metadata["file_name"] == "cermine_web_example3_clinsci.pdf"
         plain = unflatten_metadata(node.metadata)
@@ -403,17 +405,30 @@ def test_no_node_relationship_or_default_node_carries_the_tree(documents):
         _no_tree(node.to_json())
 
 
-def test_neighbours_without_and_with_prev_next_relationships(documents):
-    """PREVIOUS/NEXT are off by default (they would cost 1.2 KB a node in Chroma, where no docstore
-    holds the nodes to follow them): the neighbours are found by ``index`` within the Document in the
-    store itself; ``include_prev_next_rel=True`` gives the relationships PrevNextNodePostprocessor follows."""
-    nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
+def test_neighbours_with_and_without_prev_next_relationships(documents):
+    """PREVIOUS/NEXT are on by default, as in LlamaIndex's splitters: PrevNextNodePostprocessor over a
+    docstore returns previous/self/next. With ``include_prev_next_rel=False`` (nodes that only go to
+    a vector store) the neighbours are found by ``index`` within the Document in the store itself."""
+    linked = GroundedNodeParser(max_tokens=256).get_nodes_from_documents(documents)
+    assert GroundedNodeParser.from_defaults(chunk_size=256).include_prev_next_rel is True
+    assert NodeRelationship.PREVIOUS not in linked[0].relationships and NodeRelationship.NEXT not in linked[-1].relationships
+    for prev, nxt in zip(linked, linked[1:], strict=False):
+        assert (prev.next_node.node_id, nxt.prev_node.node_id) == (nxt.node_id, prev.node_id)
+    docstore = SimpleDocumentStore()
+    docstore.add_documents(linked)
+    i = len(linked) // 2
+    shown = PrevNextNodePostprocessor(docstore=docstore, num_nodes=1, mode="both").postprocess_nodes(
+        [NodeWithScore(node=linked[i], score=1.0)]
+    )
+    assert [n.node.node_id for n in shown] == [linked[i - 1].node_id, linked[i].node_id, linked[i + 1].node_id]
+
+    nodes = GroundedNodeParser(max_tokens=256, include_prev_next_rel=False).get_nodes_from_documents(documents)
+    assert [n.node_id for n in nodes] == [n.node_id for n in linked]
     assert all(NodeRelationship.PREVIOUS not in n.relationships and NodeRelationship.NEXT not in n.relationships for n in nodes)
     for node in nodes:
         node.embedding = [1.0, 0.0, 0.0]
     store = ChromaVectorStore(chroma_collection=chromadb.EphemeralClient().get_or_create_collection("neighbours"))
     store.add(nodes)
-    i = len(nodes) // 2
     found = store.query(VectorStoreQuery(
         query_embedding=[1.0, 0.0, 0.0], similarity_top_k=3,
         filters=MetadataFilters(filters=[
@@ -422,16 +437,6 @@ def test_neighbours_without_and_with_prev_next_relationships(documents):
         ]),
     ))
     assert [n.node_id for n in found.nodes] == [nodes[i + 1].node_id]
-
-    linked = GroundedNodeParser(max_tokens=256, include_prev_next_rel=True).get_nodes_from_documents(documents)
-    assert [n.node_id for n in linked] == [n.node_id for n in nodes]
-    assert GroundedNodeParser.from_defaults(chunk_size=256).include_prev_next_rel is False
-    docstore = SimpleDocumentStore()
-    docstore.add_documents(linked)
-    shown = PrevNextNodePostprocessor(docstore=docstore, num_nodes=1, mode="both").postprocess_nodes(
-        [NodeWithScore(node=linked[i], score=1.0)]
-    )
-    assert [n.node.node_id for n in shown] == [linked[i - 1].node_id, linked[i].node_id, linked[i + 1].node_id]
 
 
 def test_node_ids_are_chunk_ids_and_id_func_is_honoured(documents):

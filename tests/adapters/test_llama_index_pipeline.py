@@ -7,6 +7,7 @@ No stored node, cache entry or relationship may contain the parse tree."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import warnings
 from pathlib import Path
 
@@ -15,8 +16,18 @@ import pytest
 from llama_index.core import StorageContext, VectorStoreIndex
 from llama_index.core.ingestion import DocstoreStrategy, IngestionCache, IngestionPipeline
 from llama_index.core.llms import MockLLM
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.postprocessor import PrevNextNodePostprocessor
 from llama_index.core.query_engine import CitationQueryEngine
-from llama_index.core.schema import Document, MetadataMode, TextNode
+from llama_index.core.schema import (
+    Document,
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    ObjectType,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
@@ -201,12 +212,19 @@ def test_nodes_read_back_from_stores_show_the_same_text_to_embedder_and_llm(docu
     """GroundedTextNode leaves TextNode's defaulted fields out of what stores persist: read back (as
     plain TextNodes) from Chroma, a persisted docstore and the ingestion cache, every node equals the
     node written, and the text the embedder and the LLM see is unchanged (also with the heading path
-    shown to both, and with a custom metadata template, which is written)."""
+    shown to both, and with a custom metadata template, which is written). Relationships (SOURCE and
+    the PREVIOUS/NEXT links on by default) are written without RelatedNodeInfo's defaults and read
+    back equal; PrevNextNodePostprocessor finds a Chroma hit's neighbours in the persisted docstore."""
     visible = GroundedNodeParser(strategy="hierarchical", max_tokens=128, heading_context="metadata")
     nodes = [
         *GroundedNodeParser(strategy="recursive", max_tokens=256).get_nodes_from_documents(documents),
         *visible.get_nodes_from_documents(documents),
     ]
+    # parts of a LlamaIndex splitter's node: their SOURCE is that node's (with the Document's metadata and hash)
+    split = SentenceSplitter(chunk_size=512, chunk_overlap=0).get_nodes_from_documents(documents)[:2]
+    nodes += GroundedNodeParser(max_tokens=64).get_nodes_from_documents(split)
+    children = [RelatedNodeInfo(node_id="a"), RelatedNodeInfo(node_id="b", node_type=ObjectType.TEXT, metadata={"k": 1}, hash="h")]
+    nodes.append(GroundedTextNode(text="Hold the ACE inhibitor.", relationships={NodeRelationship.CHILD: children}))
     custom = Document(text="Potassium above 6 mmol/L needs an ECG. " * 30, metadata={"ward": "renal"},
                       metadata_template="{key}={value}", metadata_separator="; ")
     nodes += GroundedNodeParser(max_tokens=32).get_nodes_from_documents([custom])
@@ -239,6 +257,26 @@ def test_nodes_read_back_from_stores_show_the_same_text_to_embedder_and_llm(docu
             for mode in (MetadataMode.EMBED, MetadataMode.LLM, MetadataMode.ALL, MetadataMode.NONE):
                 assert back.get_content(mode) == node.get_content(mode), (where, mode)
             assert {f: getattr(back, f) for f in fields} == {f: getattr(node, f) for f in fields}, where
+    # PREVIOUS/NEXT (on by default) and SOURCE are written compactly: RelatedNodeInfo's defaults and
+    # class name are left out, set fields (the SOURCE's type, a splitter SOURCE's metadata and hash) are kept
+    linked = [n for n in nodes if NodeRelationship.PREVIOUS in n.relationships and NodeRelationship.NEXT in n.relationships]
+    assert len(linked) > len(nodes) // 2
+    stored = {n.node_id: json.loads(n.to_json())["relationships"] for n in nodes}
+    entries = [e for rels in stored.values() for v in rels.values() for e in (v if isinstance(v, list) else [v])]
+    assert not [e for e in entries if "class_name" in e or any(v in (None, {}) for v in e.values())]
+    assert stored[linked[0].node_id][NodeRelationship.PREVIOUS.value] == {"node_id": linked[0].prev_node.node_id}
+    assert stored[linked[0].node_id][NodeRelationship.SOURCE.value] == {"node_id": linked[0].ref_doc_id, "node_type": "4"}
+    assert any(e.get("hash") and e.get("metadata") for e in entries)  # the splitter's SOURCE
+    assert [e for e in entries if e["node_id"] in ("a", "b")] == [{"node_id": "a"}, {"node_id": "b", "node_type": "1", "metadata": {"k": 1}, "hash": "h"}]
+    # neighbours of a node retrieved from Chroma, through the persisted docstore
+    hit = next(n for n in read_back["chroma"] if n.node_id == linked[len(linked) // 2].node_id)
+    shown = PrevNextNodePostprocessor(
+        docstore=SimpleDocumentStore.from_persist_path(str(tmp_path / "docstore.json")), num_nodes=1, mode="both"
+    ).postprocess_nodes([NodeWithScore(node=hit, score=1.0)])
+    assert [n.node.node_id for n in shown] == [hit.prev_node.node_id, hit.node_id, hit.next_node.node_id]
+    written = {n.node_id: n for n in nodes}
+    for got in shown:
+        assert {f: getattr(got.node, f) for f in fields} == {f: getattr(written[got.node.node_id], f) for f in fields}
 
 
 def test_store_sizes_meet_the_issue_budget(documents, tmp_path):
