@@ -41,7 +41,7 @@ from grounded.io.chunk_metadata import (
 from grounded.model import Chunk, ChunkRecord, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from grounded.text.assembly import BOX_MODES
-from grounded.text.ids import chunk_id, source_key, text_key
+from grounded.text.ids import chunk_id, repeat_id, source_key, text_key
 from grounded.text.tokenizer import Tokenizer
 
 from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
@@ -160,7 +160,9 @@ class GroundedNodeParser(NodeParser):
     other store; read boxes back with :func:`~llama_index_grounded.node_boxes`). Box payload and
     ids are hidden from embedder and LLM; the LLM sees ``file_name``, ``page_label``, ``pages``
     and ``section``. Node ids are chunk ids (source + configuration + char span) unless
-    ``id_func`` is set.
+    ``id_func`` is set, and unique within one call: overlapping input nodes (``SentenceSplitter``
+    at its default ``chunk_overlap``) can re-split into the same span twice; that part is kept once
+    (the same chunk, same id as on every other surface), so the nodes go to Chroma in one ``add``.
 
     **Neighbours.** ``include_prev_next_rel=True`` by default, as in LlamaIndex's splitters: each
     node references its previous and next node (PREVIOUS/NEXT), which
@@ -403,9 +405,34 @@ class GroundedNodeParser(NodeParser):
 
     # -- NodeParser --------------------------------------------------------------------------------
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
+        """Each input node's parts, without repeats: overlapping inputs (``SentenceSplitter``'s
+        ``chunk_overlap``) can give two parts with one span, hence one chunk id. A part equal to an
+        earlier part of the same call (same id, so same source and span, same text, metadata,
+        offsets and SOURCE) is that chunk again and is dropped (one copy holds the same retrieval
+        content; a vector store refuses one id twice in one ``add``); a part with an earlier part's
+        id but other text or metadata (parents with different metadata) gets
+        :func:`~grounded.text.ids.repeat_id` ``<id>~<n>``. PREVIOUS/NEXT link the kept parts of
+        one input node."""
         out: list[BaseNode] = []
+        seen: dict[str, TextNode] = {}
         for node in get_tqdm_iterable(nodes, show_progress, "Chunking with source boxes"):
-            out.extend(self._split(node))
+            kept: list[TextNode] = []
+            for part in self._split(node):
+                first = seen.get(part.node_id)
+                if first is not None and _same_part(first, part):
+                    continue
+                if first is not None:
+                    n = 1
+                    while repeat_id(part.node_id, n) in seen:
+                        n += 1
+                    part.id_ = repeat_id(part.node_id, n)
+                seen[part.node_id] = part
+                kept.append(part)
+            if self.include_prev_next_rel:
+                for prev, nxt in zip(kept, kept[1:], strict=False):
+                    prev.relationships[NodeRelationship.NEXT] = _related(nxt)
+                    nxt.relationships[NodeRelationship.PREVIOUS] = _related(prev)
+            out.extend(kept)
         return out
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:
@@ -595,11 +622,7 @@ class GroundedNodeParser(NodeParser):
         built: list[TextNode] = []
         for i, chunk in enumerate(chunks):
             built.append(self._node(chunk, i, inherited, embed_hidden, llm_hidden, base_offset, source, source_info_rel, info, use_id_func))
-        if self.include_prev_next_rel:
-            for prev, nxt in zip(built, built[1:], strict=False):
-                prev.relationships[NodeRelationship.NEXT] = _related(nxt)
-                nxt.relationships[NodeRelationship.PREVIOUS] = _related(prev)
-        return built
+        return built  # linked in _parse_nodes, once repeats are dropped
 
     def _text_and_metadata(
         self, chunk: Chunk, inherited: dict[str, Any], info: dict[str, Any] | None
@@ -652,6 +675,18 @@ class GroundedNodeParser(NodeParser):
             metadata_separator=source.metadata_separator,
             text_template=getattr(source, "text_template", TextNode.model_fields["text_template"].default),
         )
+
+
+def _same_part(a: TextNode, b: TextNode) -> bool:
+    """Whether two parts of one call are the same chunk: same id, text, metadata, offsets and SOURCE
+    (what a store keeps of a node, neighbours aside)."""
+    return (
+        a.node_id == b.node_id
+        and a.text == b.text
+        and a.metadata == b.metadata
+        and (a.start_char_idx, a.end_char_idx) == (b.start_char_idx, b.end_char_idx)
+        and a.source_node == b.source_node
+    )
 
 
 def _related(node: TextNode) -> RelatedNodeInfo:

@@ -548,3 +548,23 @@ def test_clinsci_resplit_token_counts_and_boxes_are_the_parts_own(clinsci_pdf, t
     assert any(ANSWER_MARK in h.page_content for h in hits)
     for hit in hits:
         assert_boxes_show_body(clinsci_pdf, boxes_from_metadata(hit.metadata, text=hit.page_content), body_of(hit))
+
+
+def test_resplit_overlapping_chunks_go_to_chroma_in_one_add(tmp_path):
+    """Overlapping loader chunks (overlap=64) re-split by GroundedTextSplitter: ids are unique (a
+    part is named after its parent, see ``_part_key``) and deterministic, so langchain-chroma adds
+    them in one call (Chroma refuses one id twice with DuplicateIDError) and retrieves them."""
+    import chromadb
+    from langchain_chroma import Chroma
+
+    pdf = shared("long", "federal-register-2020-17221.pdf")
+    chunks = GroundedPDFLoader(pdf, max_tokens=256, overlap=64).load()
+    parts = GroundedTextSplitter(128).split_documents(chunks)
+    ids = [d.id for d in parts]
+    assert all(ids) and len(ids) == len(set(ids))
+    assert ids == [d.id for d in GroundedTextSplitter(128).split_documents(chunks)]
+    store = Chroma("fedreg", MiniLMEmbeddings(), client=chromadb.PersistentClient(path=str(tmp_path / "chroma")))
+    assert store.add_documents(parts) == ids
+    assert len(store.get()["ids"]) == len(parts)
+    hits = store.similarity_search("Which agency issued this rule?", k=3)
+    assert hits and {h.id for h in hits} <= set(ids)

@@ -20,6 +20,7 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.postprocessor import PrevNextNodePostprocessor
 from llama_index.core.query_engine import CitationQueryEngine
 from llama_index.core.schema import (
+    BaseNode,
     Document,
     MetadataMode,
     NodeRelationship,
@@ -294,3 +295,67 @@ def test_store_sizes_meet_the_issue_budget(documents, tmp_path):
     assert float(table["median `len(node.to_json())`"].split()[0]) <= 6.0
     assert float(table["LlamaIndex / LangChain Chroma"].rstrip("x")) <= 1.5
     assert table["files or nodes containing the parse tree"] == "0"
+
+
+@pytest.fixture(scope="module")
+def overlapping_nodes() -> list[BaseNode]:
+    """SentenceSplitter's nodes at its defaults (chunk_overlap=200) over a real PDF whose re-split
+    gives one span twice (two overlapping nodes end on the same paragraph)."""
+    docs = GroundedPDFReader().load_data(shared("long", "federal-register-2020-17221.pdf"))
+    return SentenceSplitter().get_nodes_from_documents(docs)
+
+
+def assert_links_consistent(nodes: list[BaseNode]) -> None:
+    by_id = {n.node_id: n for n in nodes}
+    for n in nodes:
+        nxt = n.relationships.get(NodeRelationship.NEXT)
+        if nxt is not None:
+            assert isinstance(nxt, RelatedNodeInfo) and nxt.node_id in by_id
+            back = by_id[nxt.node_id].relationships[NodeRelationship.PREVIOUS]
+            assert isinstance(back, RelatedNodeInfo) and back.node_id == n.node_id
+        prev = n.relationships.get(NodeRelationship.PREVIOUS)
+        if prev is not None:
+            assert isinstance(prev, RelatedNodeInfo) and prev.node_id in by_id
+        assert n.ref_doc_id is not None and n.ref_doc_id not in by_id  # the Document, not a dropped part
+
+
+def test_resplit_overlapping_sentence_nodes_index_into_chroma_in_one_add(overlapping_nodes, embed_model, tmp_path):
+    """SentenceSplitter defaults -> GroundedNodeParser -> VectorStoreIndex on Chroma: two overlapping
+    input nodes re-split into one span twice; that chunk is kept once (Chroma refuses one id twice
+    in one add with DuplicateIDError), every other part of every input is kept, ids are the same on
+    a second run and for each input node parsed alone."""
+    parser = GroundedNodeParser()
+    nodes = parser.get_nodes_from_documents(overlapping_nodes)
+    ids = [n.node_id for n in nodes]
+    assert len(ids) == len(set(ids))
+    assert ids == [n.node_id for n in GroundedNodeParser().get_nodes_from_documents(overlapping_nodes)]
+    alone = [[n.node_id for n in parser.get_nodes_from_documents([sn])] for sn in overlapping_nodes]
+    assert sum(map(len, alone)) > len(ids)  # the input does repeat a part (else this test proves nothing)
+    assert set(ids) == {i for part_ids in alone for i in part_ids}  # only exact repeats were left out
+    assert ids == list(dict.fromkeys(i for part_ids in alone for i in part_ids))  # first copies, in order
+    assert all("~" not in i for i in ids)  # same span = same chunk id as on every other surface
+    assert_links_consistent(nodes)
+
+    collection = chromadb.PersistentClient(path=str(tmp_path / "chroma")).get_or_create_collection("fedreg")
+    store = ChromaVectorStore(chroma_collection=collection)
+    index = VectorStoreIndex(nodes, storage_context=StorageContext.from_defaults(vector_store=store), embed_model=embed_model)
+    assert collection.count() == len(nodes)
+    hits = index.as_retriever(similarity_top_k=3).retrieve("Which agency issued this rule?")
+    assert hits and all(h.node.node_id in set(ids) for h in hits)
+    assert all(node_boxes(h.node) for h in hits)
+
+
+def test_same_span_with_other_metadata_gets_a_repeat_id(overlapping_nodes):
+    """A part with an earlier part's span but other metadata (a copy of the input node with a key
+    of its own) is another node: it gets ``<id>~1``; an identical copy adds nothing."""
+    first = overlapping_nodes[0]
+    twin = first.model_copy(deep=True)
+    tagged = first.model_copy(deep=True)
+    tagged.metadata["reviewer"] = "pharmacy"
+    parser = GroundedNodeParser()
+    once = parser.get_nodes_from_documents([first])
+    nodes = parser.get_nodes_from_documents([first, twin, tagged])
+    assert [n.node_id for n in nodes] == [n.node_id for n in once] + [f"{n.node_id}~1" for n in once]
+    assert [n.text for n in nodes] == [n.text for n in once] * 2
+    assert all(n.metadata["reviewer"] == "pharmacy" for n in nodes[len(once):])
+    assert_links_consistent(nodes)
