@@ -22,4 +22,5 @@ if [ ! -x /usr/bin/chromium ]; then
   fi
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
-.venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+# whole files on two workers, the long ones first (tests/conftest.py RUN_FIRST); per-file wall/CPU seconds at the end
+.venv/bin/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder -p tests.support.file_durations "$@"

@@ -4,7 +4,7 @@ and exact-mode highlights measured against a ground truth computed from the PDF 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -15,16 +15,19 @@ from grounded.chunking.strategies.semantic import minilm_embedder
 from grounded.model import ParsingResult
 from grounded.text.tokenizer import load_tokenizer
 from tests.support.chunk_checks import check_invariants
-from tests.support.data import LONG_PDFS, parse_default
+from tests.support.data import LONG_PDFS
 from tests.support.ground_truth import PDFChars, best_iou
+from tests.support.shared_parses import SharedParses
 
 TOKENIZER = load_tokenizer()
 SIZES = (128, 256, 512, 1024)
 
 
 @pytest.fixture(scope="module")
-def parsed() -> dict[str, ParsingResult]:
-    return parse_default(LONG_PDFS, "../shared/data/long")
+def parsed(shared_parses: SharedParses) -> Iterator[dict[str, ParsingResult]]:
+    trees = shared_parses.trees(LONG_PDFS, "../shared/data/long")
+    yield trees
+    shared_parses.assert_unchanged(trees)
 
 
 class CachedEmbedder:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,9 +29,9 @@ from grounded.chunking.strategies.kamradt import KamradtModifiedStrategy, breakp
 from grounded.chunking.strategies.kamradt_original import KamradtStrategy, percentile_breakpoints
 from grounded.errors import ChunkingError
 from grounded.model import ParsingResult
-from grounded.parsers import get_parser
 from grounded.text.tokenizer import load_tokenizer
 from tests.support.chunk_checks import check_invariants
+from tests.support.shared_parses import SharedParses
 from tests.support.trees import PAGE_COUNT, bag_of_words_embedder, trees
 
 TOKENIZER = load_tokenizer()
@@ -223,8 +225,10 @@ def test_wrong_embedder_output_is_a_typed_error(clinsci: ParsingResult) -> None:
 
 # -- invariants -------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def clinsci(clinsci_pdf) -> ParsingResult:  # type: ignore[no-untyped-def]
-    return get_parser("pymupdf").parse(clinsci_pdf)
+def clinsci(clinsci_pdf: Path, shared_parses: SharedParses) -> Iterator[ParsingResult]:
+    root = shared_parses.tree(clinsci_pdf)
+    yield root
+    shared_parses.assert_unchanged(root)
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)

@@ -14,6 +14,7 @@ import random
 import re
 import statistics
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +31,9 @@ from grounded.grounding.wrappers import furniture_boxes_from_list, grounding_fie
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 from grounded.text.tokenizer import load_tokenizer
-from tests.support.data import DOCLING_GT_PDFS, LONG_PDFS, parse_default
+from tests.support.data import DOCLING_GT_PDFS, LONG_PDFS
 from tests.support.ground_truth import PDFChars, best_iou, line_rects, rects_iou
+from tests.support.shared_parses import SharedParses
 
 TOKENIZER = load_tokenizer()
 
@@ -667,8 +669,10 @@ def test_any_substring_of_the_document_grounds_to_itself(grounder: Grounder, dat
 
 
 @pytest.fixture(scope="module")
-def parsed() -> dict[str, ParsingResult]:
-    return parse_default(LONG_PDFS, "../shared/data/long")
+def parsed(shared_parses: SharedParses) -> Iterator[dict[str, ParsingResult]]:
+    trees = shared_parses.trees(LONG_PDFS, "../shared/data/long")
+    yield trees
+    shared_parses.assert_unchanged(trees)
 
 
 def robustness(parsed: dict[str, ParsingResult], seed: int = 0) -> dict[str, float]:
@@ -810,9 +814,11 @@ def split_third_party(pdf: Path, root: ParsingResult, splitter: str) -> list[str
 
 
 @pytest.fixture(scope="module")
-def parsed_docling() -> dict[str, ParsingResult]:
+def parsed_docling(shared_parses: SharedParses) -> Iterator[dict[str, ParsingResult]]:
     """grounded's default parse of the PDFs that come with a recorded DoclingDocument."""
-    return parse_default(DOCLING_GT_PDFS, "../shared/data/pdfs/docling_groundtruth")
+    trees = shared_parses.trees(DOCLING_GT_PDFS, "../shared/data/pdfs/docling_groundtruth")
+    yield trees
+    shared_parses.assert_unchanged(trees)
 
 
 @pytest.mark.slow

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 
 import pymupdf
 import pytest
@@ -35,6 +37,7 @@ from grounded.io.chunk_metadata import (
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 from tests.support.data import shared
+from tests.support.shared_parses import SharedParses
 
 SCALARS = (str, int, float, bool)
 
@@ -130,8 +133,10 @@ def test_text_tree_offsets_index_the_plain_text():
 
 # -- with a real parse ---------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def clinsci_tree() -> ParsingResult:
-    return get_parser("pymupdf").parse(shared("long", "cermine_web_example3_clinsci.pdf"))
+def clinsci_tree(clinsci_pdf: Path, shared_parses: SharedParses) -> Iterator[ParsingResult]:
+    root = shared_parses.tree(clinsci_pdf)
+    yield root
+    shared_parses.assert_unchanged(root)
 
 
 @pytest.fixture(scope="module")

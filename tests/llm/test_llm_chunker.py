@@ -25,10 +25,10 @@ from grounded.evaluation.text_reader import read_text_file
 from grounded.llm import RetryPolicy, UnsupportedModelError, as_model
 from grounded.llm.llm_strategy import LLMStrategy, parse_split_after
 from grounded.model import ParsingResult
-from grounded.parsers import get_parser
 from grounded.text.tokenizer import load_tokenizer
 from tests.support.chunk_checks import check_invariants
 from tests.support.data import TEST_DATA
+from tests.support.shared_parses import SharedParses
 
 DATA = TEST_DATA / "llm_chunker"
 TOKENIZER = load_tokenizer()
@@ -206,8 +206,8 @@ def _every_third(prompt: str) -> str:
 
 
 @pytest.mark.parametrize("max_tokens", [64, 256])
-def test_invariants_on_a_shared_pdf(clinsci_pdf: Path, max_tokens: int) -> None:
-    root = get_parser("pymupdf").parse(clinsci_pdf)
+def test_invariants_on_a_shared_pdf(clinsci_pdf: Path, shared_parses: SharedParses, max_tokens: int) -> None:
+    root = shared_parses.tree(clinsci_pdf)
     strategy = LLMStrategy(max_tokens, llm=_every_third)
     chunker = Chunker(strategy, tokenizer=TOKENIZER)
     result = chunker.chunk(root)
@@ -215,3 +215,4 @@ def test_invariants_on_a_shared_pdf(clinsci_pdf: Path, max_tokens: int) -> None:
     check_invariants(root, result, chunker.stream(root), max_tokens, overlap=False, page_count=root.metadata["page_count"])
     stream = chunker.stream(root)
     assert result.chunks[0].metadata["start_char"] == stream.char_span(0, 1)[0]
+    shared_parses.assert_unchanged(root)

@@ -4,26 +4,26 @@ each line box still covers its glyphs (real PyMuPDF, real shared PDFs, no mocks)
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterator
 
 import numpy as np
 import pymupdf
 import pytest
 
 from grounded.model import TEXT_TYPES, ParsingResult
-from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from grounded.parsers.textlayer import MAX_GLYPH_HEIGHT_EM, TextLayer, _text_flags, build_lines
 from tests.support.data import LONG_PDFS
+from tests.support.shared_parses import SharedParses
 
 #: Overlap allowed between consecutive stacked lines, as a share of the smaller line height.
 NEGLIGIBLE = 0.02
 
 
 @pytest.fixture(scope="module")
-def parsed() -> dict[str, ParsingResult]:
-    if not LONG_PDFS:
-        pytest.skip("../shared/data/long not available")
-    parser = PyMuPDFParser()
-    return {p.name: parser.parse(p) for p in LONG_PDFS}
+def parsed(shared_parses: SharedParses) -> Iterator[dict[str, ParsingResult]]:
+    trees = shared_parses.trees(LONG_PDFS, "../shared/data/long")
+    yield trees
+    shared_parses.assert_unchanged(trees)
 
 
 def _stacked_pairs(root: ParsingResult):

@@ -36,8 +36,8 @@ from tests.support.search_index import (
     ANSWER_PAGE,
     ENV,
     QUESTION,
-    build_guideline_index,
     derived_index,
+    guideline_index,
     highlight_coverage,
     png_pixels,
     sha256,
@@ -49,7 +49,7 @@ from tests.support.search_index import (
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_guideline_index(tmp_path_factory.mktemp("search"))
+    return guideline_index(tmp_path_factory, "search")
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

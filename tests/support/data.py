@@ -20,13 +20,3 @@ def shared(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared data not available: {path}")
     return path
-
-
-def parse_default(pdfs: list[Path], what: str) -> dict:
-    """grounded's default parse of ``pdfs`` by file name (module fixtures of the shared-PDF measurements)."""
-    if not pdfs:
-        pytest.skip(f"{what} not available")
-    from grounded import get_parser
-
-    parser = get_parser("pymupdf")
-    return {p.name: parser.parse(p) for p in pdfs}

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.support.data import shared
+from tests.support.run_once import exclusive, run_directory
 
 ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
 #: the issue's question; its answer is the sample guideline's Table 1 row on page 4
@@ -43,6 +46,25 @@ def build_guideline_index(root: Path) -> Path:
     assert report.ok and report.done == 2, report.summary()
     ensure_text_index(out)
     return out
+
+
+def guideline_index(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
+    """A copy of :func:`build_guideline_index`'s output in a new temp folder ``name*``, the ingest
+    itself run once per test run (spawned worker, layout model, MiniLM) and shared by every module
+    and xdist worker. Each caller gets its own copy (``shutil.copytree`` keeps the files' bytes and
+    times), so a module that writes into its ``out`` cannot change another's; the source PDFs the
+    rows point to are shared, and the tests copy a PDF before changing it."""
+    root = run_directory(tmp_path_factory, "guideline-index")
+    with exclusive(root / "build.lock"):
+        done = root / "built"
+        if not done.exists():
+            build = root / f"build-{os.getpid()}"  # a failed attempt's folder is never reused
+            build_guideline_index(build)
+            done.write_text(build.name)
+        out = root / done.read_text() / "out"
+    copy = tmp_path_factory.mktemp(name) / "out"
+    shutil.copytree(out, copy)
+    return copy
 
 
 def sha256(path: Path) -> str:

@@ -16,6 +16,7 @@ from grounded.parsers import get_parser
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.tokenizer import load_tokenizer
 from tests.support.data import LONG_PDFS
+from tests.support.shared_parses import SharedParses
 
 TOKENIZER = load_tokenizer()
 
@@ -118,11 +119,9 @@ def test_sub_span_boxes_lie_inside_the_span_elements(constructed: ParsingResult,
 
 
 @pytest.mark.slow
-def test_chunk_spans_on_shared_pdfs() -> None:
-    if not LONG_PDFS:
-        pytest.skip("../shared/data/long not available")
-    parser = get_parser("pymupdf")
-    for pdf in LONG_PDFS:
-        root = parser.parse(pdf)
+def test_chunk_spans_on_shared_pdfs(shared_parses: SharedParses) -> None:
+    trees = shared_parses.trees(LONG_PDFS, "../shared/data/long")
+    for root in trees.values():
         for strategy in ("recursive", "hierarchical"):
             assert _check_chunks_equal(root, strategy, 256, "auto") > 5
+    shared_parses.assert_unchanged(trees)

@@ -19,6 +19,7 @@ from grounded.model import ParsingResultType as T
 from grounded.text.bound import char_units
 from grounded.text.tokenizer import load_tokenizer
 from tests.support.data import LONG_PDFS
+from tests.support.shared_parses import SharedParses
 from tests.support.trees import bag_of_words_embedder
 
 MINILM = load_tokenizer()
@@ -211,20 +212,16 @@ def test_numpy_integer_max_tokens_is_accepted() -> None:
 
 
 @pytest.mark.slow
-def test_shared_pdfs_at_16_tokens_with_half_overlap() -> None:
+def test_shared_pdfs_at_16_tokens_with_half_overlap(shared_parses: SharedParses) -> None:
     """1 of 66,332 chunks exceeded N=16 (an overlapping window starting inside a word)."""
-    if not LONG_PDFS:
-        pytest.skip("../shared/data/long not available")
-    from grounded.parsers import get_parser
-
-    parser = get_parser("pymupdf")
-    for pdf in LONG_PDFS:
-        root = parser.parse(pdf)
+    trees = shared_parses.trees(LONG_PDFS, "../shared/data/long")
+    for name, root in trees.items():
         for strategy in ("fixed", "recursive"):
             result = Chunker(strategy, 16, 0.5, tokenizer=MINILM).chunk(root)
             counts = MINILM.count_batch([c.content for c in result.chunks])
-            assert max(counts) <= 16, (pdf.name, strategy, max(counts))
+            assert max(counts) <= 16, (name, strategy, max(counts))
             check_bound(root, result, 16)
+    shared_parses.assert_unchanged(trees)
 
 
 @pytest.mark.parametrize("overlap", [True, False, "2", None, -1.5])

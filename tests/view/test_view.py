@@ -20,8 +20,8 @@ from tests.support.data import shared
 from tests.support.search_index import (
     ANSWER_PAGE,
     QUESTION,
-    build_guideline_index,
     derived_index,
+    guideline_index,
     highlight_coverage,
     png_pixels,
     span_rects,
@@ -32,7 +32,7 @@ from tests.support.search_index import (
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_guideline_index(tmp_path_factory.mktemp("view"))
+    return guideline_index(tmp_path_factory, "view")
 
 
 def _serve(out: Path) -> Iterator[ViewerServer]:

@@ -21,7 +21,7 @@ from tests.support.search_index import (
     ANSWER_PAGE,
     ENV,
     QUESTION,
-    build_guideline_index,
+    guideline_index,
     highlight_coverage,
     png_pixels,
     span_rects,
@@ -46,7 +46,7 @@ def _need_browser() -> None:
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
     _need_browser()
-    return build_guideline_index(tmp_path_factory.mktemp("browser"))
+    return guideline_index(tmp_path_factory, "browser")
 
 
 @pytest.fixture
