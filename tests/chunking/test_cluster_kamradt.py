@@ -7,7 +7,6 @@ and generated documents."""
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -244,14 +243,12 @@ def test_invariants_on_a_long_pdf_with_a_cheap_embedder(clinsci: ParsingResult, 
 def test_invariants_on_a_long_pdf_with_minilm(clinsci: ParsingResult) -> None:
     """The real MiniLM embedder (default): chunks obey every invariant; kamradt_mod's mean chunk
     size lands near its target before the N cut (it is a target, N the bound)."""
-    started = time.perf_counter()
     for strategy in STRATEGIES:
         chunker = Chunker(strategy, 256, tokenizer=TOKENIZER)
         result = chunker.chunk(clinsci)
         check_invariants(clinsci, result, chunker.stream(clinsci), 256, overlap=False, page_count=clinsci.metadata["page_count"])
         sizes = [c.metadata["token_count"] for c in result.chunks]
         assert 50 <= float(np.mean(sizes)) <= 256, (strategy, np.mean(sizes))
-    assert time.perf_counter() - started < 300
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
