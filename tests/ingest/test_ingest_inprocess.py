@@ -32,7 +32,11 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_in_process_rows_equal_a_worker_process_run(folder: Path, tmp_path: Path) -> None:
+    import torch
+
+    before = torch.get_num_threads()
     here = ingest(folder, tmp_path / "here", workers=0, embed="minilm", progress=False)
+    assert torch.get_num_threads() == before  # one thread beside a parse, the default when alone, restored
     pool = ingest(folder, tmp_path / "pool", workers=1, embed="minilm", progress=False)
     assert (here.done, here.failed, here.chunks) == (pool.done, pool.failed, pool.chunks) == (3, 1, pool.chunks)
     assert [e[:2] for e in here.errors] == [e[:2] for e in pool.errors]
