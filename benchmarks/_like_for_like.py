@@ -117,11 +117,10 @@ def side_floor(files: list[Path]) -> dict:
     """The layout model alone (``page.get_layout()`` on every page, nothing else): the work both
     sides share. No parser that runs it on every page can beat the baseline by more than
     baseline / floor."""
-    import pymupdf
-
     from grounded.parsers.backends.pymupdf.layout import _load_layout
 
-    _load_layout(None)  # as grounded loads it (no spinning); pymupdf4llm's default spins
+    _load_layout(None)  # as grounded loads it (no spinning), before `import pymupdf` loads it spinning
+    import pymupdf
     pages = 0
     wall, cpu = time.perf_counter(), _cpu()
     for pdf in files:
