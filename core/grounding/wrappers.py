@@ -160,18 +160,11 @@ def grounded_record(
     )
 
 
-def grounded_chunk(
-    text: str,
-    g: Grounding,
-    *,
-    key: str,
-    fingerprint: str,
-    strategy: str = "grounding",
-    token_count: int = 0,
-) -> Chunk:
+def grounded_chunk(text: str, g: Grounding, **fields: Any) -> Chunk:
     """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring), built by
-    the record (:func:`grounded_record`, :meth:`~grounded.model.record.ChunkRecord.to_chunk`)."""
-    return grounded_record(text, g, key=key, fingerprint=fingerprint, strategy=strategy, token_count=token_count).to_chunk()
+    the record: :func:`grounded_record` (``fields``: its keywords ``key``, ``fingerprint``,
+    ``strategy``, ``token_count``), then :meth:`~grounded.model.record.ChunkRecord.to_chunk`."""
+    return grounded_record(text, g, **fields).to_chunk()
 
 
 def ground_chunks(
