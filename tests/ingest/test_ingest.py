@@ -200,7 +200,7 @@ def test_job_errors_are_refused_before_work(tmp_path: Path, corpus: Path) -> Non
     from grounded.errors import GroundedError
 
     with pytest.raises(GroundedError):
-        ingest(corpus, tmp_path, workers=0, progress=False)
+        ingest(corpus, tmp_path, workers=-1, progress=False)
     with pytest.raises(GroundedError):
         ingest(corpus, tmp_path, embed="openai", progress=False)  # type: ignore[arg-type]
     with pytest.raises(GroundedError):
