@@ -50,14 +50,10 @@ def _fixed(batch: int) -> Callable[[Sequence[str], Callable], np.ndarray]:
 
 
 def _ordered(batch: int) -> Callable[[Sequence[str], Callable], np.ndarray]:
-    from grounded.ingest.worker import embed_order
+    from grounded.ingest.worker import embed_document
 
     def run(texts: Sequence[str], embed: Callable) -> np.ndarray:
-        order = embed_order(texts)
-        stacked = np.concatenate([embed([texts[i] for i in order[k : k + batch]]) for k in range(0, len(order), batch)])
-        out = np.empty_like(stacked)
-        out[order] = stacked
-        return out
+        return embed_document(texts, lambda slices: map(embed, slices), batch)
 
     return run
 

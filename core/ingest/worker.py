@@ -166,22 +166,24 @@ def embed_order(texts: Sequence[str]) -> list[int]:
     return sorted(range(len(texts)), key=lambda i: -len(texts[i]))
 
 
-def embed_slices(texts: Sequence[str]) -> list[list[str]]:
-    """``texts`` in :func:`embed_order`, cut into consecutive slices of :data:`EMBED_BATCH`: each
-    slice is embedded by one call (one model batch), so a vector depends only on its document --
-    never on which process embedded it (:func:`embed_document` puts the vectors back in order)."""
-    order = embed_order(texts)
-    return [[texts[i] for i in order[k : k + EMBED_BATCH]] for k in range(0, len(order), EMBED_BATCH)]
+def embed_slices(texts: Sequence[str], batch: int = EMBED_BATCH, order: Sequence[int] | None = None) -> list[list[str]]:
+    """``texts`` in :func:`embed_order` (or the given ``order``), cut into consecutive slices of
+    ``batch``: each slice is embedded by one call (one model batch), so a vector depends only on
+    its document -- never on which process embedded it (:func:`embed_document` puts the vectors
+    back in order)."""
+    order = embed_order(texts) if order is None else order
+    return [[texts[i] for i in order[k : k + batch]] for k in range(0, len(order), batch)]
 
 
-def embed_document(texts: Sequence[str], embed_map: EmbedMap) -> Any:
+def embed_document(texts: Sequence[str], embed_map: EmbedMap, batch: int = EMBED_BATCH) -> Any:
     """Vectors of a document's chunk ``texts`` (float32, one row per text, in ``texts`` order):
-    :func:`embed_slices` through ``embed_map``."""
+    :func:`embed_slices` of ``batch`` through ``embed_map``."""
     if not texts:
         return np.zeros((0, 0), dtype=np.float32)
-    stacked = np.concatenate([np.asarray(v, dtype=np.float32) for v in embed_map(embed_slices(texts))])
+    order = embed_order(texts)
+    stacked = np.concatenate([np.asarray(v, dtype=np.float32) for v in embed_map(embed_slices(texts, batch, order))])
     vectors = np.empty_like(stacked)
-    vectors[embed_order(texts)] = stacked
+    vectors[order] = stacked
     return vectors
 
 
