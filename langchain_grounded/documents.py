@@ -27,6 +27,7 @@ from typing import Any
 
 from langchain_core.documents import Document
 
+from grounded.grounding.sources import SourceView
 from grounded.io.chunk_metadata import (
     BOXES_KEY,
     PDF_METADATA_KEYS,
@@ -37,12 +38,11 @@ from grounded.io.chunk_metadata import (
     source_info,
     text_hash,
 )
-from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
+from grounded.model import Chunk, ParsingResult
 from grounded.model.record import ChunkRecord
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
-from grounded.text.assembly import ChunkAssembler
+from grounded.runtime.bounded import BoundedCache
 from grounded.text.ids import stable_hash
-from grounded.text.stream import build_stream, document_text
 from grounded.text.tokenizer import Tokenizer
 
 from .elements import ELEMENT_KEY, Block, iter_blocks
@@ -58,7 +58,7 @@ __all__ = [
     "page_documents",
     "single_document",
     "page_keys",
-    "SpanBoxer",
+    "block_index",
 ]
 
 #: "chunk", "element", "page" or "single": which loader mode produced a document
@@ -180,32 +180,12 @@ def element_documents(
         )
 
 
-class SpanBoxer:
-    """Exact boxes of any character span of one tree's document text (built on first use)."""
+def block_index(view: SourceView) -> dict[str, Block]:
+    """The tree's element blocks by element id (what element Documents hold), kept per view."""
+    return _BLOCKS.get_or_make(id(view), lambda: {b.node.id: b for b in iter_blocks(view.root)})
 
-    def __init__(self, root: ParsingResult, tokenizer: Tokenizer, box_mode: str = "auto"):
-        self.root = root
-        self.doc = document_text(root)
-        self._tokenizer = tokenizer
-        self._box_mode = box_mode
-        self._assembler: ChunkAssembler | None = None
-        self._blocks: dict[str, Block] | None = None
 
-    @property
-    def text(self) -> str:
-        return self.doc.text
-
-    def blocks(self) -> dict[str, Block]:
-        """The tree's element blocks by element id (what element Documents hold)."""
-        if self._blocks is None:
-            self._blocks = {b.node.id: b for b in iter_blocks(self.root)}
-        return self._blocks
-
-    def boxes(self, start: int, end: int) -> list[ParsingBoundingBox]:
-        if self._assembler is None:
-            stream = build_stream(self.root, self._tokenizer, self.doc)
-            self._assembler = ChunkAssembler(stream, self.root, strategy="span", box_mode=self._box_mode)
-        return self._assembler.boxes_for_chars(start, end)
+_BLOCKS: BoundedCache[dict[str, Block]] = BoundedCache(4)
 
 
 def _page_runs(doc_nodes: Sequence[ParsingResult], starts: Sequence[int]) -> list[tuple[int, int, int]]:
@@ -241,14 +221,16 @@ def _page_runs(doc_nodes: Sequence[ParsingResult], starts: Sequence[int]) -> lis
 def page_documents(
     root: ParsingResult,
     source: Mapping[str, Any],
-    boxer: SpanBoxer,
+    view: SourceView,
     *,
+    tokenizer: Tokenizer | None = None,
+    box_mode: str = "auto",
     flat: bool = True,
     line_spans: bool = True,
 ) -> Iterator[Document]:
     """One Document per page (``mode="page"``): the page's text in reading order (its runs of the
     document text joined by a blank line), its exact boxes, ``page`` (0-based) and ``char_spans``."""
-    doc = boxer.doc
+    doc = view.doc
     by_page: dict[int, list[tuple[int, int]]] = {}
     for page, start, end in _page_runs(doc.nodes, doc.starts):
         by_page.setdefault(page, []).append((start, end))
@@ -257,7 +239,7 @@ def page_documents(
     for page in range(1, int(source.get("total_pages") or 0) + 1):
         spans = by_page.get(page, [])
         text = PAGE_JOINER.join(doc.text[s:e] for s, e in spans)
-        geom = [b for s, e in spans for b in boxer.boxes(s, e)]
+        geom = [b for s, e in spans for b in view.boxes(s, e, tokenizer=tokenizer, box_mode=box_mode)]
         metadata: dict[str, Any] = {
             **source,
             KIND_KEY: "page",

@@ -22,10 +22,8 @@ reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many 
 
 from __future__ import annotations
 
-import json
 import warnings
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +31,8 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from grounded.errors import ChunkingError, SchemaError
-from grounded.grounding.grounder import Grounder, Grounding
-from grounded.grounding.wrappers import grounded_record, splitter_fingerprint
+from grounded.grounding.sources import document_view, near_of
+from grounded.grounding.wrappers import ground_records, refused_records, splitter_fingerprint
 from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
     TREE_KEY,
@@ -44,8 +42,8 @@ from grounded.io.chunk_metadata import (
     unflatten_metadata,
 )
 from grounded.model import ChunkRecord, ParsingResult
-from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
-from grounded.text.ids import repeat_id, source_key, stable_hash
+from grounded.parsers.cache import ParseCache
+from grounded.text.ids import stable_hash
 
 from .documents import KIND_KEY, SPANS_KEY, page_keys
 from .elements import ELEMENT_KEY
@@ -108,7 +106,6 @@ class GroundingSplitter(TextSplitter):
             self._options["min_score"] = min_score
         self.fingerprint = splitter_fingerprint(splitter)
         self._name = type(splitter).__name__
-        self._grounders: OrderedDict[str, Grounder] = OrderedDict()
 
     # -- TextSplitter API -------------------------------------------------------------------------
     def split_text(self, text: str) -> list[str]:
@@ -149,53 +146,25 @@ class GroundingSplitter(TextSplitter):
                 parts.append(Document(page_content=str(p), metadata=dict(doc.metadata)))
         return parts
 
-    def _grounder(self, meta: Mapping[str, Any]) -> tuple[Grounder | None, str]:
-        ref = str(meta.get(TREE_REF_KEY) or "")
-        key = ref or (f"tree:{id(self.tree)}" if self.tree is not None else "")
-        if not key:
-            return None, "the Document refers to no parse tree (no grounded_tree_ref; load it with GroundedPDFLoader or pass tree=)"
-        grounder = self._grounders.get(key)
-        if grounder is None:
-            root: ParsingResult | None
-            if ref:
-                try:
-                    root = resolve_tree(meta, self.cache)
-                except SchemaError as exc:
-                    return None, f"its parse tree cannot be read ({exc})"
-            else:
-                root = self.tree
-            if root is None:
-                return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
-            grounder = Grounder(root, **self._options)
-            self._grounders[key] = grounder
-            while len(self._grounders) > 4:
-                self._grounders.popitem(last=False)
-        self._grounders.move_to_end(key)
-        return grounder, ""
-
     def _split(self, doc: Document, refused: list[str]) -> Iterator[Document]:
         parent = unflatten_metadata(doc.metadata)
         parts = self._parts(doc)
-        grounder, why = self._grounder(doc.metadata)
         texts = [p.page_content for p in parts]
-        if grounder is None:
-            groundings = [Grounding([], 0.0, [], "refused", why) for _ in texts]
-            key = stable_hash([doc.id, doc.page_content], 24)
+        try:
+            view, why = document_view(parent, tree=self.tree, cache=self.cache, password=self._options["password"])
+        except SchemaError as exc:
+            view, why = None, f"its parse tree cannot be read ({exc})"
+        strategy = f"grounding:{self._name}"
+        if view is None:
+            records = refused_records(texts, why, key=stable_hash([doc.id, doc.page_content], 24), fingerprint=self.fingerprint,
+                                      strategy=strategy)
         else:
-            groundings = grounder.ground_all(texts, near=_near(parent))
-            key = source_key(grounder.root.metadata, grounder.text)
-        tok = grounder.stream.tokenizer if grounder is not None else None
-        seen: dict[str, int] = {}
-        for part, text, g in zip(parts, texts, groundings, strict=True):
+            grounder = view.grounder(box_mode=self._options["box_mode"], min_score=self._options.get("min_score"),
+                                     tokenizer=self._options["tokenizer"])
+            records = ground_records(grounder, texts, fingerprint=self.fingerprint, strategy=strategy, near=near_of(parent, SPANS_KEY))
+        for part, text, (record, g) in zip(parts, texts, records, strict=True):
             if not g.ok:
                 refused.append(g.reason)
-            record = grounded_record(
-                text, g, key=key, fingerprint=self.fingerprint, strategy=f"grounding:{self._name}",
-                token_count=tok.count(text) if tok is not None else 0,
-            )
-            repeats = seen.get(record.id, 0)
-            seen[record.id] = repeats + 1
-            record = record.replace(id=repeat_id(record.id, repeats))
             meta = self._metadata(part.metadata, parent, record)
             yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=record.id)
 
@@ -210,24 +179,3 @@ class GroundingSplitter(TextSplitter):
             meta["page"] = page_keys(record.pages)["page"]
         meta.update(part_fields(record, flat=False, line_spans=self.line_boxes))
         return meta
-
-
-def _near(parent: Mapping[str, Any]) -> int | None:
-    """Where a Document's text begins in the document text (chunk/element: ``start_char``; page: its
-    first char span; single: 0), so its parts are searched there first."""
-    spans = parent.get(SPANS_KEY)
-    if isinstance(spans, str):
-        try:
-            spans = json.loads(spans)
-        except json.JSONDecodeError:
-            spans = None
-    if isinstance(spans, Sequence) and spans and isinstance(spans[0], Sequence) and spans[0]:
-        try:
-            return int(spans[0][0])
-        except (TypeError, ValueError):
-            return None
-    value = parent.get("start_char")
-    try:
-        return int(value) if value is not None and value != "" else None
-    except (TypeError, ValueError):
-        return None

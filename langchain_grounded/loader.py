@@ -13,6 +13,7 @@ from langchain_core.documents.base import Blob
 
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, InputError
+from grounded.grounding.sources import SourceView
 from grounded.io.chunk_metadata import pdf_metadata, source_info
 from grounded.model import ParsingResult
 from grounded.parsers import BaseParser, get_parser, parser_class, public_options
@@ -21,7 +22,6 @@ from grounded.parsers.ocr.engine import OCRMode
 from grounded.text.tokenizer import load_tokenizer
 
 from .documents import (
-    SpanBoxer,
     chunk_document,
     element_documents,
     page_documents,
@@ -127,11 +127,12 @@ class _Pipeline:
             for chunk in self.chunker.iter_chunks(root):
                 yield chunk_document(chunk, source, flat=flat, line_spans=spans, add_start_index=self.add_start_index)
         else:
-            boxer = SpanBoxer(root, load_tokenizer(self._tokenizer_spec), self.box_mode)
+            view = SourceView(root)
             if self.mode == "page":
-                yield from page_documents(root, source, boxer, flat=flat, line_spans=spans)
+                tokenizer = load_tokenizer(self._tokenizer_spec)
+                yield from page_documents(root, source, view, tokenizer=tokenizer, box_mode=self.box_mode, flat=flat, line_spans=spans)
             else:
-                yield single_document(root, source, boxer.text, flat=flat)
+                yield single_document(root, source, view.text, flat=flat)
 
 
 class _Configured:

@@ -6,7 +6,6 @@ import bisect
 import copy
 import json
 import warnings
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -17,21 +16,25 @@ from langchain_text_splitters import TextSplitter
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, OptionError, SchemaError
+from grounded.grounding.sources import SourceView, document_view
+from grounded.grounding.wrappers import with_grounding
 from grounded.io.chunk_fields import resplit_keys
 from grounded.io.chunk_metadata import (
+    TEXT_HASH_KEY,
     GroundingWarning,
     boxes_from_metadata,
     flatten_metadata,
     part_fields,
+    text_hash,
     text_tree,
     unflatten_metadata,
 )
 from grounded.model import Chunk, ChunkRecord, ParsingBoundingBox
-from grounded.parsers.cache import TREE_REF_KEY, ParseCache, resolve_tree
+from grounded.parsers.cache import TREE_REF_KEY, ParseCache
 from grounded.text.ids import chunk_id, source_key, stable_hash, text_key
 from grounded.text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
 
-from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, SpanBoxer, chunk_document, page_keys
+from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, block_index, chunk_document, page_keys
 from .elements import ELEMENT_KEY, iter_blocks, tree_from_payloads
 
 __all__ = ["GroundedTextSplitter"]
@@ -146,6 +149,7 @@ class GroundedTextSplitter(TextSplitter):
         keep_separator: bool | Literal["start", "end"] = True,
         strip_whitespace: bool = True,
         cache: ParseCache | str | Path | None = None,
+        parse_sources: bool = True,
         **strategy_options: Any,
     ) -> None:
         _check_base_keywords(keep_separator, strip_whitespace)
@@ -163,7 +167,7 @@ class GroundedTextSplitter(TextSplitter):
         self.line_boxes = line_boxes
         self.box_mode = self.chunker.box_mode
         self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
-        self._boxers: OrderedDict[str, SpanBoxer | None] = OrderedDict()
+        self.parse_sources = parse_sources
 
     # -- LangChain's alternative constructors --------------------------------------------------
     @classmethod
@@ -250,6 +254,47 @@ class GroundedTextSplitter(TextSplitter):
                 metadata["start_index"] = ChunkRecord.from_chunk(chunk).start_char or 0
             yield Document(page_content=chunk.content, metadata=metadata, id=chunk.id)
 
+    def _split_foreign(self, doc: Document, view: SourceView | None = None, why: str = "") -> Iterator[Document]:
+        """A Document grounded's loader did not make (LangChain's ``PyMuPDFLoader``/``PyPDFLoader``/
+        ``PyMuPDF4LLMLoader``, another splitter's part), or one whose text no longer matches its
+        recorded place: its text split by tokens as plain text, each part grounded in the PDF its
+        metadata names (parsed once, kept in the parse cache) for its boxes. ``start_index`` is the
+        part's offset in the Document's ``page_content``. Without a PDF: one warning naming the
+        Document and the cause, parts without boxes."""
+        meta = doc.metadata
+        label = meta.get("source") or meta.get("file_path") or doc.id or "a Document"
+        if view is None and not why:
+            view, why = document_view(unflatten_metadata(meta), cache=self.cache, parse=self.parse_sources)
+        if view is None:
+            warnings.warn(f"{label}: its parts get no boxes: {why}", GroundingWarning, stacklevel=4)
+            yield from self._plain_parts(doc.page_content, meta, name=doc.id or stable_hash(meta))
+            return
+        chunks = self._text_chunks(doc.page_content, text_key(doc.page_content, name=doc.id or stable_hash(meta)))
+        records = [ChunkRecord.from_chunk(c) for c in chunks]
+        groundings = view.grounder(box_mode=self.box_mode).ground_all([r.content for r in records])
+        refused = [g.reason for g in groundings if not g.ok]
+        if refused:
+            warnings.warn(
+                f"{label}: {len(refused)} of {len(records)} parts could not be found in the PDF and carry no boxes "
+                f"(first reason: {refused[0]})",
+                GroundingWarning,
+                stacklevel=4,
+            )
+        own = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        for record, g in zip(records, groundings, strict=True):
+            grounded = with_grounding(record.replace(strategy=self.chunker.strategy.name), g)
+            fields = part_fields(grounded, flat=False, line_spans=self.line_boxes)
+            metadata: dict[str, Any] = {**copy.deepcopy(own), **fields}
+            if grounded.pages:
+                metadata["page"] = page_keys(grounded.pages)["page"]
+            elif "page" in meta:
+                metadata["page"] = meta["page"]
+            if self._add_start_index:
+                metadata["start_index"] = record.start_char or 0
+            if self.flat_metadata:
+                metadata = {**metadata, **flatten_metadata({k: v for k, v in metadata.items() if k in fields})}
+            yield Document(page_content=record.content, metadata=metadata, id=record.id)
+
     # -- documents -----------------------------------------------------------------------------
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
         return list(self._iter_split(documents))
@@ -273,8 +318,7 @@ class GroundedTextSplitter(TextSplitter):
             elif kind in ("chunk", "page"):
                 yield from self._split_grounded(doc, state)
             else:
-                name = doc.id or stable_hash(doc.metadata)
-                yield from self._plain_parts(doc.page_content, doc.metadata, name=name)
+                yield from self._split_foreign(doc)
         if run:
             yield from self._split_elements(run, state)
 
@@ -288,10 +332,10 @@ class GroundedTextSplitter(TextSplitter):
         when a Document has neither)."""
         if all(ELEMENT_KEY in d.metadata for d in docs):
             return [d.metadata[ELEMENT_KEY] for d in docs]
-        boxer = self._boxer(docs[0].metadata)
-        if boxer is None:
+        view = self._view(docs[0].metadata)
+        if view is None:
             return None
-        blocks = boxer.blocks()
+        blocks = block_index(view)
         out = []
         for d in docs:
             raw = d.metadata.get(ELEMENT_KEY)
@@ -306,6 +350,11 @@ class GroundedTextSplitter(TextSplitter):
         docs = sorted(docs, key=lambda d: int(d.metadata.get("start_char", 0)))
         payloads = self._payloads(docs)
         if payloads is None:
+            view = self._view(docs[0].metadata)
+            if view is not None:  # parts of elements (another splitter ran first): grounded one by one
+                for doc in docs:
+                    yield from self._split_foreign(doc, view)
+                return
             self._warn_no_tree(state)
             for doc in docs:
                 yield from self._parts_without_tree(doc)
@@ -337,29 +386,26 @@ class GroundedTextSplitter(TextSplitter):
 
     def _split_single(self, doc: Document, state: dict[str, bool]) -> Iterator[Document]:
         """A whole-PDF Document: the loader's chunks, from its parse tree."""
-        boxer = self._boxer(doc.metadata)
-        if boxer is None or boxer.text != doc.page_content:
+        view = self._view(doc.metadata)
+        if view is not None and view.text != doc.page_content:
+            yield from self._split_foreign(doc, view)
+            return
+        if view is None:
             self._warn_no_tree(state)
             yield from self._parts_without_tree(doc)
             return
         meta = unflatten_metadata(doc.metadata)
         inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
-        for chunk in self.chunker.iter_chunks(boxer.root):
+        for chunk in self.chunker.iter_chunks(view.root):
             yield self._document(chunk, inherited)
 
     # -- chunk / page Documents: parts with the boxes of their own text ------------------------
-    def _boxer(self, metadata: Mapping[str, Any]) -> SpanBoxer | None:
-        ref = metadata.get(TREE_REF_KEY)
-        if not ref:
+    def _view(self, metadata: Mapping[str, Any]) -> SourceView | None:
+        """The view of the parse tree a grounded Document refers to (None without one)."""
+        if not metadata.get(TREE_REF_KEY):
             return None
-        ref = str(ref)
-        if ref not in self._boxers:
-            root = resolve_tree(metadata, self.cache)
-            self._boxers[ref] = None if root is None else SpanBoxer(root, self.chunker.tokenizer, self.box_mode)
-            while len(self._boxers) > 4:
-                self._boxers.popitem(last=False)
-        self._boxers.move_to_end(ref)
-        return self._boxers[ref]
+        view, _ = document_view(metadata, cache=self.cache)
+        return view
 
     def _warn_no_tree(self, state: dict[str, bool]) -> None:
         if not state["warned"]:
@@ -368,17 +414,22 @@ class GroundedTextSplitter(TextSplitter):
 
     def _split_grounded(self, doc: Document, state: dict[str, bool]) -> Iterator[Document]:
         text = doc.page_content
-        if self._length_function(text) <= self._chunk_size:
+        recorded = doc.metadata.get(TEXT_HASH_KEY)
+        fresh = recorded is None or str(recorded) == text_hash(text)
+        if fresh and self._length_function(text) <= self._chunk_size:
             if self._add_start_index and "start_char" in doc.metadata and "start_index" not in doc.metadata:
                 doc = Document(page_content=text, metadata={**doc.metadata, "start_index": doc.metadata["start_char"]}, id=doc.id)
             yield doc
             return
         meta = unflatten_metadata(doc.metadata)
         segments = _segments(meta, text)
-        boxer = self._boxer(doc.metadata)
-        if boxer is None or segments is None or any(boxer.text[d : d + n] != text[t : t + n] for t, d, n in segments):
+        view = self._view(doc.metadata)
+        if view is None:
             self._warn_no_tree(state)
             yield from self._parts_without_tree(doc)
+            return
+        if segments is None or any(view.text[d : d + n] != text[t : t + n] for t, d, n in segments):
+            yield from self._split_foreign(doc, view)  # edited or re-split: its parts are grounded
             return
         inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
         body_start = int(meta.get("body_start", 0) or 0) if meta.get(KIND_KEY) == "chunk" else 0
@@ -389,7 +440,7 @@ class GroundedTextSplitter(TextSplitter):
             ranges = [(d + max(ps, t) - t, d + min(pe, t + n) - t) for t, d, n in segments if max(ps, t) < min(pe, t + n)]
             geom: list[ParsingBoundingBox] = list(heading_boxes) if ps < body_start else []
             for lo, hi in ranges:
-                geom.extend(boxer.boxes(lo, hi))
+                geom.extend(view.boxes(lo, hi, tokenizer=self.chunker.tokenizer, box_mode=self.box_mode))
             yield self._part_document(part, inherited, geom, ranges, meta, body_start)
 
     def _part_document(

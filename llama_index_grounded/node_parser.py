@@ -30,6 +30,8 @@ from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunc
 from grounded.chunking.base import ChunkingStrategy, strategy_class
 from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError
+from grounded.grounding.sources import PAGE_KEY, SourceView, document_view, source_view
+from grounded.grounding.wrappers import with_grounding
 from grounded.io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from grounded.io.chunk_metadata import (
     TREE_KEY,
@@ -41,10 +43,8 @@ from grounded.io.chunk_metadata import (
 from grounded.model import Chunk, ChunkRecord, ParsingResult
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from grounded.text.assembly import BOX_MODES
-from grounded.text.ids import chunk_id, repeat_id, source_key, text_key
+from grounded.text.ids import chunk_id, repeat_id, text_key
 from grounded.text.tokenizer import Tokenizer
-
-from .grounding import PAGE_KEY, assembler_for, document_text_of, span_of, tree_for
 
 __all__ = ["GroundedNodeParser", "GroundedTextNode"]
 
@@ -197,6 +197,11 @@ class GroundedNodeParser(NodeParser):
     flat_metadata: bool = Field(default=True, description="Scalars and compact JSON strings only (any vector store).")
     line_boxes: bool = Field(default=True, description="Keep line boxes inside each box in the metadata.")
     cache_dir: str | None = Field(default=None, description="Parse cache folder (default $GROUNDED_CACHE_DIR/parses).")
+    parse_sources: bool = Field(
+        default=True,
+        description="Documents of other readers (SimpleDirectoryReader, PyMuPDFReader, ...): parse the PDF their "
+        "metadata names (once, kept in the parse cache) and ground each chunk in it for its boxes.",
+    )
     include_prev_next_rel: bool = Field(
         default=True,
         description="Link each node to its neighbours (PREVIOUS/NEXT by id), for PrevNextNodePostprocessor over a "
@@ -444,41 +449,49 @@ class GroundedNodeParser(NodeParser):
     def _split(self, node: BaseNode) -> list[TextNode]:
         text = node.get_content(metadata_mode=MetadataMode.NONE)
         meta = node.metadata
-        root = None
-        if meta.get(TREE_REF_KEY) or meta.get(TREE_KEY):
-            root = tree_for(meta, self.cache_dir)
-            if root is None:
-                warnings.warn(
-                    f"{meta.get('file_path') or meta.get('file_name') or node.node_id}: the parse tree is neither cached nor "
-                    "re-parseable (the PDF moved or changed); chunking its text without boxes. Read the PDF again.",
-                    GroundingWarning,
-                    stacklevel=4,
-                )
         is_chunk = any(k in meta for k in ("chunk_id", "text_hash", "start_char"))
         inherited = self._inherited(meta, drop_chunk_keys=is_chunk)
-        if root is not None:
-            doc_text = document_text_of(root)
-            key = source_key(root.metadata, doc_text)
+        view, why = document_view(meta, cache=self.cache_dir, parse=self.parse_sources)
+        name = meta.get("file_path") or meta.get("file_name") or node.node_id
+        if view is not None and (meta.get(TREE_REF_KEY) or meta.get(TREE_KEY)):
+            root = view.root
+            key = view.key
             if meta.get(PAGE_KEY) not in (None, ""):
                 key = f"{key}#p{int(meta[PAGE_KEY])}"
-            if text == doc_text:
+            if text == view.text:
                 chunks = self._fit(root, list(self._get_chunker().iter_chunks(root, source_key=key)), inherited, key, node)
                 return self._nodes(chunks, node, inherited, root, base_offset=0)
-            span = span_of(text, meta, doc_text, getattr(node, "start_char_idx", None))
+            span = view.span_of(text, meta, getattr(node, "start_char_idx", None))
             if span is not None:
-                parts = self._sub_chunks(root, span, key, self._get_chunker(), meta)
+                parts = self._sub_chunks(view, span, key, self._get_chunker(), meta)
                 return self._nodes(self._fit(root, parts, inherited, key, node, whole=False), node, inherited, root, base_offset=0)
-            warnings.warn(
-                f"{node.node_id}: its text is not part of its source's parse tree (edited after reading?); "
-                "chunking it without boxes",
-                GroundingWarning,
-                stacklevel=4,
-            )
+            # text from elsewhere (edited, or a rendering of the PDF): chunked as text, then grounded
+        elif view is None:
+            warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=4)
         plain = text_tree(text)
         plain_key = text_key(text, name=node.ref_doc_id or node.node_id)
         chunks = list(self._get_chunker().iter_chunks(plain, source_key=plain_key))
         base = node.start_char_idx if isinstance(node, TextNode) and node.start_char_idx is not None and not is_chunk else 0
-        return self._nodes(self._fit(plain, chunks, inherited, plain_key, node), node, inherited, None, base_offset=base)
+        chunks = self._fit(plain, chunks, inherited, plain_key, node)
+        if view is not None:
+            chunks = self._grounded(view, chunks, name)
+        return self._nodes(chunks, node, inherited, None, base_offset=base)
+
+    def _grounded(self, view: SourceView, chunks: list[Chunk], name: Any) -> list[Chunk]:
+        """Chunks of a text made elsewhere (a framework reader's page, another splitter's part) with
+        the boxes of their grounding in the PDF; one warning when some could not be grounded."""
+        records = [ChunkRecord.from_chunk(c) for c in chunks]
+        grounder = view.grounder(box_mode=self.box_mode)
+        groundings = grounder.ground_all([r.body for r in records])
+        refused = [g.reason for g in groundings if not g.ok]
+        if refused:
+            warnings.warn(
+                f"{name}: {len(refused)} of {len(records)} chunks could not be found in the PDF and carry no boxes "
+                f"(first reason: {refused[0]})",
+                GroundingWarning,
+                stacklevel=5,
+            )
+        return [with_grounding(r, g).to_chunk() for r, g in zip(records, groundings, strict=True)]
 
     def _inherited(self, meta: dict[str, Any], *, drop_chunk_keys: bool) -> dict[str, Any]:
         if not self.include_metadata:
@@ -486,27 +499,30 @@ class GroundedNodeParser(NodeParser):
         return {k: v for k, v in meta.items() if k != TREE_KEY and not (drop_chunk_keys and k in CHUNK_KEYS)}
 
     def _sub_chunks(
-        self, root: ParsingResult, span: tuple[int, int], key: str, chunker: Chunker, meta: dict[str, Any] | None = None
+        self, view: SourceView, span: tuple[int, int], key: str, chunker: Chunker, meta: dict[str, Any] | None = None
     ) -> list[Chunk]:
         """Chunks of document text ``[start, end)`` only (a re-split node's own span, or a chunk that
         does not fit once its metadata is counted), each with the boxes of exactly its span."""
         start, end = span
-        doc_text = document_text_of(root)
-        assembler = assembler_for(root, chunker)
+        doc_text = view.text
         heading_path = _heading_path(meta or {})
         out = []
         for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
             own = ChunkRecord.from_chunk(part)
             s, e = start + (own.start_char or 0), start + (own.end_char or 0)
-            geom = assembler.boxes_for_chars(s, e)
-            record = ChunkRecord(
-                id=chunk_id(key, chunker.fingerprint, s, e), content=doc_text[s:e], start_char=s, end_char=e,
-                token_count=own.token_count, strategy=chunker.strategy.name, pages=sorted({b.page for b in geom}),
-                boxes=geom, element_ids=list(dict.fromkeys(str(b.element_id) for b in geom if b.element_id)),
-                heading_path=heading_path,
+            record = ChunkRecord.of_boxes(
+                chunk_id(key, chunker.fingerprint, s, e), doc_text[s:e],
+                view.boxes(s, e, tokenizer=chunker.tokenizer, box_mode=chunker.box_mode),
+                start_char=s, end_char=e, token_count=own.token_count, strategy=chunker.strategy.name, heading_path=heading_path,
             )
             out.append(record.to_chunk())
         return out
+
+    @staticmethod
+    def _view_of(root: ParsingResult) -> SourceView:
+        view, _ = source_view({}, tree=root)
+        assert view is not None
+        return view
 
     # -- what the embedder sees must fit max_tokens ----------------------------------------------------
     def _section(self, chunk: Chunk) -> str:
@@ -602,7 +618,7 @@ class GroundedNodeParser(NodeParser):
                 out.append(c)
                 continue
             span = (record.start_char, record.end_char)
-            out.extend(self._sub_chunks(root, span, key, smaller, {"heading_path": record.heading_path}))
+            out.extend(self._sub_chunks(self._view_of(root), span, key, smaller, {"heading_path": record.heading_path}))
         return out
 
 
@@ -635,6 +651,8 @@ class GroundedNodeParser(NodeParser):
         meta["section"] = self._section(chunk)
         pages = ChunkRecord.from_chunk(chunk).pages
         extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
+        if pages:  # pymupdf4llm's key: the first page, 1-based (``pages`` lists them all)
+            extra["page"] = pages[0]
         if info is not None:
             extra["file_name"] = inherited.get("file_name") or info["name"]
             extra["file_path"] = inherited.get("file_path", info["path"])

@@ -11,50 +11,36 @@ parent's heading path and source keys are kept; what cannot be recomputed is wit
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from grounded.errors import SchemaError
-from grounded.io.chunk_metadata import TEXT_HASH_KEY, TREE_KEY, GroundingWarning, part_metadata, text_hash
-from grounded.parsers.cache import TREE_REF_KEY
-
-from .grounding import _default_chunker, assembler_for, document_text_of, span_of, tree_for
+from grounded.grounding.sources import names_pdf
+from grounded.grounding.stored import record_of
+from grounded.io.chunk_metadata import TEXT_HASH_KEY, part_metadata, text_hash
+from grounded.text.tokenizer import load_tokenizer
 
 __all__ = ["GroundedParts", "part_node_metadata"]
 
 
 def part_node_metadata(node: Any, *, cache_dir: str | None = None, box_mode: str = "auto") -> dict[str, Any]:
     """The metadata ``node`` (a node or ``NodeWithScore``) should carry for its own text: its
-    metadata unchanged when it is the chunk its metadata describes (or was never a chunk), else
-    :func:`grounded.metadata.part_metadata` with the part's span and boxes found in the parse tree
-    (recomputed keys withheld, with one :class:`GroundingWarning` naming why, when the tree or the
-    text cannot be found)."""
+    metadata unchanged when it is the chunk its metadata describes (or names no PDF at all), else
+    :func:`grounded.metadata.part_metadata` with the span and boxes of its own text
+    (:func:`grounded.grounding.stored.record_of`: located or grounded in the PDF behind it; withheld,
+    with one :class:`GroundingWarning` naming why, when that is impossible)."""
     inner = getattr(node, "node", node)
     meta = dict(inner.metadata)
     text = inner.get_content(metadata_mode=MetadataMode.NONE)
     recorded = meta.get(TEXT_HASH_KEY)
-    if recorded is None or str(recorded) == text_hash(text):
+    if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
         return meta
-    chunker = _default_chunker(box_mode)
-    tokens = chunker.tokenizer.count(text)
-    root = None
-    if meta.get(TREE_REF_KEY) or meta.get(TREE_KEY):
-        try:
-            root = tree_for(meta, cache_dir)
-        except SchemaError:
-            root = None
-    found = span_of(text, meta, document_text_of(root), getattr(inner, "start_char_idx", None)) if root is not None else None
-    if found is None:
-        cause = ("its source's parse tree is not cached and the PDF is gone or changed" if root is None and meta.get(TREE_REF_KEY)
-                 else "it records no parse tree" if root is None else "its text is not in the source's document text")
-        warnings.warn(f"node {getattr(inner, 'node_id', '?')}: boxes and offsets of the part withheld: {cause}", GroundingWarning, stacklevel=2)
+    tokens = load_tokenizer(None).count(text)
+    record = record_of(node, cache=cache_dir, box_mode=box_mode)
+    if record.start_char is None or record.end_char is None:
         return part_metadata(meta, text, token_count=tokens)
-    assert root is not None
-    boxes = assembler_for(root, chunker).boxes_for_chars(*found)
-    return part_metadata(meta, text, span=found, boxes=boxes, token_count=tokens)
+    return part_metadata(meta, text, span=(record.start_char, record.end_char), boxes=record.boxes, token_count=tokens)
 
 
 class GroundedParts(TransformComponent):

@@ -20,13 +20,13 @@ from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
 from grounded.errors import EmptyDocumentError, InputError
+from grounded.grounding.sources import PAGE_KEY, page_tree
 from grounded.io.chunk_metadata import TREE_KEY, pdf_metadata, source_info
 from grounded.model import ParsingResult
 from grounded.parsers import BaseParser, get_parser, parser_class, public_options
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from grounded.parsers.ocr.engine import OCRMode
-
-from .grounding import PAGE_KEY, document_text_of, page_tree
+from grounded.text.stream import document_text
 
 __all__ = ["GroundedPDFReader", "document_from_tree", "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS"]
 
@@ -100,7 +100,7 @@ def document_from_tree(
         parts = [(None, root)]
     docs = []
     for page, tree in parts:
-        text = document_text_of(tree)
+        text = document_text(tree).text
         if not text.strip():
             continue
         meta = dict(metadata)

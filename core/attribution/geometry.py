@@ -10,7 +10,7 @@ other hand takes displayed coordinates, and renders are painted on the pixels (P
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +23,9 @@ from ..errors import (
     InputError,
     InputNotFoundError,
     NotAPDFError,
+    SchemaError,
 )
+from ..grounding.stored import chunk_of, item_text_and_metadata
 from ..io.chunk_metadata import FURNITURE_BOXES_KEY
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk, ChunkingResult
@@ -121,16 +123,23 @@ def mupdf_errors(source: str, action: str) -> Iterator[None]:
         raise CorruptPDFError(source, f"damaged PDF: MuPDF failed while {action} ({_one_line(exc)})") from exc
 
 
-def as_chunks(chunks: Chunk | ChunkingResult | Iterable[Chunk]) -> list[Chunk]:
-    """Accept one chunk, a :class:`ChunkingResult` or any iterable of chunks."""
-    if isinstance(chunks, Chunk):
-        return [chunks]
+def as_chunks(chunks: Any) -> list[Chunk]:
+    """Accept one chunk, a :class:`ChunkingResult`, or any iterable of chunks and stored chunks: a
+    LlamaIndex node or ``NodeWithScore``, a LangChain Document, an ingest/LanceDB row, a chunks-JSON
+    dict - each read with the boxes of its own text (:func:`grounded.grounding.stored.chunk_of`)."""
     if isinstance(chunks, ChunkingResult):
         return list(chunks.chunks)
-    out = list(chunks)
-    bad = next((c for c in out if not isinstance(c, Chunk)), None)
-    if bad is not None:
-        raise TypeError(f"expected grounded.model.Chunk objects, got {type(bad).__name__}")
+    if isinstance(chunks, Chunk) or item_text_and_metadata(chunks) is not None:
+        chunks = [chunks]
+    out: list[Chunk] = []
+    for item in chunks:
+        if isinstance(item, Chunk):
+            out.append(item)
+            continue
+        try:
+            out.append(chunk_of(item))
+        except SchemaError as exc:
+            raise TypeError(f"expected grounded chunks (Chunk, node, Document or stored row), got {type(item).__name__}: {exc}") from exc
     return out
 
 

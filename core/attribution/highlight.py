@@ -43,7 +43,7 @@ class PDFRepairWarning(UserWarning):
 @overload
 def highlight(
     pdf: str | Path | bytes,
-    chunks: Chunk | ChunkingResult | Iterable[Chunk],
+    chunks: Chunk | ChunkingResult | Iterable[Any],
     out: None = None,
     *,
     color: Color | str = ...,
@@ -57,7 +57,7 @@ def highlight(
 @overload
 def highlight(
     pdf: str | Path | bytes,
-    chunks: Chunk | ChunkingResult | Iterable[Chunk],
+    chunks: Chunk | ChunkingResult | Iterable[Any],
     out: str | Path,
     *,
     color: Color | str = ...,
@@ -70,7 +70,7 @@ def highlight(
 
 def highlight(
     pdf: str | Path | bytes,
-    chunks: Chunk | ChunkingResult | Iterable[Chunk],
+    chunks: Chunk | ChunkingResult | Iterable[Any],
     out: str | Path | None = None,
     *,
     color: Color | str = DEFAULT_COLOR,

@@ -29,7 +29,7 @@ MAX_PIXELS = 80_000_000
 
 def render(
     pdf: str | Path | bytes,
-    chunk: Chunk | ChunkingResult | Iterable[Chunk],
+    chunk: Chunk | ChunkingResult | Iterable[Any] | Any,
     dpi: int = 110,
     *,
     pad: float = 1.0,
@@ -55,7 +55,7 @@ def render(
 
 def render_pages(
     pdf: str | Path | bytes,
-    chunk: Chunk | ChunkingResult | Iterable[Chunk],
+    chunk: Chunk | ChunkingResult | Iterable[Any] | Any,
     dpi: int = 110,
     *,
     pad: float = 1.0,
@@ -105,7 +105,7 @@ def render_pages(
 
 def render_to_files(
     pdf: str | Path | bytes,
-    chunk: Chunk | ChunkingResult | Iterable[Chunk],
+    chunk: Chunk | ChunkingResult | Iterable[Any] | Any,
     out: str | Path,
     dpi: int = 110,
     **kwargs: Any,

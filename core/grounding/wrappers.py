@@ -47,6 +47,9 @@ __all__ = [
     "grounded_record",
     "grounded_chunk",
     "ground_chunks",
+    "ground_records",
+    "refused_records",
+    "with_grounding",
     "status_counts",
 ]
 
@@ -167,6 +170,68 @@ def grounded_chunk(text: str, g: Grounding, **fields: Any) -> Chunk:
     return grounded_record(text, g, **fields).to_chunk()
 
 
+def with_grounding(record: ChunkRecord, g: Grounding) -> ChunkRecord:
+    """``record`` (a chunk of text made elsewhere: a foreign Document's text chunked as plain text)
+    with the boxes, pages and element ids of its grounding ``g`` and the grounding fields; a
+    refused grounding gives no boxes and no pages. The record's own offsets are kept."""
+    boxes = list(g.boxes) if g.ok else []
+    placed = ChunkRecord.of_boxes(record.id, record.content, boxes)
+    return record.replace(
+        boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids, element_spans=[],
+        grounding_status=None, grounding_score=None, grounding_reason=None,
+        grounding_spans=[], grounding_furniture_boxes=[],
+    ).replace(**grounding_fields(g))
+
+
+def ground_records(
+    grounder: Grounder,
+    texts: Sequence[str],
+    *,
+    fingerprint: str,
+    strategy: str,
+    near: int | None = None,
+    key: str | None = None,
+) -> list[tuple[ChunkRecord, Grounding]]:
+    """The one ground-each-part loop of the wrappers (:func:`ground_chunks`, LlamaIndex
+    ``GroundingNodeParser``, LangChain ``GroundingSplitter``): each text grounded in document order
+    (:meth:`Grounder.ground_all`, searched near the previous one's end), as a record
+    (:func:`grounded_record`) with ids unique within the call (:func:`~grounded.text.ids.repeat_id`
+    for a span met again). A text that cannot be grounded at all (too long, not valid Unicode) is
+    refused without being tokenized (``token_count`` 0)."""
+    key = key if key is not None else source_key(grounder.root.metadata, grounder.text)
+    tok = grounder.stream.tokenizer
+    out: list[tuple[ChunkRecord, Grounding]] = []
+    seen: Counter[str] = Counter()
+    for text, g in zip(texts, grounder.ground_all(list(texts), near=near), strict=True):
+        record = grounded_record(
+            text, g, key=key, fingerprint=fingerprint, strategy=strategy,
+            token_count=tok.count(text) if tok is not None and text_problem(text, grounder.max_chars) is None else 0,
+        )
+        seen[record.id] += 1
+        if seen[record.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
+            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
+        out.append((record, g))
+    return out
+
+
+def refused_records(
+    texts: Sequence[str], reason: str, *, key: str, fingerprint: str, strategy: str, tokenizer: Any = None
+) -> list[tuple[ChunkRecord, Grounding]]:
+    """What :func:`ground_records` gives when there is no tree to ground in: every text refused
+    with ``reason`` (no boxes, no offsets), ids unique within the call."""
+    out: list[tuple[ChunkRecord, Grounding]] = []
+    seen: Counter[str] = Counter()
+    for text in texts:
+        g = Grounding([], 0.0, [], "refused", reason)
+        record = grounded_record(text, g, key=key, fingerprint=fingerprint, strategy=strategy,
+                                 token_count=tokenizer.count(text) if tokenizer is not None else 0)
+        seen[record.id] += 1
+        if seen[record.id] > 1:
+            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
+        out.append((record, g))
+    return out
+
+
 def ground_chunks(
     items: Iterable[Any],
     root: ParsingResult | None = None,
@@ -193,22 +258,9 @@ def ground_chunks(
     elif min_score is not None or tokenizer is not None:
         raise ChunkingError("min_score and tokenizer belong to the Grounder: pass them when building it")
     texts = [text_of(item) for item in items]
-    fingerprint = splitter_fingerprint(splitter)
     name = "text" if splitter is None else type(splitter).__name__
-    key = source_key(grounder.root.metadata, grounder.text)
-    tok = grounder.stream.tokenizer
-    out: list[Chunk] = []
-    seen: Counter[str] = Counter()
-    for text, g in zip(texts, grounder.ground_all(texts, near=near), strict=True):
-        chunk = grounded_chunk(
-            text, g, key=key, fingerprint=fingerprint, strategy=f"grounding:{name}",
-            token_count=tok.count(text) if tok is not None and text_problem(text, grounder.max_chars) is None else 0,
-        )
-        seen[chunk.id] += 1
-        if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
-            chunk.id = repeat_id(chunk.id, seen[chunk.id] - 1)
-        out.append(chunk)
-    return out
+    records = ground_records(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
+    return [record.to_chunk() for record, _ in records]
 
 
 def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:

@@ -1,0 +1,127 @@
+"""One answer to "the boxes of this node / Document / hit", whatever made it.
+
+:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_metadata.record_from_store`
+does (a LlamaIndex node or ``NodeWithScore``, a LangChain ``Document``, an ingest/LanceDB row, a
+chunks-JSON dict, a :class:`~grounded.model.Chunk`) and then makes sure its boxes belong to its
+own text:
+
+* the recorded boxes when the text is the one they were made for (``text_hash`` matches);
+* otherwise (a part of a re-split chunk that copied its parent's metadata, a node of a framework's
+  own splitter or reader, a citation chunk) the boxes are made again from the PDF behind it
+  (:func:`~.sources.source_view`: grounded's tree reference, or the PDF its metadata names): the
+  exact span of its text when it is a slice of the document text, else its grounding;
+* when neither is possible: no boxes, no pages, no offsets, and one
+  :class:`~grounded.io.chunk_metadata.GroundingWarning` naming the item and the cause - never the
+  parent's boxes.
+
+``grounded.metadata.chunk_from_store``, ``llama_index_grounded.node_boxes``, the adapters'
+``GroundedParts`` and ``grounded.attribution.highlight``/``render`` all go through it.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..io.chunk_metadata import (
+    TEXT_HASH_KEY,
+    GroundingWarning,
+    record_from_store,
+    text_hash,
+    unflatten_metadata,
+)
+from ..model.boxes import ParsingBoundingBox
+from ..model.chunk import Chunk
+from ..model.record import ChunkRecord
+from ..parsers.cache import ParseCache
+from .sources import names_pdf, source_view
+from .wrappers import with_grounding
+
+__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata"]
+
+
+def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
+    """``(text, metadata, name, start_char_idx)`` of a framework node / ``NodeWithScore`` /
+    LangChain Document; ``None`` for anything else (rows, chunk dicts, chunks)."""
+    inner = getattr(item, "node", None)
+    if inner is not None and hasattr(inner, "metadata") and hasattr(item, "score"):
+        item = inner
+    if hasattr(item, "page_content") and hasattr(item, "metadata"):
+        return str(item.page_content), item.metadata, str(getattr(item, "id", None) or "document"), None
+    if hasattr(item, "get_content") and hasattr(item, "metadata"):
+        start = getattr(item, "start_char_idx", None)
+        return str(item.get_content(metadata_mode="none")), item.metadata, f"node {item.node_id}", start
+    return None
+
+
+def _fresh(meta: Mapping[str, Any], text: str) -> bool:
+    """Whether recorded boxes belong to ``text`` (its ``text_hash`` matches; metadata of older
+    releases without a hash are taken as they are)."""
+    recorded = meta.get(TEXT_HASH_KEY)
+    return bool(meta.get("boxes")) and (recorded is None or str(recorded) == text_hash(text))
+
+
+def record_of(
+    item: Any,
+    *,
+    cache: ParseCache | str | Path | None = None,
+    box_mode: str = "auto",
+    password: str | None = None,
+    warn: bool = True,
+) -> ChunkRecord:
+    """The :class:`~grounded.model.record.ChunkRecord` of ``item`` with the boxes of its own text (see
+    the module docstring)."""
+    seen = item_text_and_metadata(item)
+    if seen is None:
+        return record_from_store(item)
+    text, meta, name, start_idx = seen
+    if _fresh(meta, text):
+        return record_from_store(item)
+    with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
+        warnings.simplefilter("ignore", GroundingWarning)
+        record = record_from_store(item)
+    if not names_pdf(meta):
+        if meta.get("boxes") and warn:
+            warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
+                          "names no PDF to make them again from", GroundingWarning, stacklevel=3)
+        return _unplaced(record)
+    view, why = source_view(unflatten_metadata(meta), cache=cache, password=password)
+    if view is None:
+        if warn:
+            warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=3)
+        return _unplaced(record)
+    span = view.span_of(text, meta, start_idx)
+    if span is not None:
+        boxes = view.boxes(*span, box_mode=box_mode)
+        placed = ChunkRecord.of_boxes(record.id, record.content, boxes)
+        return _unplaced(record).replace(
+            start_char=span[0], end_char=span[1], boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids
+        )
+    g = view.grounder(box_mode=box_mode).ground(text)
+    if not g.ok and warn:
+        warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=3)
+    grounded = with_grounding(_unplaced(record), g)
+    if g.ok and g.spans:
+        grounded = grounded.replace(start_char=int(g.spans[0][0]), end_char=int(g.spans[-1][1]))
+    return grounded
+
+
+def _unplaced(record: ChunkRecord) -> ChunkRecord:
+    """``record`` without anything that places it (boxes, pages, offsets, element spans): what is
+    left of a part whose parent's placement it copied."""
+    return record.replace(
+        boxes=[], pages=[], start_char=None, end_char=None, element_ids=[], element_spans=[], grounding_spans=[],
+        grounding_furniture_boxes=[],
+    )
+
+
+def chunk_of(item: Any, **options: Any) -> Chunk:
+    """:func:`record_of` as a :class:`~grounded.model.Chunk` (for ``highlight``/``render``)."""
+    return record_of(item, **options).to_chunk()
+
+
+def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
+    """The boxes of ``item``'s own text (:func:`record_of`)."""
+    return list(record_of(item, **options).boxes)
