@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup_venv.sh test
+# LangChain's PyMuPDF4LLMLoader for the drop-in tests: its package pins pymupdf4llm==1.28 (PyMuPDF 1.x),
+# so it comes without its dependencies (its loader runs on the pymupdf4llm 2.0 that grounded installs)
+.venv/bin/python -m pip install --quiet --no-deps "langchain-pymupdf4llm>=1.0"
 # strace lets tests/project/test_no_network.py prove that no native code (onnxruntime) opens a socket
 if ! command -v strace >/dev/null; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
