@@ -2,7 +2,8 @@
 with exact source boxes), :class:`GroundedPDFParser` (the same as a blob parser for
 ``GenericLoader``) and :class:`GroundedTextSplitter` (splits any of them again with the boxes of
 each part's own text; splits plain Documents by tokens with character offsets) and
-:class:`GroundingSplitter` (any LangChain splitter, its parts grounded in the PDF: boxes and offsets).
+:class:`GroundingSplitter` (any LangChain splitter, its parts grounded in the PDF: boxes and offsets)
+and :class:`GroundedRetriever` (an output folder of ``grounded ingest`` as a retriever).
 
 Importing this package imports ``langchain_core``; without it an
 :class:`~grounded.errors.BackendUnavailableError` names ``pip install 'grounded[langchain]'``.
@@ -23,6 +24,7 @@ from .graph import graph_to_documents
 from .grounding import GroundingSplitter
 from .loader import GroundedPDFLoader, GroundedPDFParser
 from .parts import GroundedParts
+from .retriever import GroundedRetriever
 from .splitter import GroundedTextSplitter
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "graph_to_documents",
     "GroundedPDFLoader",
     "GroundedPDFParser",
+    "GroundedRetriever",
     "GroundingWarning",
     "GroundedTextSplitter",
     "GroundingSplitter",

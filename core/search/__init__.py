@@ -10,7 +10,7 @@ line spans, heading path and text. ``render_hits`` draws them on their pages (PN
 
 from __future__ import annotations
 
-from .engine import DEFAULT_MODE, MODES, Mode, candidates, query_embedder, search
+from .engine import DEFAULT_MODE, MODES, Mode, candidates, page_numbers, pages_filter, query_embedder, search
 from .errors import (
     ChunkNotInIndexError,
     EmptyQueryError,
@@ -38,6 +38,8 @@ __all__ = [
     "RRF_K",
     "SearchIndex",
     "candidates",
+    "pages_filter",
+    "page_numbers",
     "query_embedder",
     "reciprocal_rank_fusion",
     "hit_chunk",

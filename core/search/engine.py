@@ -19,7 +19,7 @@ of two configurations are never mixed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,7 +30,7 @@ from .fusion import RRF_K, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
 from .index import SearchIndex, sql_string
 
-__all__ = ["search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM"]
+__all__ = ["search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "pages_filter", "page_numbers", "MINILM_DIM"]
 
 Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
@@ -56,6 +56,39 @@ def query_embedder() -> QueryEmbedder:
         return minilm_embedder()
 
 
+def pages_filter(pages: Iterable[int]) -> str:
+    """The LanceDB filter of the chunks touching any of ``pages`` (1-based page numbers): the
+    ``pages`` list column holds one of them. ``pages`` must be a non-empty collection of integers
+    >= 1 (``range(3, 6)`` for pages 3-5), else :class:`ValueError`."""
+    if isinstance(pages, (str, bytes)):
+        raise ValueError(f"pages must be 1-based page numbers, got {pages!r}")
+    values = list(pages)
+    for page in values:
+        if isinstance(page, bool) or not isinstance(page, (int, np.integer)) or page < 1:
+            raise ValueError(f"pages must be integers >= 1 (1-based page numbers), got {page!r}")
+    if not values:
+        raise ValueError("pages is empty: give at least one 1-based page number")
+    return f"array_has_any(pages, [{', '.join(str(p) for p in sorted({int(p) for p in values}))}])"
+
+
+def page_numbers(pages: Iterable[int] | None = None, page_range: Sequence[int] | None = None) -> list[int] | None:
+    """The 1-based pages of a filter given as ``pages`` (page numbers) or ``page_range=(first, last)``
+    (inclusive), checked (:func:`pages_filter`); None when neither is given. Both: :class:`ValueError`."""
+    if page_range is not None:
+        if pages is not None:
+            raise ValueError("give pages or page_range, not both")
+        bounds = list(page_range)
+        if (len(bounds) != 2 or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) for b in bounds)
+                or not 1 <= bounds[0] <= bounds[1]):
+            raise ValueError(f"page_range must be (first, last) with 1 <= first <= last (1-based, inclusive), got {page_range!r}")
+        pages = range(int(bounds[0]), int(bounds[1]) + 1)
+    if pages is None:
+        return None
+    wanted = list(pages)
+    pages_filter(wanted)
+    return wanted
+
+
 def search(
     out: str | Path | SearchIndex,
     question: str,
@@ -65,6 +98,7 @@ def search(
     config: str | None = None,
     embedder: QueryEmbedder | None = None,
     rrf_k: int = RRF_K,
+    pages: Iterable[int] | None = None,
 ) -> list[Hit]:
     """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
     for ``question``, best first.
@@ -72,7 +106,9 @@ def search(
     ``mode``: ``hybrid`` | ``vector`` | ``text`` (module doc). ``config``: the ingest configuration
     fingerprint (or a unique prefix) to search when the table holds several; by default the
     table's only one. ``embedder``: texts -> unit vectors, default MiniLM (:func:`query_embedder`);
-    it must be the model the chunks were embedded with.
+    it must be the model the chunks were embedded with. ``pages``: only chunks touching one of these
+    1-based pages (a chunk on pages 3-4 matches ``pages=[4]``), filtered in the query (before the
+    ranking's cut, so ``k`` hits come back when that many chunks match); see :func:`pages_filter`.
 
     Raises :class:`EmptyQueryError` (blank question), :class:`NoEmbeddingsError` (vector/hybrid on
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
@@ -84,6 +120,7 @@ def search(
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if not isinstance(question, str) or not question.strip():
         raise EmptyQueryError("the question is empty")
+    page_where = pages_filter(pages) if pages is not None else None
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
     text_column = index.text_column() if mode != "vector" else None
     if mode != "vector" and text_column is None:
@@ -98,7 +135,7 @@ def search(
     chosen = index.choose_config(config)
     if chosen is None:
         return []
-    where = f"config_fingerprint = {sql_string(chosen)}"
+    where = f"config_fingerprint = {sql_string(chosen)}" + (f" AND {page_where}" if page_where else "")
     depth = k if mode != "hybrid" else candidates(k)
     with index.reading():
         text_rows = _text_rows(index, question, text_column, where, depth) if text_column else []

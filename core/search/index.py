@@ -14,7 +14,7 @@ LanceDB and counts as "no embeddings"); the full-text column is the one that car
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -22,8 +22,10 @@ from typing import Any
 
 from ..errors import BackendUnavailableError
 from ..ingest.manifest import read_manifest
+from ..io.chunk_metadata import record_from_row
+from ..model.record import ChunkRecord
 from .errors import IndexNotFoundError, MixedConfigurationsError, NotAnIndexError
-from .hit import ROW_COLUMNS
+from .hit import ROW_COLUMNS, Hit, hit_chunk
 
 __all__ = ["SearchIndex", "TABLE", "sql_string"]
 
@@ -152,6 +154,32 @@ class SearchIndex:
         rows = (self.table.search().where(f"chunk_id = {sql_string(chunk_id)}")
                 .select(list(ROW_COLUMNS)).limit(1).to_list())
         return rows[0] if rows else None
+
+    def rows(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The whole rows of ``chunk_ids`` (every column but the vectors: what
+        :func:`grounded.io.chunk_metadata.record_from_row` reads), by chunk id; an id the table does
+        not hold is left out."""
+        ids = list(dict.fromkeys(chunk_ids))
+        if not ids:
+            return {}
+        self.sync()
+        columns = [c for c in self.table.schema.names if c not in VECTOR_COLUMNS]
+        where = f"chunk_id IN ({', '.join(sql_string(i) for i in ids)})"
+        with self.reading():
+            found = self.table.search().where(where).select(columns).limit(None).to_list()
+        return {str(r["chunk_id"]): r for r in found}
+
+    def records(self, hits: Sequence[Hit]) -> list[ChunkRecord]:
+        """The :class:`~grounded.model.record.ChunkRecord` of each hit, every field of the chunk
+        field table read from its row (:meth:`rows`, :func:`~grounded.io.chunk_metadata.record_from_row`);
+        a hit whose row is gone (a re-ingest published since the search) gets the record of its own
+        fields (:func:`~grounded.search.hit.hit_chunk`: text, pages, boxes, heading path)."""
+        rows = self.rows([h.chunk_id for h in hits])
+        return [
+            record_from_row(rows[h.chunk_id], f"{self.out / 'lancedb'} row") if h.chunk_id in rows
+            else ChunkRecord.from_chunk(hit_chunk(h))
+            for h in hits
+        ]
 
     @contextmanager
     def reading(self) -> Iterator[None]:
