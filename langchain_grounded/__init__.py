@@ -11,7 +11,7 @@ Importing this package imports ``langchain_core``; without it an
 
 from __future__ import annotations
 
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
     GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from grounded.runtime.optional import require
+from grounded.grounding.adapter import (
+    require,
+)
 
 for _module in ("langchain_core", "langchain_text_splitters"):
     require(_module, extra="langchain", what="langchain_grounded", package="langchain-core langchain-text-splitters")

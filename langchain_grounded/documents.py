@@ -27,25 +27,27 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from grounded.grounding.sources import SourceView
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
     BOXES_KEY,
+    ELEMENT_KEY,
+    PARSER_OPTIONS_KEY,
     PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
+    TREE_REF_KEY,
+    Block,
+    BoundedCache,
+    SourceView,
+    Tokenizer,
     boxes_to_metadata,
     chunk_metadata,
     flatten_metadata,
+    iter_blocks,
+    page_runs,
     source_info,
+    stable_hash,
     text_hash,
 )
-from grounded.model import Chunk, ParsingResult
-from grounded.model.record import ChunkRecord
-from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
-from grounded.runtime.bounded import BoundedCache
-from grounded.text.ids import stable_hash
-from grounded.text.tokenizer import Tokenizer
-
-from .elements import ELEMENT_KEY, Block, iter_blocks
+from grounded.model import Chunk, ChunkRecord, ParsingResult
 
 __all__ = [
     "KIND_KEY",
@@ -188,36 +190,6 @@ def block_index(view: SourceView) -> dict[str, Block]:
 _BLOCKS: BoundedCache[dict[str, Block]] = BoundedCache(4)
 
 
-def _page_runs(doc_nodes: Sequence[ParsingResult], starts: Sequence[int]) -> list[tuple[int, int, int]]:
-    """The document text cut into ``(page, start, end)`` runs: consecutive text of one page. An
-    element whose lines know their characters is cut at its page breaks; one without goes to the
-    page of its first box (or the page before it when it has none)."""
-    segments: list[tuple[int, int, int]] = []
-    page = 1
-    for node, base in zip(doc_nodes, starts, strict=True):
-        lines = [s for b in node.geom for s in b.spans]
-        if lines and all(ln.char_start is not None and ln.char_end is not None for ln in lines):
-            for ln in lines:
-                assert ln.char_start is not None and ln.char_end is not None
-                lo, hi = base + ln.char_start, base + ln.char_end
-                if segments and segments[-1][0] == ln.page:
-                    segments[-1] = (ln.page, min(segments[-1][1], lo), max(segments[-1][2], hi))
-                else:
-                    segments.append((ln.page, lo, hi))
-            page = lines[-1].page
-            continue
-        if node.geom:
-            page = node.geom[0].page
-        segments.append((page, base, base + len(node.content)))
-    runs: list[tuple[int, int, int]] = []
-    for seg in segments:  # merge consecutive segments of one page (the delimiters between them included)
-        if runs and runs[-1][0] == seg[0]:
-            runs[-1] = (seg[0], runs[-1][1], max(runs[-1][2], seg[2]))
-        else:
-            runs.append(seg)
-    return [r for r in runs if r[2] > r[1]]
-
-
 def page_documents(
     root: ParsingResult,
     source: Mapping[str, Any],
@@ -232,7 +204,7 @@ def page_documents(
     document text joined by a blank line), its exact boxes, ``page`` (0-based) and ``char_spans``."""
     doc = view.doc
     by_page: dict[int, list[tuple[int, int]]] = {}
-    for page, start, end in _page_runs(doc.nodes, doc.starts):
+    for page, start, end in page_runs(doc.nodes, doc.starts):
         by_page.setdefault(page, []).append((start, end))
     sha = str(source.get("source_sha256", ""))[:12]
     key = stable_hash([source.get("source_sha256", ""), source.get("parser", ""), "page"], 10)

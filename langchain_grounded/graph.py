@@ -15,9 +15,10 @@ from typing import Any
 
 from langchain_core.documents import Document
 
-from grounded.graph.export import export_text, node_metadata
-from grounded.graph.nodes import NodeGraph
-from grounded.io.chunk_metadata import flatten_metadata
+from grounded.graph import NodeGraph, export_text, node_metadata
+from grounded.grounding.adapter import (
+    flatten_metadata,
+)
 
 __all__ = ["graph_to_documents"]
 

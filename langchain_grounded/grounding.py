@@ -31,22 +31,25 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from grounded.errors import ChunkingError, SchemaError
-from grounded.grounding.sources import document_view, near_of
-from grounded.grounding.wrappers import ground_records, refused_records, splitter_fingerprint
-from grounded.io.chunk_fields import resplit_keys
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
+    ELEMENT_KEY,
     TREE_KEY,
     GroundingWarning,
+    ParseCache,
+    document_view,
     flatten_metadata,
+    ground_records,
+    near_of,
     part_fields,
+    refused_records,
+    resplit_keys,
+    splitter_fingerprint,
+    stable_hash,
     unflatten_metadata,
 )
 from grounded.model import ChunkRecord, ParsingResult
-from grounded.parsers.cache import ParseCache
-from grounded.text.ids import stable_hash
 
 from .documents import KIND_KEY, SPANS_KEY, page_keys
-from .elements import ELEMENT_KEY
 
 __all__ = ["GroundingSplitter"]
 

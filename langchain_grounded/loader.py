@@ -11,15 +11,23 @@ from langchain_core.document_loaders import BaseBlobParser, BaseLoader
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
-from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError, InputError
-from grounded.grounding.sources import SourceView
-from grounded.io.chunk_metadata import pdf_metadata, source_info
+from grounded.grounding.adapter import (
+    BaseParser,
+    Chunker,
+    OCRMode,
+    ParseCache,
+    SourceView,
+    cached_parse,
+    get_parser,
+    load_tokenizer,
+    parser_class,
+    pdf_metadata,
+    public_options,
+    source_info,
+    with_ocr,
+)
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser, parser_class, public_options
-from grounded.parsers.cache import ParseCache, cached_parse, with_ocr
-from grounded.parsers.ocr.engine import OCRMode
-from grounded.text.tokenizer import load_tokenizer
 
 from .documents import (
     chunk_document,

@@ -16,17 +16,18 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from grounded.grounding.sources import names_pdf
-from grounded.grounding.stored import record_of
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
     TEXT_HASH_KEY,
+    ParseCache,
+    Tokenizer,
     flatten_metadata,
+    load_tokenizer,
+    names_pdf,
     part_metadata,
+    record_of,
     text_hash,
     unflatten_metadata,
 )
-from grounded.parsers.cache import ParseCache
-from grounded.text.tokenizer import Tokenizer, load_tokenizer
 
 from .documents import page_keys
 

@@ -23,10 +23,11 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from grounded.io.chunk_metadata import chunk_metadata
-from grounded.model.record import ChunkRecord
-from grounded.search import DEFAULT_MODE, Hit, Mode, SearchIndex, page_numbers, search
-from grounded.search.engine import QueryEmbedder
+from grounded.grounding.adapter import (
+    chunk_metadata,
+)
+from grounded.model import ChunkRecord
+from grounded.search import DEFAULT_MODE, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
 

@@ -13,29 +13,39 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from grounded.chunking.base import ChunkingStrategy, strategy_class
-from grounded.chunking.chunker import Chunker
-from grounded.errors import ChunkingError, OptionError, SchemaError
-from grounded.grounding.sources import SourceView, document_view
-from grounded.grounding.wrappers import with_grounding
-from grounded.io.chunk_fields import resplit_keys
-from grounded.io.chunk_metadata import (
+from grounded.errors import ChunkingError, SchemaError
+from grounded.grounding.adapter import (
+    ELEMENT_KEY,
+    OFFLINE_ENCODINGS,
     TEXT_HASH_KEY,
+    TREE_REF_KEY,
+    CallableTokenizer,
+    Chunker,
+    ChunkingStrategy,
     GroundingWarning,
+    ParseCache,
+    SourceView,
+    Tokenizer,
     boxes_from_metadata,
+    build_chunker,
+    chunk_id,
+    document_view,
     flatten_metadata,
+    iter_blocks,
     part_fields,
+    resplit_keys,
+    source_key,
+    stable_hash,
     text_hash,
+    text_key,
     text_tree,
+    tree_from_payloads,
     unflatten_metadata,
+    with_grounding,
 )
 from grounded.model import Chunk, ChunkRecord, ParsingBoundingBox
-from grounded.parsers.cache import TREE_REF_KEY, ParseCache
-from grounded.text.ids import chunk_id, source_key, stable_hash, text_key
-from grounded.text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer
 
 from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, block_index, chunk_document, page_keys
-from .elements import ELEMENT_KEY, iter_blocks, tree_from_payloads
 
 __all__ = ["GroundedTextSplitter"]
 
@@ -61,6 +71,11 @@ _LENGTH_FUNCTION = (
     "GroundedTextSplitter.from_huggingface_tokenizer / from_tiktoken_encoder; length_function=len "
     "splits by characters."
 )
+
+
+#: GroundedTextSplitter's own keywords (named in the error for an unknown one)
+_KEYWORDS = ("chunk_size", "chunk_overlap", "strategy", "tokenizer", "box_mode", "flat_metadata", "line_boxes",
+             "add_start_index", "length_function", "keep_separator", "strip_whitespace", "cache", "parse_sources")
 
 
 def _characters(text: str) -> list[tuple[int, int]]:
@@ -154,7 +169,10 @@ class GroundedTextSplitter(TextSplitter):
     ) -> None:
         _check_base_keywords(keep_separator, strip_whitespace)
         tokenizer = _tokenizer_for(length_function, tokenizer)
-        self.chunker = _build_chunker(strategy, chunk_size, chunk_overlap, tokenizer, box_mode, strategy_options)
+        self.chunker = build_chunker(
+            strategy, chunk_size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, options=strategy_options,
+            owner="GroundedTextSplitter", keywords=_KEYWORDS,
+        )
         super().__init__(
             chunk_size=self.chunker.max_tokens,
             chunk_overlap=self.chunker.strategy.overlap,
@@ -483,45 +501,6 @@ class GroundedTextSplitter(TextSplitter):
             )  # not located (start_char None): no place fields
             metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", **part_fields(record, flat=False)}
             yield Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
-
-
-def _build_chunker(
-    strategy: str | ChunkingStrategy | Chunker,
-    chunk_size: int | None,
-    chunk_overlap: int | float,
-    tokenizer: Any,
-    box_mode: str,
-    options: Mapping[str, Any],
-) -> Chunker:
-    if isinstance(strategy, Chunker):
-        if tokenizer is not None or options or box_mode != "auto" or chunk_overlap:
-            raise ChunkingError("a Chunker carries its own tokenizer, box mode, overlap and options: pass only chunk_size (or nothing)")
-        if chunk_size is not None and chunk_size != strategy.max_tokens:
-            raise ChunkingError(f"chunk_size={chunk_size} differs from the Chunker's max_tokens={strategy.max_tokens}")
-        return strategy
-    if isinstance(strategy, ChunkingStrategy):
-        if chunk_size is not None and chunk_size != strategy.max_tokens:
-            raise ChunkingError(f"chunk_size={chunk_size} differs from the strategy's max_tokens={strategy.max_tokens}")
-        if chunk_overlap:
-            raise ChunkingError("a strategy object carries its own overlap: do not pass chunk_overlap")
-        return Chunker(strategy, tokenizer=tokenizer, box_mode=box_mode, **options)
-    size = 256 if chunk_size is None else chunk_size
-    declared = strategy_class(strategy).options
-    if declared is not None and set(options) - {o.name for o in declared}:
-        raise OptionError(f"strategy {strategy!r}", ", ".join(sorted(set(options) - {o.name for o in declared})),
-                          _unknown_options(strategy, options))
-    return Chunker(strategy, size, chunk_overlap, tokenizer=tokenizer, box_mode=box_mode, **options)
-
-
-def _unknown_options(strategy: str, options: Mapping[str, Any]) -> str:
-    """Which keywords the splitter accepts: its own and the strategy's declared options."""
-    accepted = [o.name for o in strategy_class(strategy).options or ()]
-    base = ["chunk_size", "chunk_overlap", "strategy", "tokenizer", "box_mode", "flat_metadata", "line_boxes",
-            "add_start_index", "length_function", "keep_separator", "strip_whitespace", "cache"]
-    return (
-        f"is not a keyword of GroundedTextSplitter; it accepts {', '.join(base)} and the "
-        f"options of strategy {strategy!r}: {', '.join(accepted) or '(none)'}"
-    )
 
 
 def _segments(meta: Mapping[str, Any], text: str) -> list[tuple[int, int, int]] | None:

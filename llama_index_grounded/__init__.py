@@ -10,13 +10,14 @@ Importing this package imports ``llama_index.core``; without it an
 
 from __future__ import annotations
 
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
+    TREE_REF_KEY,
     GroundingWarning,
+    ParseCache,
     boxes_from_metadata,
     boxes_to_metadata,
     unflatten_metadata,
 )
-from grounded.parsers.cache import TREE_REF_KEY, ParseCache
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
-from grounded.runtime.optional import require
+from grounded.grounding.adapter import (
+    require,
+)
 
 require("llama_index.core", extra="llama-index", what="llama_index_grounded", package="llama-index-core")

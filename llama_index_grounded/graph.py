@@ -24,8 +24,7 @@ from llama_index.core.schema import (
     TextNode,
 )
 
-from grounded.graph.export import EMBED_KEYS, LLM_KEYS, export_text, node_metadata
-from grounded.graph.nodes import GraphNode, NodeGraph, NodeKind
+from grounded.graph import EMBED_KEYS, LLM_KEYS, GraphNode, NodeGraph, NodeKind, export_text, node_metadata
 
 __all__ = ["graph_to_nodes", "LEAF_KINDS"]
 

@@ -21,13 +21,27 @@ from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 
 from grounded.errors import SchemaError
-from grounded.grounding.sources import PAGE_KEY, SourceView, document_view, locate, page_tree
-from grounded.grounding.stored import boxes_of
-from grounded.grounding.wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint
-from grounded.io.chunk_metadata import PAYLOAD_KEYS, GroundingWarning, flatten_metadata, part_fields
+from grounded.grounding.adapter import (
+    GROUNDING_KEYS,
+    PAGE_KEY,
+    PARSER_OPTIONS_KEY,
+    PAYLOAD_KEYS,
+    TREE_REF_KEY,
+    GroundingWarning,
+    SourceView,
+    boxes_of,
+    document_text,
+    document_view,
+    flatten_metadata,
+    ground_records,
+    locate,
+    page_tree,
+    part_fields,
+    refused_records,
+    splitter_fingerprint,
+    stable_hash,
+)
 from grounded.model import ParsingBoundingBox, ParsingResult
-from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
-from grounded.text.ids import stable_hash
 
 __all__ = [
     "PAGE_KEY",
@@ -51,8 +65,6 @@ def tree_for(metadata: Mapping[str, Any], cache_dir: str | None = None) -> Parsi
 
 def document_text_of(root: ParsingResult) -> str:
     """``document_text(root).text`` (kept with the tree's view when it has one)."""
-    from grounded.text.stream import document_text
-
     return document_text(root).text
 
 

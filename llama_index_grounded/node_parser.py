@@ -27,24 +27,34 @@ from llama_index.core.schema import (
 from llama_index.core.utils import get_tqdm_iterable
 from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler
 
-from grounded.chunking.base import ChunkingStrategy, strategy_class
-from grounded.chunking.chunker import Chunker
 from grounded.errors import ChunkingError
-from grounded.grounding.sources import PAGE_KEY, SourceView, document_view, source_view
-from grounded.grounding.wrappers import with_grounding
-from grounded.io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
-from grounded.io.chunk_metadata import (
+from grounded.grounding.adapter import (
+    BOX_MODES,
+    PAGE_KEY,
+    PARSER_OPTIONS_KEY,
+    STORED_KEYS,
     TREE_KEY,
+    TREE_REF_KEY,
+    Chunker,
+    ChunkingStrategy,
     GroundingWarning,
+    SourceView,
+    Tokenizer,
+    build_chunker,
+    chunk_id,
     chunk_metadata,
+    document_view,
+    embed_hidden_keys,
+    llm_hidden_keys,
+    repeat_id,
     source_info,
+    source_view,
+    strategy_class,
+    text_key,
     text_tree,
+    with_grounding,
 )
 from grounded.model import Chunk, ChunkRecord, ParsingResult
-from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
-from grounded.text.assembly import BOX_MODES
-from grounded.text.ids import chunk_id, repeat_id, text_key
-from grounded.text.tokenizer import Tokenizer
 
 __all__ = ["GroundedNodeParser", "GroundedTextNode"]
 
@@ -373,15 +383,10 @@ class GroundedNodeParser(NodeParser):
     def _get_chunker(self) -> Chunker:
         key = self._config_key()
         if self._chunker is None or self._chunker_key != key:
-            if isinstance(self.strategy, ChunkingStrategy):
-                if self.strategy_options:
-                    raise ChunkingError("strategy_options cannot be combined with a strategy object")
-                chunker = Chunker(self.strategy, tokenizer=self.tokenizer, box_mode=self.box_mode)
-            else:
-                chunker = Chunker(
-                    self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
-                    **self.strategy_options,
-                )
+            chunker = build_chunker(
+                self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
+                options=self.strategy_options, owner="GroundedNodeParser", keywords=tuple(sorted(self.model_fields)),
+            )
             self._chunker, self._chunker_key, self._budget = chunker, key, {}
         return self._chunker
 

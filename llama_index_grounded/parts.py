@@ -16,10 +16,14 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from grounded.grounding.sources import names_pdf
-from grounded.grounding.stored import record_of
-from grounded.io.chunk_metadata import TEXT_HASH_KEY, part_metadata, text_hash
-from grounded.text.tokenizer import load_tokenizer
+from grounded.grounding.adapter import (
+    TEXT_HASH_KEY,
+    load_tokenizer,
+    names_pdf,
+    part_metadata,
+    record_of,
+    text_hash,
+)
 
 __all__ = ["GroundedParts", "part_node_metadata"]
 

@@ -20,13 +20,25 @@ from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
 from grounded.errors import EmptyDocumentError, InputError
-from grounded.grounding.sources import PAGE_KEY, page_tree
-from grounded.io.chunk_metadata import TREE_KEY, pdf_metadata, source_info
+from grounded.grounding.adapter import (
+    PAGE_KEY,
+    PARSER_OPTIONS_KEY,
+    TREE_KEY,
+    TREE_REF_KEY,
+    BaseParser,
+    OCRMode,
+    ParseCache,
+    cached_parse,
+    document_text,
+    get_parser,
+    page_tree,
+    parser_class,
+    pdf_metadata,
+    public_options,
+    source_info,
+    with_ocr,
+)
 from grounded.model import ParsingResult
-from grounded.parsers import BaseParser, get_parser, parser_class, public_options
-from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
-from grounded.parsers.ocr.engine import OCRMode
-from grounded.text.stream import document_text
 
 __all__ = ["GroundedPDFReader", "document_from_tree", "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS"]
 

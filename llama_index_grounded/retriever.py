@@ -23,11 +23,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from grounded.io.chunk_fields import embed_hidden_keys, llm_hidden_keys
-from grounded.io.chunk_metadata import chunk_metadata
-from grounded.model.record import ChunkRecord
-from grounded.search import DEFAULT_MODE, MODES, Hit, Mode, SearchIndex, page_numbers, search
-from grounded.search.engine import QueryEmbedder
+from grounded.grounding.adapter import (
+    chunk_metadata,
+    embed_hidden_keys,
+    llm_hidden_keys,
+)
+from grounded.model import ChunkRecord
+from grounded.search import DEFAULT_MODE, MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
 

@@ -29,6 +29,10 @@ _LAZY = {
     "extract_metadata": "grounded.graph.doc_metadata",
     "DocumentMetadata": "grounded.graph.doc_metadata",
     "keep_snapshots": "grounded.graph.snapshots",
+    "EMBED_KEYS": "grounded.graph.export",
+    "LLM_KEYS": "grounded.graph.export",
+    "export_text": "grounded.graph.export",
+    "node_metadata": "grounded.graph.export",
 }
 
 __all__ = list(_LAZY)

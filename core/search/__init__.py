@@ -10,7 +10,17 @@ line spans, heading path and text. ``render_hits`` draws them on their pages (PN
 
 from __future__ import annotations
 
-from .engine import DEFAULT_MODE, MODES, Mode, candidates, page_numbers, pages_filter, query_embedder, search
+from .engine import (
+    DEFAULT_MODE,
+    MODES,
+    Mode,
+    QueryEmbedder,
+    candidates,
+    page_numbers,
+    pages_filter,
+    query_embedder,
+    search,
+)
 from .errors import (
     ChunkNotInIndexError,
     EmptyQueryError,
@@ -28,6 +38,7 @@ from .index import SearchIndex
 from .sources import render_hits, source_pdf
 
 __all__ = [
+    "QueryEmbedder",
     "search",
     "Hit",
     "HitBox",

@@ -26,7 +26,7 @@ from grounded.io.chunk_metadata import (
 from grounded.parsers import get_parser
 from grounded.parsers.cache import TREE_REF_KEY
 from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings
-from langchain_grounded.elements import ELEMENT_KEY, tree_from_payloads
+from grounded.grounding.blocks import ELEMENT_KEY, tree_from_payloads
 from tests.support.adapter_checks import (
     ANSWER_MARK,
     QUESTION,

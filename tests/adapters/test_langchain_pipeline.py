@@ -37,7 +37,7 @@ from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache,
 from grounded.samples import write_sample_pdf
 from grounded.text.tokenizer import load_tokenizer
 from langchain_grounded import GroundedPDFLoader, GroundedPDFParser, GroundedTextSplitter, MiniLMEmbeddings
-from langchain_grounded.elements import ELEMENT_KEY
+from grounded.grounding.blocks import ELEMENT_KEY
 from tests.support.adapter_checks import ANSWER_MARK, QUESTION, CountingParser, assert_boxes_show_body
 from tests.support.data import shared
 from tests.support.pdf_builders import save_pdf

@@ -1,4 +1,5 @@
-"""Element mode: a parse tree as a sequence of self-contained blocks, and back.
+"""Blocks: a parse tree as a sequence of self-contained blocks, and back (LangChain's element mode),
+and the document text cut into page runs (its page mode).
 
 A block is a text element of the document text (paragraph, heading, caption, ...) or a whole
 container (a table with its rows and cells, a list with its items). Each block carries its
@@ -14,11 +15,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from grounded.errors import SchemaError
-from grounded.model import CONTAINER_TYPES, ParsingBoundingBox, ParsingResult, ParsingResultType
-from grounded.text.stream import document_text
+from ..errors import SchemaError
+from ..model.boxes import ParsingBoundingBox
+from ..model.elements import CONTAINER_TYPES, ParsingResult, ParsingResultType
+from ..text.stream import document_text
 
-__all__ = ["Block", "iter_blocks", "tree_from_payloads", "ELEMENT_KEY"]
+__all__ = ["Block", "iter_blocks", "tree_from_payloads", "ELEMENT_KEY", "page_runs"]
 
 #: metadata key holding a block's lossless payload (a compact JSON string)
 ELEMENT_KEY = "grounded_element"
@@ -105,3 +107,33 @@ def tree_from_payloads(payloads: Sequence[str | Mapping[str, Any]], root_metadat
         for node in block.walk():
             by_id[node.id] = node
     return root
+
+
+def page_runs(doc_nodes: Sequence[ParsingResult], starts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """The document text cut into ``(page, start, end)`` runs: consecutive text of one page. An
+    element whose lines know their characters is cut at its page breaks; one without goes to the
+    page of its first box (or the page before it when it has none)."""
+    segments: list[tuple[int, int, int]] = []
+    page = 1
+    for node, base in zip(doc_nodes, starts, strict=True):
+        lines = [s for b in node.geom for s in b.spans]
+        if lines and all(ln.char_start is not None and ln.char_end is not None for ln in lines):
+            for ln in lines:
+                assert ln.char_start is not None and ln.char_end is not None
+                lo, hi = base + ln.char_start, base + ln.char_end
+                if segments and segments[-1][0] == ln.page:
+                    segments[-1] = (ln.page, min(segments[-1][1], lo), max(segments[-1][2], hi))
+                else:
+                    segments.append((ln.page, lo, hi))
+            page = lines[-1].page
+            continue
+        if node.geom:
+            page = node.geom[0].page
+        segments.append((page, base, base + len(node.content)))
+    runs: list[tuple[int, int, int]] = []
+    for seg in segments:  # merge consecutive segments of one page (the delimiters between them included)
+        if runs and runs[-1][0] == seg[0]:
+            runs[-1] = (seg[0], runs[-1][1], max(runs[-1][2], seg[2]))
+        else:
+            runs.append(seg)
+    return [r for r in runs if r[2] > r[1]]
