@@ -140,7 +140,8 @@ class GroundedTextSplitter(TextSplitter):
     (PDF sha256 + parser, or the parent Document), the chunking configuration and its char span.
 
     LangChain's keywords: ``add_start_index`` (default ``False``: ``start_index`` only when asked;
-    it is the body's offset in the source text, never found with ``str.find``);
+    as in LangChain, the part's offset in its parent Document's ``page_content`` - ``start_char``
+    keeps its offset in the whole document text - never found with ``str.find``);
     ``length_function=len`` splits by characters (``chunk_size`` characters at most), another
     length function is refused (see
     :meth:`from_huggingface_tokenizer` / :meth:`from_tiktoken_encoder`); ``keep_separator`` must be
@@ -435,8 +436,8 @@ class GroundedTextSplitter(TextSplitter):
         recorded = doc.metadata.get(TEXT_HASH_KEY)
         fresh = recorded is None or str(recorded) == text_hash(text)
         if fresh and self._length_function(text) <= self._chunk_size:
-            if self._add_start_index and "start_char" in doc.metadata and "start_index" not in doc.metadata:
-                doc = Document(page_content=text, metadata={**doc.metadata, "start_index": doc.metadata["start_char"]}, id=doc.id)
+            if self._add_start_index and "start_index" not in doc.metadata:  # the whole parent: at 0 of its text
+                doc = Document(page_content=text, metadata={**doc.metadata, "start_index": 0}, id=doc.id)
             yield doc
             return
         meta = unflatten_metadata(doc.metadata)
@@ -486,8 +487,8 @@ class GroundedTextSplitter(TextSplitter):
         )
         metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", "page": page_keys(record.pages)["page"]}
         metadata.update(part_fields(record, flat=False, line_spans=self.line_boxes))
-        if self._add_start_index:
-            metadata["start_index"] = metadata["start_char"]
+        if self._add_start_index:  # LangChain's meaning: where the part starts in the parent's page_content
+            metadata["start_index"] = ps
         return Document(page_content=part.content, metadata=flatten_metadata(metadata) if self.flat_metadata else metadata, id=part.id)
 
     def _parts_without_tree(self, doc: Document) -> Iterator[Document]:
