@@ -160,3 +160,66 @@ def test_an_input_of_another_run_that_still_exists_is_not_gone(tmp_path: Path) -
     report = ingest(b, out, workers=0, progress=False, prune=True)
     assert (report.gone, report.pruned, report.done) == ([], 0, 1)
     assert len(pq.read_table(out / "documents.parquet")) == 2
+
+
+# -- 17. names reach the terminal escaped, on every command -----------------------------------------
+EVIL = "evil\x1b[31m\x1b]0;pwned\x07\nFAKE LINE"
+
+
+def _clean(text: str) -> None:
+    """No control character but line ends, no line forged by a name, the escapes shown."""
+    assert "\x1b" not in text and "\x07" not in text, text
+    assert not any(line.startswith("FAKE LINE") for line in text.splitlines()), text
+    assert "\\x1b[31m\\x1b]0;pwned\\x07\\nFAKE LINE" in text, text
+
+
+def test_every_command_prints_names_escaped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pdf = make_pdf(tmp_path / "in" / f"{EVIL}.pdf", pages=1)
+    locked = make_pdf(tmp_path / "locked" / f"{EVIL}.pdf", pages=1, password=PASSWORD)
+    chunks = tmp_path / "chunks.jsonl"
+    texts = tmp_path / "texts.txt"
+    texts.write_text("Paragraph 0.1: reduce the dose when clearance falls below 29 mL/min and monitor weekly.\n")
+    runs = {
+        "parse": ("parse", pdf, "-o", tmp_path / "parsed"),
+        "chunk": ("chunk", pdf, "-o", chunks),
+        "ground": ("ground", pdf, texts),
+        "highlight": ("highlight", pdf, chunks, "-o", tmp_path / f"{EVIL}-hl.pdf"),
+        "error": ("chunk", tmp_path / f"{EVIL}-missing.pdf"),
+        "ingest failure": ("ingest", locked, "-o", tmp_path / "locked_out", "--workers", "0", "-q"),
+        "ingest": ("ingest", pdf, "-o", tmp_path / "out", "--workers", "0", "--sink", "lancedb", "-q"),
+        "search": ("search", tmp_path / "out", "clearance", "--mode", "text", "-k", "1"),
+    }
+    for what, args in runs.items():
+        code, out, err = _cli(capsys, *args)
+        assert code == (1 if what in ("error", "ingest failure") else 0), (what, err)
+        if what == "ingest":
+            assert (out, err) == ("", "")
+        else:
+            _clean(out + err)
+
+
+# -- quiet runs: -q prints nothing on stderr on success -----------------------------------------------
+def _quiet_run(tmp_path: Path, *extra: str) -> str:
+    import subprocess
+    import sys
+
+    pdf = make_pdf(tmp_path / "in" / "guide.pdf", pages=1)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env.pop("RUST_LOG", None)
+    env.pop("LANCE_LOG", None)
+    done = subprocess.run([sys.executable, "-m", "grounded.cli", "ingest", str(pdf.parent), "-o", str(tmp_path / "out"),
+                           "-q", *extra], env=env, capture_output=True, text=True, timeout=600)
+    assert (done.returncode, done.stdout) == (0, ""), done.stderr
+    return done.stderr
+
+
+def test_a_quiet_first_lancedb_ingest_prints_nothing(tmp_path: Path) -> None:
+    assert _quiet_run(tmp_path, "--workers", "0", "--sink", "lancedb") == ""  # no Lance "No existing dataset" WARN
+
+
+@pytest.mark.slow
+def test_a_quiet_ray_ingest_prints_no_dashboard_or_token_lines(tmp_path: Path) -> None:
+    err = _quiet_run(tmp_path, "--engine", "ray", "--workers", "1")
+    assert "dashboard" not in err.lower() and "Token authentication" not in err, err
+    # left: Ray Data's actor pool makes Ray's C++ core log one error line (ray-project/ray#53727)
+    assert all("max_restarts > 0" in line for line in err.splitlines()), err
