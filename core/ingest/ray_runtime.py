@@ -186,11 +186,14 @@ def _run_token() -> Any:
 def _refresh_auth() -> None:
     """Make this (driver) process read the authentication settings again (Ray caches them)."""
     try:
-        from ray._raylet import AuthenticationTokenLoader, Config
-    except ImportError:  # a Ray without token authentication
+        from ray import _raylet
+    except ImportError:
         return
-    Config.initialize("")
-    AuthenticationTokenLoader.instance().reset_cache()
+    loader, config = getattr(_raylet, "AuthenticationTokenLoader", None), getattr(_raylet, "Config", None)
+    if loader is None or config is None:  # a Ray without token authentication
+        return
+    config.initialize("")
+    loader.instance().reset_cache()
 
 
 def _single_machine(ray: Any) -> Any:
