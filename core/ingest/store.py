@@ -95,8 +95,11 @@ class OutFolder:
     def check_kinds(self) -> None:
         """Refuse (:class:`OutputError`) a folder whose files are not what the layout says: a
         symbolic link (or device, FIFO, folder) at the manifest, a table, a part file or a record,
-        a link at ``chunks``, ``_manifest`` or ``lancedb``. Called under the lock, before any work."""
-        for folder in (self.chunks, self.records, self.root / LANCEDB_DIR):
+        a link at ``chunks``, ``_manifest``, ``lancedb`` or its table folder (the files inside the
+        table are LanceDB's). Called under the lock, before any work."""
+        from .lance_sink import TABLE
+
+        for folder in (self.chunks, self.records, self.root / LANCEDB_DIR, self.root / LANCEDB_DIR / f"{TABLE}.lance"):
             refuse_non_regular(folder, folder=True)
         for name in (MANIFEST, *TABLES):
             refuse_non_regular(self.root / name)

@@ -90,14 +90,14 @@ def _plant(out: Path, name: str, target: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", [".lock", "manifest.json", "documents.parquet", "errors.parquet", "part", "record",
-                                  "lancedb", "chunks"])
+                                  "lancedb", "lancedb/chunks.lance", "chunks"])
 def test_a_link_planted_in_out_is_refused_and_its_target_unchanged(
     name: str, indexed: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
     pdf, done = indexed
     out = tmp_path / "out"
     shutil.copytree(done, out, symlinks=True)
-    if name in ("lancedb", "chunks"):
+    if name in ("lancedb", "lancedb/chunks.lance", "chunks"):
         target = tmp_path / "precious"
         target.mkdir()
         (target / "keep.txt").write_text("precious folder content\n")
