@@ -199,14 +199,14 @@ def test_every_command_prints_names_escaped(tmp_path: Path, capsys: pytest.Captu
 
 
 # -- quiet runs: -q prints nothing on stderr on success -----------------------------------------------
-def _quiet_run(tmp_path: Path, *extra: str) -> str:
+def _quiet_run(tmp_path: Path, *extra: str, **environ: str) -> str:
     import subprocess
     import sys
 
     pdf = make_pdf(tmp_path / "in" / "guide.pdf", pages=1)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("RUST_LOG", None)
-    env.pop("LANCE_LOG", None)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", **environ}
+    for key in ("RUST_LOG", "LANCE_LOG", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH"):
+        env.pop(key, None)
     done = subprocess.run([sys.executable, "-m", "grounded.cli", "ingest", str(pdf.parent), "-o", str(tmp_path / "out"),
                            "-q", *extra], env=env, capture_output=True, text=True, timeout=600)
     assert (done.returncode, done.stdout) == (0, ""), done.stderr
@@ -219,7 +219,10 @@ def test_a_quiet_first_lancedb_ingest_prints_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_a_quiet_ray_ingest_prints_no_dashboard_or_token_lines(tmp_path: Path) -> None:
-    err = _quiet_run(tmp_path, "--engine", "ray", "--workers", "1")
+    home = tmp_path / "home"
+    home.mkdir()
+    err = _quiet_run(tmp_path, "--engine", "ray", "--workers", "1", HOME=str(home))
     assert "dashboard" not in err.lower() and "Token authentication" not in err, err
+    assert not (home / ".ray").exists()  # the run's token lives in its environment, not in ~/.ray
     # left: Ray Data's actor pool makes Ray's C++ core log one error line (ray-project/ray#53727)
     assert all("max_restarts > 0" in line for line in err.splitlines()), err
