@@ -17,7 +17,7 @@ from .options import (
     given_strategy_options,
     parser_options_given,
 )
-from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
+from .output import OUT_HELP, check_chunk_output, shown, summary_stream, write_chunk_output
 from .parse import password_kwargs
 
 
@@ -101,10 +101,10 @@ def run(args: argparse.Namespace) -> int:
     multi = sum(1 for c in result.chunks if len(c.metadata["pages"]) > 1)
     sizes = [c.metadata["token_count"] for c in result.chunks]
     print(
-        f"{path.name}: {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}), "
+        f"{shown(path.name)}: {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}), "
         f"tokens max {max(sizes, default=0)} mean {sum(sizes) / max(1, len(sizes)):.0f}, "
         f"{len(pages)} pages covered, {multi} chunks cross a page break"
-        + (f" -> {args.out}" if args.out else ""),
+        + (f" -> {shown(args.out)}" if args.out else ""),
         file=summary_stream(args.out),
     )
     return 0

@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io.atomic import atomic_write_bytes
     from ..io.codec import write_chunks_jsonl
     from ..parsers import get_parser
+    from .output import shown
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -76,13 +77,13 @@ def run(args: argparse.Namespace) -> int:
         pngs.append(atomic_write_bytes(out / f"answer-{i + 1}.png", png))
 
     multi = sum(1 for c in result.chunks if len(c.metadata["pages"]) > 1)
-    print(f"parsed   {pdf} -> {json_path} + {md_path} ({parsed.root.metadata['page_count']} pages)")
-    print(f"chunked  {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}; {multi} cross a page break) -> {chunks_path}")
-    print(f"highlight all chunks -> {highlighted}")
+    print(f"parsed   {shown(pdf)} -> {shown(json_path)} + {shown(md_path)} ({parsed.root.metadata['page_count']} pages)")
+    print(f"chunked  {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}; {multi} cross a page break) -> {shown(chunks_path)}")
+    print(f"highlight all chunks -> {shown(highlighted)}")
     print(f"question {args.question!r}")
-    print(f"answer   chunk {best.id} on page(s) {best.metadata['pages']}: {' / '.join(best.metadata['heading_path'])}")
-    print("         " + " ".join(best.body.split())[:300])
+    print(f"answer   chunk {best.id} on page(s) {best.metadata['pages']}: {shown(' / '.join(best.metadata['heading_path']))}")
+    print("         " + shown(" ".join(best.body.split())[:300]))
     for p in pngs:
-        print(f"render   {p}")
+        print(f"render   {shown(p)}")
     sys.stdout.flush()
     return 0

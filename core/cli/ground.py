@@ -33,7 +33,7 @@ from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
 from .options import add_chunk_options, add_parser_options, given_parser_options, parser_options_given
-from .output import OUT_HELP, check_chunk_output, summary_stream, write_chunk_output
+from .output import OUT_HELP, check_chunk_output, shown, summary_stream, write_chunk_output
 
 __all__ = ["register", "read_chunk_texts", "run"]
 
@@ -164,11 +164,11 @@ def run(args: argparse.Namespace) -> int:
         write_chunk_output(result, args.out)
     grounded = counts["exact"] + counts["fuzzy"]
     print(
-        f"{path.name}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
+        f"{shown(path.name)}: {len(chunks)} chunks: {grounded} grounded ({counts['exact']} exact, {counts['fuzzy']} fuzzy), "
         f"{counts['partial']} partial, "
         + (f"{counts['furniture']} page furniture only, " if counts["furniture"] else "")
         + f"{counts['refused']} refused"
-        + (f" -> {args.out}" if args.out else ""),
+        + (f" -> {shown(args.out)}" if args.out else ""),
         file=summary_stream(args.out),
     )
     return 0

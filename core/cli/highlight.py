@@ -19,6 +19,7 @@ from ..errors import InputNotFoundError
 from ..io.atomic import refuse_overwriting_inputs
 from ..model.chunk import Chunk
 from .main import add_password_option, pdf_password
+from .output import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -163,5 +164,5 @@ def run(args: argparse.Namespace) -> int:
             written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
     except ChunkPageError as exc:  # the bad box is in the chunks file: name it
         raise exc.naming(args.chunks, args.pdf) from exc
-    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(map(str, written))}\n")
+    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(shown(str(w)) for w in written)}\n")
     return 0

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..llm.spec import check_model
 from .llm_options import add_model_options, model_spec
-from .main import pdf_password
+from .main import one_line, pdf_password
 from .options import (
     add_chunk_options,
     add_parser_options,
@@ -16,6 +16,7 @@ from .options import (
     given_parser_options,
     given_strategy_options,
 )
+from .output import shown
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "Ingest many PDFs: parse, chunk with exact boxes, optionally embed, and write one Parquet part per "
             "document under OUT/chunks plus OUT/documents.parquet and OUT/errors.parquet; OUT/manifest.json names "
             "what is served (readers: grounded.ingest.open_chunks / open_lancedb). A re-run skips documents already "
-            "done; a new version of a file replaces its rows. OUT holds one configuration: a run with other "
+            "done and tries the inputs that failed again (--skip-errors: not); a new version of a file replaces its rows. OUT holds one configuration: a run with other "
             "settings is refused (use another -o, or --replace). One run at a time per OUT. A file that fails is "
             "recorded in errors.parquet and never stops the run (exit code 1 when any input failed)."
         ),
@@ -56,7 +57,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--replace", action="store_true",
                    help="this run's inputs, under this run's configuration, become the whole index of OUT "
                    "(switched when the run completes; needed when OUT holds another configuration)")
-    p.add_argument("--retry-errors", action="store_true", help="parse again the inputs that failed in an earlier run")
+    retry = p.add_mutually_exclusive_group()
+    retry.add_argument("--skip-errors", action="store_true",
+                       help="keep the failures of an earlier run as they are (same bytes: not tried again); by "
+                       "default a re-run tries every input that failed again (a password, an extra or OCR data may "
+                       "have been added since)")
+    retry.add_argument("--retry-errors", action="store_true",
+                       help="try the inputs that failed in an earlier run again (the default; kept for old scripts)")
+    p.add_argument("--prune", action="store_true",
+                   help="remove the rows of indexed PDFs that no longer exist (deleted or moved away); without it they "
+                   "are kept (a drive that is not mounted must not empty the index) and the run says how many there are")
     p.add_argument("--no-progress", action="store_true", help="no progress bar (it is shown only on a terminal anyway)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar and no summary line (failures are still listed)")
     p.set_defaults(func=run)
@@ -82,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         embed=args.embed,
         workers=args.workers,
         progress=not (args.no_progress or args.quiet),
-        retry_errors=args.retry_errors,
+        retry_errors=not args.skip_errors,
+        prune=args.prune,
         engine=args.engine,
         ray_address=args.ray_address,
         sink=args.sink,
@@ -96,9 +107,12 @@ def run(args: argparse.Namespace) -> int:
         device=args.device,
     )
     for path, error_type, message in report.errors[:20]:
-        print(f"grounded ingest: failed: {path}: {error_type}: {' '.join(message.split())}", file=sys.stderr)
+        print(f"grounded ingest: failed: {shown(path)}: {error_type}: {one_line(message)}", file=sys.stderr)
     if len(report.errors) > 20:
-        print(f"grounded ingest: ... {len(report.errors) - 20} more in {args.out / 'errors.parquet'}", file=sys.stderr)
+        print(f"grounded ingest: ... {len(report.errors) - 20} more in {shown(args.out / 'errors.parquet')}", file=sys.stderr)
+    if report.gone and not report.pruned and not args.quiet:
+        print(f"grounded ingest: {len(report.gone)} input(s) are gone since the last run; their rows are kept; "
+              "--prune removes them", file=sys.stderr)
     if not args.quiet:
-        print(f"grounded ingest: {report.summary()}", file=sys.stderr)
+        print(f"grounded ingest: {one_line(report.summary())}", file=sys.stderr)
     return 0 if report.ok else 1

@@ -9,20 +9,31 @@ rename would replace the link or device itself.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from ..errors import escape_controls
 from ..io.atomic import check_output_suffix, check_output_target, is_stdout, refuse_overwriting_inputs
 from ..model.chunk import ChunkingResult
 
-__all__ = ["CHUNK_SUFFIXES", "OUT_HELP", "check_chunk_output", "write_chunk_output", "summary_stream"]
+__all__ = ["CHUNK_SUFFIXES", "OUT_HELP", "check_chunk_output", "write_chunk_output", "summary_stream", "shown"]
 
 #: the output names a chunk output may have
 CHUNK_SUFFIXES = (".jsonl", ".json")
 OUT_HELP = ("output .jsonl (one chunk per line) or .json (other names are refused), or '-' for JSONL on "
             "stdout (the summary then goes to stderr); never an input file, a link or a device")
+
+
+def shown(name: str | os.PathLike[str]) -> str:
+    """A path or PDF name as every command prints it (stdout and stderr): control characters --
+    ESC (ANSI colours, OSC titles), BEL, newline, carriage return, tab, DEL, C1, bidi overrides --
+    written as escapes (``\\x1b``, ``\\x07``, ``\\n``, ``\\u202e``; :func:`~grounded.errors.escape_controls`),
+    so a file name can neither drive the terminal nor forge an output line. Whole messages go
+    through :func:`grounded.cli.main.one_line`, which applies the same escapes."""
+    return escape_controls(os.fspath(name))
 
 
 def check_chunk_output(out: Path | None, inputs: Sequence[Path]) -> None:

@@ -210,7 +210,7 @@ def run_parse(args: argparse.Namespace) -> int:
             bar = tqdm(
                 total=None,
                 unit="page",
-                desc=f"[{n}/{total}] {pdf.name}",
+                desc=f"[{n}/{total}] {escape_controls(pdf.name)}",
                 file=sys.stderr,
                 disable=None if show else True,
                 leave=False,

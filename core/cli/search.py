@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from .output import shown
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     from ..search.engine import DEFAULT_MODE, MODES
@@ -53,13 +55,13 @@ def run(args: argparse.Namespace) -> int:
             continue
         where = " > ".join(hit.heading_path)
         pages = ",".join(map(str, hit.pages))
-        out.write(f"{hit.rank}. {hit.score:.4f}  {Path(hit.source_path).name} p.{pages}  {hit.chunk_id}\n")
+        out.write(f"{hit.rank}. {hit.score:.4f}  {shown(Path(hit.source_path).name)} p.{pages}  {hit.chunk_id}\n")
         if where:
-            out.write(f"   {where}\n")
+            out.write(f"   {shown(' '.join(where.split()))}\n")
         preview = " ".join(hit.body.split())
-        out.write(f"   {preview[:200]}{'...' if len(preview) > 200 else ''}\n")
+        out.write(f"   {shown(preview[:200])}{'...' if len(preview) > 200 else ''}\n")
     if not hits:
-        print(f"grounded search: no hits in {args.out}", file=sys.stderr)
+        print(f"grounded search: no hits in {shown(args.out)}", file=sys.stderr)
     if images:
-        print(f"grounded search: {len(images)} image(s) -> {args.render}", file=sys.stderr)
+        print(f"grounded search: {len(images)} image(s) -> {shown(args.render)}", file=sys.stderr)
     return 0

@@ -40,7 +40,9 @@ def run(args: argparse.Namespace) -> int:
     if not server.app.loopback:
         log.warning("listening on %s, not a loopback address: anyone who can reach it can search and read the indexed PDFs",
                     args.host)
-    print(f"grounded view: serving {args.out} at {server.url} (Ctrl-C stops)", flush=True)
+    from .output import shown
+
+    print(f"grounded view: serving {shown(args.out)} at {server.url} (Ctrl-C stops)", flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from .errors import (
     OutputLockedError,
     UnguardedMainError,
 )
-from .inputs import expand_inputs
+from .inputs import expand_inputs, source_exists
 from .job import IngestReport, ingest
 from .reader import open_chunks, open_lancedb
 
@@ -29,6 +29,7 @@ __all__ = [
     "ConfigurationMismatchError",
     "UnguardedMainError",
     "expand_inputs",
+    "source_exists",
     "config_fingerprint",
     "open_chunks",
     "open_lancedb",

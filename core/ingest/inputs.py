@@ -18,7 +18,7 @@ from pathlib import Path
 from ..errors import InputNotFoundError
 from .errors import NoInputsError
 
-__all__ = ["expand_inputs"]
+__all__ = ["expand_inputs", "source_exists"]
 
 log = logging.getLogger(__name__)
 
@@ -155,3 +155,11 @@ def expand_inputs(
         named = ", ".join(os.fspath(i) for i in items[:3]) + (f" (+{len(items) - 3} more)" if len(items) > 3 else "")
         raise NoInputsError(f"no PDF to ingest: {named or 'no input given'} names no file (an empty folder or list?)")
     return sorted(found)
+
+
+def source_exists(path: str | os.PathLike[str]) -> bool:
+    """Whether the PDF an index row names (its ``source_path``) is still a file on disk: False once
+    it was deleted, moved away, or its drive is not mounted. A re-run of ``ingest`` keeps the rows
+    of such inputs (and says how many there are) until ``--prune`` (``prune=True``) removes them;
+    the viewer marks their hits."""
+    return os.path.isfile(path)

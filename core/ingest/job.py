@@ -19,11 +19,16 @@ replaces the old one; a failure replaces the rows by an error row; bytes equal t
 of the run: served once, under the first path; bytes served under another path that is not an
 input of this run: moved to this path). Documents that are not inputs of the run are kept (a folder
 can be ingested in several runs), unless ``replace=True``: then the run's inputs become the whole
-index, switched in one publish at the end.
+index, switched in one publish at the end. Those among them whose file no longer exists are
+reported (``IngestReport.gone``) and kept -- a drive that is not mounted must not empty the index
+-- unless ``prune=True``: then their rows leave in the run's publish.
 
 Inputs that fail (corrupt, encrypted, image-only, not a PDF, unreadable) get an error record with
-their typed error and never stop the run; a re-run does not retry them (pass
-``retry_errors=True``), except a worker crash (``WorkerCrashError``), which is always retried.
+their typed error and never stop the run. A re-run tries them again (default ``retry_errors=True``):
+the cause may have been fixed outside the file -- a password given, an extra or OCR data installed
+-- and a failure is cheap to repeat. ``retry_errors=False`` (``--skip-errors``) keeps an earlier
+failure of the same bytes as it is, except a worker crash (``WorkerCrashError``), which is always
+retried.
 
 Fewer documents than workers (one long guideline, ``--workers 2``): the local engine takes the
 documents one after the other and spreads each over all workers by pages
@@ -45,13 +50,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import InputError, InputNotFoundError
+from ..errors import InputError, InputNotFoundError, escape_controls
 from ..llm.spec import ModelSpec
 from ..parsers.cache import file_sha256
 from ..runtime.device import check_device, torch_device
 from .config import asdict, config_fingerprint, config_settings, settings_difference
 from .errors import ConfigurationMismatchError, IngestError
-from .inputs import expand_inputs
+from .inputs import expand_inputs, source_exists
 from .local_engine import CRASH, run_local
 from .lock import OutLock
 from .manifest import Manifest, read_manifest
@@ -87,6 +92,11 @@ class IngestReport:
     errors: list[tuple[str, str, str]] = field(default_factory=list)  # (path, error type, message)
     #: documents (or error rows) removed from the index because this run superseded them
     retired: int = 0
+    #: indexed paths (documents or error rows) that are not inputs of this run and no longer exist
+    #: (deleted, moved away, an unmounted drive): their rows are kept unless ``prune=True``
+    gone: list[str] = field(default_factory=list)
+    #: how many of ``gone`` this run removed from the index (``prune=True``)
+    pruned: int = 0
 
     @property
     def ok(self) -> bool:
@@ -97,6 +107,7 @@ class IngestReport:
             f"{self.done} done, {self.skipped} skipped, {self.failed} failed "
             f"({self.pages} pages, {self.chunks} chunks in {self.seconds:.1f} s)"
             + (f", {self.retired} superseded removed" if self.retired else "")
+            + (f", {self.pruned} gone removed" if self.pruned else "")
             + f" -> {self.out}"
         )
 
@@ -148,6 +159,14 @@ class _Run:
         self._drop(str(record["path"]), record.get("sha256"))
         self.live.errors[str(record["path"])] = record
 
+    def prune(self, path: str) -> None:
+        """``path`` (not an input, no longer on disk) leaves the index."""
+        doc = self.live.documents.pop(path, None)
+        if doc is not None:
+            self.by_sha.pop(str(doc["sha256"]), None)
+        self.live.errors.pop(path, None)
+        self.report.pruned += 1
+
     def repeat(self, path: str) -> None:
         """``path`` repeats the bytes of an earlier input of this run: it serves nothing."""
         self._drop(path, None)
@@ -186,7 +205,8 @@ def ingest(
     embed: Literal["minilm", "none"] = "none",
     workers: int | None = None,
     progress: bool = True,
-    retry_errors: bool = False,
+    retry_errors: bool = True,
+    prune: bool = False,
     engine: Literal["local", "ray"] = "local",
     ray_address: str | None = None,
     sink: Literal["parquet", "lancedb"] = "parquet",
@@ -218,7 +238,11 @@ def ingest(
     row or a record). ``device``: where the embedder runs -- ``"auto"`` (default: CUDA when torch
     sees a GPU, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (a GPU asked for but not usable
     raises :class:`~grounded.errors.DeviceUnavailableError` before any work); it is not part of the
-    configuration fingerprint. The local engine runs worker processes with the spawn method: a script must
+    configuration fingerprint. ``retry_errors`` (default): inputs that failed in an earlier run
+    are tried again (False: their failure is kept, see the module docstring). Indexed paths that
+    are not inputs of the run and no longer exist are listed in ``report.gone`` and kept (an
+    unmounted drive must not empty the index); ``prune=True`` removes their rows (Parquet and
+    LanceDB in the run's publish). The local engine runs worker processes with the spawn method: a script must
     call ``ingest`` under ``if __name__ == "__main__":``.
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
@@ -269,17 +293,19 @@ def ingest(
     files = expand_inputs(inputs, allow_empty=False)
     store = OutFolder(Path(out), fingerprint)
     with OutLock(store.root):
-        report = _run(files, store, config, settings, n_workers, progress, retry_errors, engine, ray_address, sink, replace)
+        report = _run(files, store, config, settings, n_workers, progress, retry_errors, prune, engine, ray_address, sink,
+                      replace)
     report.seconds = time.perf_counter() - started
     return report
 
 
 def _run(
     files: list[Path], store: OutFolder, config: JobConfig, settings: dict[str, Any], n_workers: int,
-    progress: bool, retry_errors: bool, engine: str, ray_address: str | None, sink: str, replace: bool,
+    progress: bool, retry_errors: bool, prune: bool, engine: str, ray_address: str | None, sink: str, replace: bool,
 ) -> IngestReport:
     """The job, holding the folder's lock."""
     fingerprint = config.config_fingerprint
+    store.check_kinds()  # no link where the run writes (a link would be followed to its target)
     previous = read_manifest(store.root)
     held = previous.config.get("settings") if previous is not None else None
     other = previous.fingerprint != fingerprint if previous is not None else _has_old_index(store)
@@ -385,6 +411,15 @@ def _run(
                 _record_done(run, result, config)
             bar.file_done(result.path, pages=result.pages, failed=result.status == "error")
             run.maybe_publish()
+        named = {str(f) for f in files}
+        report.gone = sorted(p for p in {*live.documents, *live.errors} if p not in named and not source_exists(p))
+        if report.gone:
+            log.info("ingest: %d indexed input(s) no longer exist%s: %s", len(report.gone),
+                     "; their rows are removed (prune)" if prune else "; their rows are kept",
+                     ", ".join(escape_controls(p) for p in report.gone[:20]))
+        if prune:
+            for path in report.gone:
+                run.prune(path)
         completed = True
     finally:
         bar.close()

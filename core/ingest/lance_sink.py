@@ -122,7 +122,9 @@ def sync_lancedb(out: Path, previous: Manifest | None, new: Manifest, dim: int |
         table = _incremental(db, previous, new, dim, chunks)
         if table is None:
             parts = [chunks / str(new.documents[p]["part"]) for p in sorted(new.documents)]
-            table = db.create_table(TABLE, data=_reader(parts, dim), schema=lance_schema(dim), mode="overwrite")
+            # "create" for a new table: "overwrite" of a missing one makes Lance log a WARN line on stderr
+            mode = "overwrite" if (out / "lancedb" / f"{TABLE}.lance").exists() else "create"
+            table = db.create_table(TABLE, data=_reader(parts, dim), schema=lance_schema(dim), mode=mode)
             log.info("ingest: LanceDB table %s built (%d rows)", TABLE, table.count_rows())
             _ensure_indexes(table, dim)
         return int(table.version)

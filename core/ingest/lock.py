@@ -7,20 +7,25 @@ stuck: the next run takes it, and warns naming the run that ended without releas
 record is still in the file: the pid is gone, or the machine rebooted since). A second run while
 the first is alive is refused with :class:`~grounded.ingest.errors.OutputLockedError` naming the
 running one. The file itself stays (emptied on release): replacing or removing a lock file
-while others wait on it would let two writers in.
+while others wait on it would let two writers in. It is opened without following a symbolic link
+(``O_NOFOLLOW``, and only a regular file is locked): a link planted at ``OUT/.lock`` is refused
+with :class:`~grounded.errors.OutputError`, its target untouched.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
 import socket
+import stat
 import time
 from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError, escape_controls
+from ..io.atomic import file_kind
 from .errors import OutputLockedError
 
 __all__ = ["OutLock", "LOCK_NAME"]
@@ -78,6 +83,33 @@ class OutLock:
             return {}
         return holder if isinstance(holder, dict) else {}
 
+    def _refuse(self, mode: int) -> OutputError:
+        return OutputError(self.path, f"is {file_kind(mode) or 'not a regular file'}, not a regular file: refusing "
+                                      "to lock or write through it (grounded ingest creates its own .lock; remove it)")
+
+    def _open(self) -> int:
+        """The lock file, created if missing, never through a link (see the module docstring)."""
+        try:
+            mode = os.lstat(self.path).st_mode
+        except FileNotFoundError:
+            mode = None
+        except OSError as exc:
+            raise OutputError(self.path, f"cannot inspect the lock file: {exc.strerror or exc}") from exc
+        if mode is not None and not stat.S_ISREG(mode):  # a link, a FIFO, a device: never opened
+            raise self._refuse(mode)
+        flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+        try:
+            fd = os.open(self.path, flags, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:  # a link planted between the check and the open
+                raise self._refuse(stat.S_IFLNK) from exc
+            raise OutputError(self.path, f"cannot create the lock file: {exc.strerror or exc}") from exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            raise self._refuse(mode)
+        return fd
+
     def acquire(self) -> None:
         """Take the lock or raise :class:`OutputLockedError` naming the running ingest."""
         try:
@@ -86,10 +118,7 @@ class OutLock:
             log.warning("ingest: %s: no file locking on this platform; run one ingest at a time into it", escape_controls(str(self.root)))
             return
 
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise OutputError(self.path, f"cannot create the lock file: {exc.strerror or exc}") from exc
+        fd = self._open()
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

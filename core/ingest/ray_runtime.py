@@ -17,9 +17,19 @@ machine and leaves nothing behind.
   run. A watchdog process (its own session, so a signal to the driver's group does not reach it)
   waits for the driver to exit; when it exits in any way - ``kill -9`` included - the watchdog
   kills every process that carries this run's marker in its environment (:data:`MARKER_ENV`: the
-  GCS, raylet, dashboard and runtime-env agents, workers; all inherit it from the driver) and
-  removes the folder. Linux only (it reads ``/proc``); elsewhere the shutdown path alone cleans.
+  GCS, raylet, dashboard head, workers; all inherit it from the driver) or uses the run's folder
+  (the DashboardAgent and RuntimeEnvAgent, whose process title overwrites their environment: they
+  hold their log files there) and removes the folder. Linux only (it reads ``/proc``); elsewhere the shutdown path alone cleans.
+* **Its own token.** Ray >= 2.5x turns token authentication on for a new local cluster and keeps
+  the token in ``~/.ray/auth_token`` (written into the user's home, and a warning on stderr).
+  Unless the user set ``RAY_AUTH_MODE``/``RAY_AUTH_TOKEN``/``RAY_AUTH_TOKEN_PATH``, the run sets
+  ``RAY_AUTH_MODE=token`` and a fresh random ``RAY_AUTH_TOKEN`` (:data:`AUTH_ENV`) that every
+  process of the runtime inherits (the dashboard head too, which runs with another ``HOME`` and
+  crashed reading the token from there: "Failed to start the dashboard" and 20 log lines).
 * **Quiet.** ``log_to_driver=False`` and Ray's own logging at WARNING unless the driver logs INFO.
+  One line is left: Ray's C++ core in the driver logs an error for every Ray Data actor pool with
+  restarts ("has constructor arguments in the object store and max_restarts > 0",
+  ray-project/ray#53727); ``RAY_BACKEND_LOG_LEVEL`` would hide it but prints its own line.
 
 A cluster given by address (``ray_address`` / ``$RAY_ADDRESS``) is joined as it is: none of this
 applies to it.
@@ -42,20 +52,36 @@ from typing import Any
 
 from ..io.atomic import clean_stale_temp_dirs, make_temp_dir
 
-__all__ = ["LOCAL_ENV", "MARKER_ENV", "TEMP_PREFIX", "local_ray", "kill_marked", "main"]
+__all__ = ["LOCAL_ENV", "AUTH_ENV", "MARKER_ENV", "TEMP_PREFIX", "local_ray", "kill_marked", "main"]
 
 log = logging.getLogger(__name__)
 
 #: environment for a local runtime that makes no connection outside the machine (set before import)
 LOCAL_ENV = {"RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+#: Ray's token-authentication settings: a local runtime gets its own token unless one is set
+AUTH_ENV = ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")
 #: environment variable naming the run: every process of its Ray runtime inherits it
 MARKER_ENV = "GROUNDED_RAY_RUN"
 TEMP_PREFIX = "grounded-ray-"
 _POLL = 0.5
 
 
-def _marked(token: str) -> list[int]:
-    """Pids of the processes whose environment holds ``MARKER_ENV=token`` (Linux /proc)."""
+def _uses_folder(pid: str, folder: str) -> bool:
+    """Whether process ``pid`` works in ``folder`` (its cwd) or holds a file below it open."""
+    inside = folder.rstrip("/") + "/"
+    try:
+        links = [os.readlink(f"/proc/{pid}/cwd")]
+        links += [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    return any(link == folder or link.startswith(inside) for link in links)
+
+
+def _marked(token: str, folder: str | None = None) -> list[int]:
+    """Pids of the processes whose environment holds ``MARKER_ENV=token`` or, with ``folder``
+    (the run's Ray folder), that work in it or hold one of its files open (Linux /proc). Ray's
+    DashboardAgent and RuntimeEnvAgent overwrite their environment with their process title, so
+    the marker alone misses them; their log files in the run's folder give them away."""
     needle = f"{MARKER_ENV}={token}".encode()
     found = []
     me = os.getpid()
@@ -67,18 +93,19 @@ def _marked(token: str) -> list[int]:
                 env = fh.read()
         except OSError:
             continue
-        if needle in env.split(b"\0"):
+        if needle in env.split(b"\0") or (folder is not None and _uses_folder(entry.name, folder)):
             found.append(int(entry.name))
     return found
 
 
-def kill_marked(token: str) -> int:
-    """SIGKILL every process of the run ``token`` (see the module docstring); returns how many."""
+def kill_marked(token: str, folder: str | None = None) -> int:
+    """SIGKILL every process of the run ``token`` (and, with ``folder``, every process using the
+    run's Ray folder; see :func:`_marked`); returns how many."""
     if not os.path.isdir("/proc"):
         return 0
     killed = 0
     for _ in range(3):  # a worker may be starting while we sweep
-        pids = _marked(token)
+        pids = _marked(token, folder)
         if not pids:
             break
         for pid in pids:
@@ -115,6 +142,7 @@ def local_ray(ray: Any, workers: int) -> Iterator[None]:
     watchdog = _start_watchdog(token, folder)
     Path(folder, "ray_bootstrap_config.yaml").write_text("provider:\n  type: local\n", encoding="utf-8")
     restore_dashboard = _dashboard_home(folder)
+    restore_auth = _run_token()
     quiet = not logging.getLogger().isEnabledFor(logging.INFO)
     try:
         ray.init(
@@ -128,13 +156,44 @@ def local_ray(ray: Any, workers: int) -> Iterator[None]:
         finally:
             constants()
             restore_dashboard()
+            restore_auth()
+
             os.environ.pop(MARKER_ENV, None)
-            kill_marked(token)
+            kill_marked(token, folder)
             if watchdog is not None:
                 watchdog.kill()
                 watchdog.wait()
             scratch.cleanup()
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_token() -> Any:
+    """Token authentication with a token of this run, in the environment every Ray process of the
+    runtime inherits (see the module docstring); returns the function that undoes it."""
+    if any(key in os.environ for key in AUTH_ENV):  # the user's own settings
+        return lambda: None
+    os.environ.update({"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)})
+    _refresh_auth()
+
+    def restore() -> None:
+        for key in ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN"):
+            os.environ.pop(key, None)
+        _refresh_auth()
+
+    return restore
+
+
+def _refresh_auth() -> None:
+    """Make this (driver) process read the authentication settings again (Ray caches them)."""
+    try:
+        from ray import _raylet
+    except ImportError:
+        return
+    loader, config = getattr(_raylet, "AuthenticationTokenLoader", None), getattr(_raylet, "Config", None)
+    if loader is None or config is None:  # a Ray without token authentication
+        return
+    config.initialize("")
+    loader.instance().reset_cache()
 
 
 def _single_machine(ray: Any) -> Any:
@@ -195,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     driver = int(pid_text)
     while _alive(driver) and os.getppid() == driver:
         time.sleep(_POLL)
-    kill_marked(token)
+    kill_marked(token, folder)
     shutil.rmtree(folder, ignore_errors=True)
     clean_stale_temp_dirs(Path(folder).parent, TEMP_PREFIX)
     return 0

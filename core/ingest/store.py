@@ -9,6 +9,11 @@ Layout of ``OUT``::
     OUT/lancedb/                                      the LanceDB table (``--sink lancedb``)
     OUT/.lock                                         the writer lock (:mod:`.lock`)
 
+No file or folder of this layout is written through a symbolic link (or into a device, a FIFO):
+:meth:`OutFolder.check_kinds` refuses the run, before any work, when one is not what the layout
+says (a regular file, a real folder), so a link planted in ``OUT`` can never make a run truncate
+or replace its target (the lock file is opened with ``O_NOFOLLOW``, :mod:`.lock`).
+
 Part files and records are keyed by the document's bytes (sha256), its path and the configuration:
 a record never describes other bytes, another path or another configuration than its name says,
 so it can be reused whenever that key comes back (resume after a kill). What is *served* is only
@@ -23,17 +28,47 @@ import hashlib
 import io
 import json
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
-from ..io.atomic import atomic_write_bytes, atomic_write_files
+from ..io.atomic import atomic_write_bytes, atomic_write_files, file_kind
 from .manifest import MANIFEST, Manifest
 from .rows import _pa, documents_schema, errors_schema
 
-__all__ = ["OutFolder", "path_key"]
+__all__ = ["OutFolder", "path_key", "TABLES", "LANCEDB_DIR", "refuse_non_regular"]
 
 log = logging.getLogger(__name__)
+
+
+#: the tables rebuilt from the manifest at every publish
+TABLES = ("documents.parquet", "errors.parquet")
+#: the LanceDB folder (``--sink lancedb``)
+LANCEDB_DIR = "lancedb"
+
+
+def _kind(path: Path) -> int | None:
+    """``lstat`` mode of ``path`` (None when it does not exist); OS errors as :class:`OutputError`."""
+    try:
+        return os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise OutputError(path, f"cannot inspect: {exc.strerror or exc}") from exc
+
+
+def refuse_non_regular(path: Path, *, folder: bool = False) -> None:
+    """Raise :class:`OutputError` when ``path`` exists and is not a regular file (``folder``: not
+    a real folder) -- a symbolic link above all, which a write would follow to its target."""
+    mode = _kind(path)
+    if mode is None or (stat.S_ISDIR(mode) if folder else stat.S_ISREG(mode)):
+        return
+    kind = file_kind(mode) or "a regular file"
+    wanted = "a folder" if folder else "a regular file"
+    raise OutputError(path, f"is {kind}, not {wanted}: refusing to write through it "
+                            "(grounded ingest creates its own files in OUT; remove it)")
 
 
 def path_key(path: str) -> str:
@@ -49,11 +84,33 @@ class OutFolder:
         self.fp = fingerprint
         self.chunks = root / "chunks"
         self.records = root / "_manifest"
+        for folder in (self.chunks, self.records, root / LANCEDB_DIR):
+            refuse_non_regular(folder, folder=True)
         try:
             self.chunks.mkdir(parents=True, exist_ok=True)
             self.records.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise OutputError(root, f"cannot create the output folder: {exc.strerror or exc}") from exc
+
+    def check_kinds(self) -> None:
+        """Refuse (:class:`OutputError`) a folder whose files are not what the layout says: a
+        symbolic link (or device, FIFO, folder) at the manifest, a table, a part file or a record,
+        a link at ``chunks``, ``_manifest``, ``lancedb`` or its table folder (the files inside the
+        table are LanceDB's). Called under the lock, before any work."""
+        from .lance_sink import TABLE
+
+        for folder in (self.chunks, self.records, self.root / LANCEDB_DIR, self.root / LANCEDB_DIR / f"{TABLE}.lance"):
+            refuse_non_regular(folder, folder=True)
+        for name in (MANIFEST, *TABLES):
+            refuse_non_regular(self.root / name)
+        for folder, suffix in ((self.chunks, ".parquet"), (self.records, ".json")):
+            try:
+                entries = list(os.scandir(folder))
+            except OSError as exc:
+                raise OutputError(folder, f"cannot list: {exc.strerror or exc}") from exc
+            for entry in entries:
+                if entry.name.endswith(suffix) and not entry.name.startswith(".") and not entry.is_file(follow_symlinks=False):
+                    refuse_non_regular(Path(entry.path))
 
     # -- the work log ------------------------------------------------------------------------------
     def record_name(self, sha: str | None, path: str) -> str:
@@ -92,7 +149,10 @@ class OutFolder:
         return name
 
     def has_part(self, record: dict[str, Any]) -> bool:
-        return bool(record.get("part")) and (self.chunks / str(record["part"])).is_file()
+        if not record.get("part"):
+            return False
+        mode = _kind(self.chunks / str(record["part"]))
+        return mode is not None and stat.S_ISREG(mode)
 
     # -- the published state -----------------------------------------------------------------------
     def publish(self, manifest: Manifest) -> None:

@@ -142,10 +142,13 @@ def test_rows_documents_and_errors(corpus: Path, run2) -> None:
 def test_second_run_does_no_work(corpus: Path, run2) -> None:
     _, out = run2
     before = {p: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()}
-    again = ingest(corpus, out, workers=2, progress=False)
+    again = ingest(corpus, out, workers=2, progress=False, retry_errors=False)
     assert (again.done, again.skipped, again.failed) == (0, 5, 2)
     assert {p: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()} == before
     assert "parse" not in again.stage_seconds
+    retried = ingest(corpus, out, workers=2, progress=False)  # the default: the failed inputs are tried again
+    assert (retried.done, retried.skipped, retried.failed, retried.retired) == (0, 3, 2, 0)
+    assert {p: p.stat().st_mtime_ns for p in (out / "chunks").iterdir()} == before
 
 
 def test_a_removed_part_is_made_again(corpus: Path, tmp_path: Path) -> None:
@@ -186,7 +189,7 @@ def test_cli_exit_codes_and_summary(corpus: Path, run2, tmp_path: Path, capsys: 
     listing.write_text("\n".join(str(corpus / n) for n in ("a.pdf", "b.PDF", "sub/c.pdf")) + "\n")
     assert main(["ingest", str(listing), "-o", str(out), "--workers", "1"]) == 0  # all done before: skipped
     assert "0 done, 3 skipped, 0 failed" in capsys.readouterr().err
-    assert main(["ingest", str(corpus / "bad"), "-o", str(out), "--workers", "1"]) == 1
+    assert main(["ingest", str(corpus / "bad"), "-o", str(out), "--workers", "1", "--skip-errors"]) == 1
     err = capsys.readouterr().err
     assert "0 done, 2 skipped, 2 failed" in err and "EncryptedPDFError" in err
     missing = tmp_path / "missing.txt"
@@ -324,7 +327,7 @@ def test_ray_engine_writes_the_same_files(corpus: Path, run2, tmp_path: Path) ->
     assert (report.done, report.failed) == (3, 2)
     assert parts(tmp_path) == parts(reference)
     assert pq.read_table(tmp_path / "errors.parquet").to_pylist() == pq.read_table(reference / "errors.parquet").to_pylist()
-    again = ingest(corpus, tmp_path, workers=2, engine="ray", progress=False)
+    again = ingest(corpus, tmp_path, workers=2, engine="ray", progress=False, retry_errors=False)
     assert (again.done, again.skipped) == (0, 5)
 
 
@@ -543,7 +546,7 @@ def test_a_run_that_skips_everything_reads_only_the_manifest(corpus: Path, run2)
     _, out = run2
     _OPENED = []
     try:
-        again = ingest(corpus, out, workers=1, progress=False)
+        again = ingest(corpus, out, workers=1, progress=False, retry_errors=False)
         opened = [p for p in _OPENED if str(Path(p).parent) in (str(out / "_manifest"), str(out))]
     finally:
         _OPENED = None

@@ -86,6 +86,27 @@ def test_kill_marked_spares_unmarked_processes() -> None:
         marked.wait()
 
 
+def test_kill_marked_kills_the_processes_that_use_the_run_folder(tmp_path: Path) -> None:
+    """Ray's DashboardAgent and RuntimeEnvAgent overwrite their environment (and the marker in it)
+    with their process title: a process holding a file of the run's folder open is the run's."""
+    folder = tmp_path / "grounded-ray-run"
+    folder.mkdir()
+    log = folder / "agent.log"
+    agent = subprocess.Popen([sys.executable, "-c", f"f = open({str(log)!r}, 'w'); import time; time.sleep(600)"])
+    bystander = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], cwd=tmp_path)
+    try:
+        assert _wait_gone(log.exists, 30)
+        time.sleep(0.3)
+        assert ray_runtime.kill_marked("no-such-token") == 0  # unmarked, and no folder given
+        assert ray_runtime.kill_marked("no-such-token", str(folder)) == 1
+        assert agent.wait(timeout=10) == -signal.SIGKILL
+        assert bystander.poll() is None
+    finally:
+        for proc in (agent, bystander):
+            proc.kill()
+            proc.wait()
+
+
 def test_prepare_environment_keeps_the_users_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("RAY_USAGE_STATS_ENABLED", "1")
     monkeypatch.delenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", raising=False)
@@ -94,18 +115,29 @@ def test_prepare_environment_keeps_the_users_settings(monkeypatch: pytest.Monkey
     assert os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] == "0"
 
 
+def _in_ray_folder(pid: str) -> bool:
+    """The process holds a file of a grounded Ray run's folder open (the agents, whose process
+    title overwrites their environment)."""
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    prefix = os.path.join(tempfile.gettempdir(), ray_runtime.TEMP_PREFIX)
+    return any(link.startswith(prefix) for link in links)
+
+
 def _ray_processes() -> dict[int, str]:
     """Processes of any grounded Ray run: pid -> command line."""
     found = {}
     for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             env = Path(entry.path, "environ").read_bytes()
             cmd = Path(entry.path, "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if f"{ray_runtime.MARKER_ENV}=".encode() in env and _alive(int(entry.name)):
+        if (f"{ray_runtime.MARKER_ENV}=".encode() in env or _in_ray_folder(entry.name)) and _alive(int(entry.name)):
             found[int(entry.name)] = cmd
     return found
 
@@ -132,6 +164,8 @@ def test_kill_9_of_an_ingest_driver_leaves_no_ray_process(tmp_path: Path) -> Non
     try:
         assert _wait_gone(lambda: any("ray::" in c for p, c in _ray_processes().items() if p not in before), 240), \
             "no ray:: process appeared"
+        assert _wait_gone(lambda: any("Agent" in c for p, c in _ray_processes().items() if p not in before), 60), \
+            "the agents were not found"
         ours = {p: c for p, c in _ray_processes().items() if p not in before}
     finally:
         os.kill(driver.pid, signal.SIGKILL)
