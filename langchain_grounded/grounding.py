@@ -163,7 +163,7 @@ class GroundingSplitter(TextSplitter):
                                       strategy=strategy)
         else:
             grounder = view.grounder(box_mode=self._options["box_mode"], min_score=self._options.get("min_score"),
-                                     tokenizer=self._options["tokenizer"])
+                                     tokenizer=self._options["tokenizer"], password=self._options["password"])
             records = ground_records(grounder, texts, fingerprint=self.fingerprint, strategy=strategy, near=near_of(parent, SPANS_KEY))
         for part, text, (record, g) in zip(parts, texts, records, strict=True):
             if not g.ok:

@@ -164,7 +164,7 @@ class GroundingNodeParser(NodeParser):
         if view is None:
             records = refused_records(texts, why, key=stable_hash([source.node_id, texts], 24), fingerprint=fingerprint, strategy=strategy)
         else:
-            grounder = view.grounder(box_mode=self.box_mode, min_score=self.min_score)
+            grounder = view.grounder(box_mode=self.box_mode, min_score=self.min_score, password=self.password)
             records = ground_records(grounder, texts, fingerprint=fingerprint, strategy=strategy)
         for part, (record, g) in zip(parts, records, strict=True):
             if not g.ok:  # status "furniture" (page text outside the tree) has boxes of its own

@@ -156,11 +156,11 @@ def pdf_path_of(metadata: Mapping[str, Any]) -> tuple[Path | None, str]:
             if _is_pdf(path):
                 return path, ""
             named.append(f"{key}={str(value)!r} is not a PDF")
-        elif os.sep in str(value) or str(value).lower().endswith(".pdf"):
+        else:
             named.append(f"{key}={str(value)!r} is not a file here")
     if not named:
         return None, "its metadata names no PDF (no file_path or source key)"
-    return None, "; ".join(named)
+    return None, "its metadata names no readable PDF: " + "; ".join(named)
 
 
 def names_pdf(metadata: Mapping[str, Any]) -> bool:
@@ -180,12 +180,11 @@ class SourceView:
     index), its source ``key`` (chunk ids), the boxes of a char span, a grounder, the tree of a page.
     Everything is built on first use and kept; treat the tree as read-only."""
 
-    def __init__(self, root: ParsingResult, *, password: str | None = None) -> None:
+    def __init__(self, root: ParsingResult) -> None:
         self.root = root
         self.doc = document_text(root)
         self.text = self.doc.text
         self.key = source_key(root.metadata, self.text)
-        self.password = password
         self._assemblers: dict[tuple[str, str], ChunkAssembler] = {}
         self._grounders: dict[tuple[Any, ...], Grounder] = {}
         self._pages: dict[int, SourceView] = {}
@@ -205,12 +204,15 @@ class SourceView:
         """Boxes of the document text's characters ``[start, end)`` (as a chunk body there gets)."""
         return self.assembler(tokenizer, box_mode).boxes_for_chars(start, end)
 
-    def grounder(self, *, box_mode: str = "auto", min_score: float | None = None, tokenizer: Any = None) -> Grounder:
-        """The :class:`~.grounder.Grounder` of this tree (one per option set)."""
-        key = (box_mode, min_score, tokenizer if tokenizer is None or isinstance(tokenizer, str) else id(tokenizer))
+    def grounder(
+        self, *, box_mode: str = "auto", min_score: float | None = None, tokenizer: Any = None, password: str | None = None
+    ) -> Grounder:
+        """The :class:`~.grounder.Grounder` of this tree (one per option set). ``password``: of an
+        encrypted source PDF, so grounding reads its page furniture (without it: the tree only)."""
+        key = (box_mode, min_score, tokenizer if tokenizer is None or isinstance(tokenizer, str) else id(tokenizer), password)
         found = self._grounders.get(key)
         if found is None:
-            options: dict[str, Any] = {"box_mode": box_mode, "password": self.password, "tokenizer": tokenizer}
+            options: dict[str, Any] = {"box_mode": box_mode, "password": password, "tokenizer": tokenizer}
             if min_score is not None:
                 options["min_score"] = min_score
             found = self._grounders[key] = Grounder(self.root, **options)
@@ -221,7 +223,7 @@ class SourceView:
         (:data:`PAGE_KEY`) hold and index."""
         found = self._pages.get(page)
         if found is None:
-            found = self._pages[page] = SourceView(page_tree(self.root, page), password=self.password)
+            found = self._pages[page] = SourceView(page_tree(self.root, page))
         return found
 
     def span_of(self, text: str, meta: Mapping[str, Any], start_idx: int | None = None) -> tuple[int, int] | None:
@@ -254,13 +256,12 @@ class SourceView:
         return None
 
 
-def _tree_key(metadata: Mapping[str, Any], tree: ParsingResult | None) -> tuple[str, ...] | None:
-    ref = metadata.get(TREE_REF_KEY)
-    if ref:
-        return ("ref", str(ref))
-    if tree is not None:
-        return ("tree", str(id(tree)))
-    return None
+def _view_of(key: tuple[str, ...], root: ParsingResult) -> SourceView:
+    """The kept view of ``root`` (one per tree object), made on first use."""
+    view = _VIEWS.get(key)
+    if view is None or view.root is not root:
+        view = _VIEWS.put(key, SourceView(root))
+    return view
 
 
 def source_view(
@@ -276,31 +277,26 @@ def source_view(
     unchanged PDF parsed again), a tree embedded by an older release, the given ``tree``, then - with
     ``parse`` - the PDF the metadata names (:func:`pdf_path_of`), parsed once with the default
     parser and kept in the parse cache (``cache``: a :class:`ParseCache` or its folder; default the
-    user's parse cache)."""
+    user's parse cache; ``password``: of an encrypted PDF parsed here)."""
     store = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
-    key = _tree_key(metadata, tree)
-    if key is not None:
-        view = _VIEWS.get(key)
-        if view is not None and (key[0] != "tree" or view.root is tree):
-            view.password = view.password or password
-            return view, ""
-        if metadata.get(TREE_REF_KEY):
-            try:
-                root = resolve_tree(metadata, store)
-            except SchemaError as exc:
-                return None, f"its parse tree cannot be read ({exc})"
-            if root is None:
-                return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
-        else:
-            assert tree is not None
-            root = tree
-        return _VIEWS.put(key, SourceView(root, password=password)), ""
+    if metadata.get(TREE_REF_KEY):
+        # resolved every time (process memory, the cache, the unchanged PDF): a tree the caller's
+        # cache cannot give (cleared memory, another cache folder, a changed PDF) is never served
+        try:
+            root = resolve_tree(metadata, store)
+        except SchemaError as exc:
+            return None, f"its parse tree cannot be read ({exc})"
+        if root is None:
+            return None, "its parse tree is not in the parse cache and the PDF is missing or changed"
+        return _view_of(("ref", str(metadata[TREE_REF_KEY])), root), ""
+    if tree is not None:
+        return _view_of(("tree", str(id(tree))), tree), ""
     if metadata.get(TREE_KEY):
         try:
             root = decode_tree(metadata[TREE_KEY], source=str(metadata.get("file_path") or "<metadata>"))
         except SchemaError as exc:
             return None, f"its embedded parse tree cannot be read ({exc})"
-        return SourceView(root, password=password), ""
+        return SourceView(root), ""
     path, why = pdf_path_of(metadata)
     if path is None:
         return None, why
@@ -313,7 +309,6 @@ def source_view(
     file_key = ("file", str(path.resolve()), str(stat.st_size), str(stat.st_mtime_ns))
     view = _VIEWS.get(file_key)
     if view is not None:
-        view.password = view.password or password
         return view, ""
     store = store if store is not None else ParseCache()
     parser = get_parser("pymupdf")
@@ -322,7 +317,7 @@ def source_view(
         store.put(root)
     except GroundedError as exc:
         return None, f"{path} cannot be parsed ({exc})"
-    return _VIEWS.put(file_key, SourceView(root, password=password)), ""
+    return _VIEWS.put(file_key, SourceView(root)), ""
 
 
 def document_view(

@@ -99,7 +99,7 @@ def record_of(
         return _unplaced(record).replace(
             start_char=span[0], end_char=span[1], boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids
         )
-    g = view.grounder(box_mode=box_mode).ground(text)
+    g = view.grounder(box_mode=box_mode, password=password).ground(text)
     if not g.ok and warn:
         warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=3)
     grounded = with_grounding(_unplaced(record), g)

@@ -17,6 +17,7 @@ from langchain_core.vectorstores import InMemoryVectorStore
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, SchemaError
+from grounded.grounding.blocks import ELEMENT_KEY, tree_from_payloads
 from grounded.io.chunk_metadata import (
     GroundingWarning,
     boxes_from_metadata,
@@ -26,7 +27,6 @@ from grounded.io.chunk_metadata import (
 from grounded.parsers import get_parser
 from grounded.parsers.cache import TREE_REF_KEY
 from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings
-from grounded.grounding.blocks import ELEMENT_KEY, tree_from_payloads
 from tests.support.adapter_checks import (
     ANSWER_MARK,
     QUESTION,

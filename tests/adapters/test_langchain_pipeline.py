@@ -23,6 +23,7 @@ from langchain_core.documents.base import Blob
 
 from grounded.chunking import document_text
 from grounded.errors import ChunkingError
+from grounded.grounding.blocks import ELEMENT_KEY
 from grounded.io.chunk_metadata import (
     PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
@@ -37,7 +38,6 @@ from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache,
 from grounded.samples import write_sample_pdf
 from grounded.text.tokenizer import load_tokenizer
 from langchain_grounded import GroundedPDFLoader, GroundedPDFParser, GroundedTextSplitter, MiniLMEmbeddings
-from grounded.grounding.blocks import ELEMENT_KEY
 from tests.support.adapter_checks import ANSWER_MARK, QUESTION, CountingParser, assert_boxes_show_body
 from tests.support.data import shared
 from tests.support.pdf_builders import save_pdf

@@ -253,19 +253,27 @@ def test_plain_documents_are_token_split_with_offsets():
         assert Chunker("fixed", 64).tokenizer.count(node.text) <= 64
 
 
-def test_documents_without_a_tree_are_chunked_as_plain_text(documents, root):
+def test_documents_without_a_tree_are_grounded_in_the_pdf_they_name(documents, root, pdf):
+    """``keep_tree=False`` records no tree reference: the node parser treats the Document as any
+    framework reader's (its ``file_path`` names the PDF) and grounds its chunks there."""
     (slim,) = document_from_tree(root, keep_tree=False)
     assert TREE_REF_KEY not in slim.metadata and slim.text == documents[0].text
     nodes = GroundedNodeParser(max_tokens=256).get_nodes_from_documents([slim])
-    assert nodes and all(boxes_from_metadata(n.metadata) == [] for n in nodes)
+    assert nodes and all(boxes_from_metadata(n.metadata, text=n.text) for n in nodes)
+    assert all(n.metadata["grounding_status"] == "exact" for n in nodes)
     assert all(slim.text[n.start_char_idx : n.end_char_idx] == n.text for n in nodes)
+    assert_boxes_show_body(pdf, boxes_from_metadata(nodes[1].metadata), nodes[1].text)
 
 
-def test_edited_text_gets_no_boxes_and_bad_parameters_fail_early(documents):
+def test_edited_text_is_grounded_foreign_text_refused_and_bad_parameters_fail_early(documents):
     edited = documents[0].model_copy()
-    edited.set_content(documents[0].text.upper())
-    with pytest.warns(GroundingWarning, match="not part of its source's parse tree"):
-        nodes = GroundedNodeParser().get_nodes_from_documents([edited])
+    edited.set_content(documents[0].text.upper())  # same words: grounded (case does not matter)
+    nodes = GroundedNodeParser().get_nodes_from_documents([edited])
+    assert nodes and all(boxes_from_metadata(n.metadata, text=n.text) for n in nodes)
+    foreign = documents[0].model_copy()
+    foreign.set_content("Quantum chromodynamics of gluon plasma in neutron star mergers. " * 40)
+    with pytest.warns(GroundingWarning, match="could not be found in the PDF"):
+        nodes = GroundedNodeParser().get_nodes_from_documents([foreign])
     assert nodes and all(boxes_from_metadata(n.metadata) == [] for n in nodes)
     with pytest.raises(ChunkingError):
         GroundedNodeParser(strategy="nonsense")

@@ -114,7 +114,7 @@ def test_tree_resolution_after_a_cache_miss(tmp_path, monkeypatch):
     ParseCache().remove(ref)
     clear_memory()
     make_pdf(pdf, pages=2, words="sodium")
-    with pytest.warns(GroundingWarning, match="neither cached nor re-parseable"):
+    with pytest.warns(GroundingWarning, match="not in the parse cache and the PDF is missing or changed"):
         stale = GroundedNodeParser(max_tokens=40).get_nodes_from_documents(docs)
     assert stale and all(boxes_from_metadata(n.metadata) == [] for n in stale)
 

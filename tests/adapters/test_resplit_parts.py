@@ -90,7 +90,7 @@ def test_a_part_without_a_tree_withholds_what_it_cannot_recompute() -> None:
     parent = {"chunk_id": "x", "token_count": 500, "start_char": 10, "end_char": 900, "pages": "[1,2]", "page_start": 1,
               "page_end": 2, "boxes": '[{"p":1,"b":[0,0,1,1]}]', "heading_path": '["A"]', "section": "A", "index": 3,
               "text_hash": "0" * 16, "file_name": "a.pdf"}
-    with pytest.warns(GroundingWarning, match="records no parse tree"):
+    with pytest.warns(GroundingWarning, match="file_name='a.pdf' is not a file here"):
         from llama_index.core.schema import TextNode
 
         from llama_index_grounded import part_node_metadata

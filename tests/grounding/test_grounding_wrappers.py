@@ -290,7 +290,7 @@ def test_langchain_refused_parts_have_no_boxes_and_one_warning(
     # a Document without a tree reference: refused with the reason; with tree= it is grounded
     text = document_text(root).text[:2000]
     plain = Document(page_content=text, metadata={"source": "x"})
-    with pytest.warns(GroundingWarning, match="grounded_tree_ref"):
+    with pytest.warns(GroundingWarning, match="source='x' is not a file here"):
         parts = GroundingSplitter(RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=0)).split_documents([plain])
     assert all(p.metadata["grounding_status"] == "refused" and "boxes" not in p.metadata for p in parts)
     parts = GroundingSplitter(RecursiveCharacterTextSplitter(chunk_size=300, chunk_overlap=0), tree=root).split_documents([plain])
@@ -367,7 +367,7 @@ def test_llama_nodes_without_a_tree_are_refused_with_one_warning(multi_page: tup
         nodes = parser.get_nodes_from_documents([doc])
     assert len(nodes) > 3
     grounding_warnings = [w for w in caught if issubclass(w.category, GroundingWarning)]
-    assert len(grounding_warnings) == 1 and "grounded_tree_ref" in str(grounding_warnings[0].message)
+    assert len(grounding_warnings) == 1 and "file_name='x.pdf' is not a file here" in str(grounding_warnings[0].message)
     for n in nodes:
         check_refused(n.metadata)
         assert n.start_char_idx is None and n.end_char_idx is None
