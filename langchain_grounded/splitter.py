@@ -32,6 +32,7 @@ from grounded.grounding.adapter import (
     document_view,
     flatten_metadata,
     iter_blocks,
+    names_source,
     part_fields,
     resplit_keys,
     source_key,
@@ -262,8 +263,9 @@ class GroundedTextSplitter(TextSplitter):
     def create_documents(self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None) -> list[Document]:
         metadatas = metadatas or [{} for _ in texts]
         out: list[Document] = []
-        for text, meta in zip(texts, metadatas, strict=True):
-            out.extend(self._plain_parts(text, meta, name=stable_hash(meta)))
+        for text, meta in zip(texts, metadatas, strict=True):  # metadata naming a PDF: grounded parts
+            out.extend(self._split_foreign(Document(page_content=text, metadata=meta)) if names_source(meta)
+                       else self._plain_parts(text, meta, name=stable_hash(meta)))
         return out
 
     def _plain_parts(self, text: str, meta: Mapping[str, Any], *, name: str) -> Iterator[Document]:
@@ -285,7 +287,8 @@ class GroundedTextSplitter(TextSplitter):
         if view is None and not why:
             view, why = document_view(unflatten_metadata(meta), cache=self.cache, parse=self.parse_sources)
         if view is None:
-            warnings.warn(f"{label}: its parts get no boxes: {why}", GroundingWarning, stacklevel=4)
+            if names_source(meta):  # plain text (no source named) has no boxes to give
+                warnings.warn(f"{label}: its parts get no boxes: {why}", GroundingWarning, stacklevel=4)
             yield from self._plain_parts(doc.page_content, meta, name=doc.id or stable_hash(meta))
             return
         chunks = self._text_chunks(doc.page_content, text_key(doc.page_content, name=doc.id or stable_hash(meta)))

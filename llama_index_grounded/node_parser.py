@@ -46,6 +46,7 @@ from grounded.grounding.adapter import (
     document_view,
     embed_hidden_keys,
     llm_hidden_keys,
+    names_source,
     repeat_id,
     source_info,
     source_view,
@@ -471,7 +472,7 @@ class GroundedNodeParser(NodeParser):
                 parts = self._sub_chunks(view, span, key, self._get_chunker(), meta)
                 return self._nodes(self._fit(root, parts, inherited, key, node, whole=False), node, inherited, root, base_offset=0)
             # text from elsewhere (edited, or a rendering of the PDF): chunked as text, then grounded
-        elif view is None:
+        elif view is None and names_source(meta):  # plain text (no source named) has no boxes to give
             warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=4)
         plain = text_tree(text)
         plain_key = text_key(text, name=node.ref_doc_id or node.node_id)

@@ -49,7 +49,17 @@ from ..text.ids import chunk_id, repeat_id, source_key, stable_hash, text_key
 from ..text.stream import document_text
 from ..text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer, load_tokenizer
 from .blocks import ELEMENT_KEY, Block, iter_blocks, page_runs, tree_from_payloads
-from .sources import PAGE_KEY, SourceView, document_view, locate, names_pdf, near_of, page_tree, source_view
+from .sources import (
+    PAGE_KEY,
+    SourceView,
+    document_view,
+    locate,
+    names_pdf,
+    names_source,
+    near_of,
+    page_tree,
+    source_view,
+)
 from .stored import boxes_of, chunk_of, record_of
 from .wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint, with_grounding
 
@@ -59,7 +69,7 @@ __all__ = [
     "PDF_METADATA_KEYS", "ParseCache", "BaseParser", "STORED_KEYS", "SourceView", "TEXT_HASH_KEY", "TREE_KEY", "TREE_REF_KEY",
     "Tokenizer", "boxes_from_metadata", "boxes_of", "boxes_to_metadata", "build_chunker", "cached_parse", "chunk_id",
     "chunk_metadata", "chunk_of", "document_text", "document_view", "embed_hidden_keys", "flatten_metadata", "get_parser",
-    "ground_records", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "near_of", "page_runs",
+    "ground_records", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
     "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options", "record_of",
     "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",

@@ -43,6 +43,7 @@ __all__ = [
     "document_view",
     "pdf_path_of",
     "names_pdf",
+    "names_source",
     "page_tree",
     "locate",
     "clear_views",
@@ -173,6 +174,15 @@ def names_pdf(metadata: Mapping[str, Any]) -> bool:
         if isinstance(value, (str, os.PathLike)) and str(value).lower().rstrip().endswith(".pdf"):
             return True
     return False
+
+
+def names_source(metadata: Mapping[str, Any]) -> bool:
+    """Whether the metadata names any source at all (a tree reference, or a value under one of
+    :data:`PDF_PATH_KEYS`): text that names none is plain text, which has no boxes to give (and no
+    warning to earn); one that names a source that cannot be used is worth a warning."""
+    if metadata.get(TREE_REF_KEY) or metadata.get(TREE_KEY):
+        return True
+    return any(isinstance(metadata.get(k), (str, os.PathLike)) and str(metadata.get(k)).strip() for k in PDF_PATH_KEYS)
 
 
 class SourceView:

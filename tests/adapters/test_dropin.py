@@ -245,19 +245,24 @@ def test_inputs_without_a_pdf_warn_once_each_naming_the_cause(tmp_path: Path, ca
     cases = {
         "gone.pdf": {"file_path": str(tmp_path / "gone.pdf")},
         "notes.pdf": {"file_path": str(text_file)},
-        "names no PDF": {"author": "someone"},
     }
     text = "Patients with heart failure were asked about their experience of rehabilitation programmes. " * 8
     for expected, meta in cases.items():
         with pytest.warns(GroundingWarning) as caught:
             nodes = GroundedNodeParser(max_tokens=64, cache_dir=cache_dir).get_nodes_from_documents([Document(text=text, metadata=meta)])
         messages = [str(w.message) for w in caught if issubclass(w.category, GroundingWarning)]
-        assert len(messages) == 1 and ("no PDF" in messages[0] if expected == "names no PDF" else expected in messages[0]), messages
+        assert len(messages) == 1 and expected in messages[0], messages
         assert nodes and not any(_boxes(n.metadata, n.text) for n in nodes)
         with pytest.warns(GroundingWarning) as caught:
             parts = GroundedTextSplitter(chunk_size=64, cache=cache_dir).split_documents([LCDocument(page_content=text, metadata=meta)])
-        assert len([w for w in caught if issubclass(w.category, GroundingWarning)]) == 1
+        messages = [str(w.message) for w in caught if issubclass(w.category, GroundingWarning)]
+        assert len(messages) == 1 and expected in messages[0], messages
         assert parts and not any(_boxes(p.metadata, p.page_content) for p in parts)
+    # plain text that names no source at all: no boxes to give, nothing to warn about
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", GroundingWarning)
+        assert GroundedNodeParser(max_tokens=64).get_nodes_from_documents([Document(text=text, metadata={"author": "x"})])
+        assert GroundedTextSplitter(chunk_size=64).split_documents([LCDocument(page_content=text)])
 
 
 def test_text_not_in_the_pdf_is_refused_with_a_warning(pdf: Path, cache_dir: str) -> None:
