@@ -4,6 +4,7 @@ metadata) as JSON Lines, so a refactoring of the adapters can be checked byte fo
     python benchmarks/adapter_dump.py -o /tmp/before.jsonl
     (change the code)
     python benchmarks/adapter_dump.py -o /tmp/after.jsonl && cmp /tmp/before.jsonl /tmp/after.jsonl
+    python benchmarks/adapter_dump.py --compare /tmp/before.jsonl /tmp/after.jsonl   # which keys differ, per surface
 
 Covers grounded's own paths (reader/loader -> node parser/splitter, re-split parts, the grounding
 wrappers). Parses go through the parse cache (``GROUNDED_CACHE_DIR``), so a second run is quick.
@@ -73,11 +74,42 @@ def _langchain(pdf: Path) -> list[dict[str, Any]]:
     return out
 
 
+def _diff_paths(a: Any, b: Any, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [p for key in sorted(set(a) | set(b)) for p in _diff_paths(a.get(key), b.get(key), f"{path}.{key}")]
+    return [] if a == b else [path or "."]
+
+
+def compare(before: Path, after: Path) -> int:
+    """Print, per surface (``what``), how many rows differ and in which keys; 0 when identical."""
+    rows_a = before.read_text(encoding="utf-8").splitlines()
+    rows_b = after.read_text(encoding="utf-8").splitlines()
+    if len(rows_a) != len(rows_b):
+        print(f"row counts differ: {len(rows_a)} vs {len(rows_b)}")
+        return 1
+    found: dict[str, dict[str, int]] = {}
+    for x, y in zip(rows_a, rows_b, strict=True):
+        if x != y:
+            a, b = json.loads(x), json.loads(y)
+            keys = found.setdefault(str(a.get("what"))[:70], {})
+            for key in _diff_paths(a, b):
+                keys[key] = keys.get(key, 0) + 1
+    for what, keys in found.items():
+        print(f"{what}: " + ", ".join(f"{k} ({n})" for k, n in sorted(keys.items())))
+    print("identical" if not found else f"{len(found)} surfaces differ")
+    return 1 if found else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("pdfs", nargs="*", type=Path, default=DEFAULT_PDFS)
-    ap.add_argument("-o", "--output", type=Path, required=True)
+    ap.add_argument("-o", "--output", type=Path)
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     args = ap.parse_args(argv)
+    if args.compare:
+        return compare(*args.compare)
+    if args.output is None:
+        ap.error("-o is required (or --compare BEFORE AFTER)")
     warnings.simplefilter("ignore")
     rows = []
     for pdf in args.pdfs:

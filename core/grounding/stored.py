@@ -36,7 +36,7 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
-from .sources import names_pdf, source_view
+from .sources import document_view, names_pdf
 from .wrappers import with_grounding
 
 __all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata"]
@@ -87,7 +87,7 @@ def record_of(
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
                           "names no PDF to make them again from", GroundingWarning, stacklevel=3)
         return _unplaced(record)
-    view, why = source_view(unflatten_metadata(meta), cache=cache, password=password)
+    view, why = document_view(unflatten_metadata(meta), cache=cache, password=password)
     if view is None:
         if warn:
             warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=3)
