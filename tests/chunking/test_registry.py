@@ -1,4 +1,5 @@
-"""The strategy registry and the strategies' parameters (issue 30, item 4).
+"""The strategy registry and the strategies' parameters (issue 30, item 4): the built-ins in one
+lazy table, one class per name, ``params()`` derived from the ``Option`` declarations.
 
 A strategy's ``params()`` enter every chunk's metadata and the chunker fingerprint (so every chunk
 id): the table below holds what each built-in strategy returned before ``params()`` was derived from
@@ -7,12 +8,18 @@ the same configurations. Any difference changes stored chunk ids."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
 
-from grounded.chunking import Chunker
-from grounded.chunking.base import strategy_class
+from grounded.chunking import Chunker, nlp
+from grounded.chunking.base import BUILTIN_STRATEGIES, register_strategy, strategy_class
+from grounded.chunking.pieces import PieceStrategy
+from grounded.chunking.strategies.semantic import minilm_embedder, punkt_sentence_tokenizer
+from grounded.errors import ChunkingError, ConfigError, NameTakenError
+from grounded.model.options import Option
 
 # (strategy, max_tokens, overlap, options) -> params() as (key, type name, value), in order
 PARAMS: list[tuple[str, int, int, dict[str, Any], list[tuple[str, str, Any]]]] = [
@@ -88,3 +95,108 @@ def test_params_of_every_builtin_strategy_are_unchanged(case: tuple[Any, ...]) -
 def test_chunker_fingerprints_are_unchanged(case: tuple[Any, ...], fingerprint: str) -> None:
     name, max_tokens, overlap, options, _ = case
     assert Chunker(name, max_tokens, overlap, **options).fingerprint == fingerprint
+
+
+def _callable_model(images: Any, prompt: str) -> str:
+    return ""
+
+
+@pytest.mark.parametrize(("options", "expected"), [
+    ({}, [("batch_size", "int", 4), ("dpi", "int", 150), ("retries", "int", 1)]),
+    ({"batch_size": 2, "dpi": 100, "retries": 0, "password": "x"}, [("batch_size", "int", 2), ("dpi", "int", 100), ("retries", "int", 0)]),
+])
+def test_params_of_the_vision_strategy_are_unchanged(options: dict[str, Any], expected: list[tuple[str, str, Any]]) -> None:
+    """Its parameters come from its engine (the model's identity first): no password, no object."""
+    params = strategy_class("vision")(256, 0, llm=_callable_model, **options).params()
+    model = f"callable:{__name__}._callable_model{{temperature=0.1}}"
+    assert [(k, type(v).__name__, v) for k, v in params.items()] == [
+        ("max_tokens", "int", 256), ("overlap", "int", 0), ("model", "str", model), *expected,
+        ("prompt_sha256", "str", "3e329c937927912c")]
+
+
+# -- the registry: one lazy table, one class per name -------------------------------------------------
+def test_the_builtins_are_a_lazy_table_imported_one_by_one() -> None:
+    """Asking for one strategy imports its module only (a fresh interpreter: this one has loaded them)."""
+    code = ("import sys\nfrom grounded.chunking.base import strategy_class, strategy_names\n"
+            "names = strategy_names()\nstrategy_class('fixed')\n"
+            "print(sorted(m for m in sys.modules if m.startswith('grounded.chunking.strategies.')), names)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("] ")
+    assert out[0] + "]" == "['grounded.chunking.strategies.fixed']"
+    assert set(BUILTIN_STRATEGIES) <= set(eval(out[1]))
+
+
+def test_every_builtin_entry_names_its_class() -> None:
+    for name, target in BUILTIN_STRATEGIES.items():
+        cls = strategy_class(name)
+        assert cls.name == name and target == f"{cls.__module__}:{cls.__qualname__}", name
+
+
+class _Taken(PieceStrategy):
+    name = "fixed"
+    piece_kind = None
+    options = ()
+
+    def split(self, pieces: Any, doc: Any) -> Any:
+        return [(0, len(doc))]
+
+
+def test_register_refuses_a_name_another_class_holds() -> None:
+    fixed = strategy_class("fixed")
+    with pytest.raises(NameTakenError) as err:
+        register_strategy(_Taken)
+    assert isinstance(err.value, ConfigError) and isinstance(err.value, ChunkingError)
+    assert err.value.taken_by == "grounded.chunking.strategies.fixed.FixedSizeStrategy"
+    assert str(err.value).startswith("strategy name 'fixed' is taken by grounded.chunking.strategies.fixed.FixedSizeStrategy")
+    assert strategy_class("fixed") is fixed
+    assert register_strategy(fixed) is fixed  # the class that holds the name registers again
+
+
+def test_register_refuses_a_builtin_name_before_the_builtin_is_imported() -> None:
+    """A registered class must not shadow a built-in that was not imported yet (fresh interpreter)."""
+    code = ("from grounded.chunking.base import register_strategy\nfrom grounded.chunking.pieces import PieceStrategy\n"
+            "from grounded.errors import NameTakenError\n"
+            "class Mine(PieceStrategy):\n    name = 'kamradt'\n    piece_kind = None\n"
+            "    def split(self, pieces, doc):\n        return []\n"
+            "try:\n    register_strategy(Mine)\nexcept NameTakenError as err:\n    print(err.taken_by)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "grounded.chunking.strategies.kamradt_original.KamradtStrategy"
+
+
+# -- params() from the declarations -------------------------------------------------------------------
+def test_in_params_follows_the_declaration() -> None:
+    assert Option("n", int).in_params and Option("s", str).in_params
+    assert not Option("embedder", None).in_params and Option("delimiters", None, param=True).in_params
+    assert not Option("model", str, param=False).in_params
+    assert not Option("password", str, secret=True, param=True).in_params
+
+
+class _Undeclared(PieceStrategy):
+    name = "undeclared_attribute_test"
+    piece_kind = None
+    options = (Option("parts", int, 2, "equal parts", low=1),)
+
+    def __init__(self, max_tokens: int = 256, overlap: int = 0, parts: int = 2) -> None:
+        super().__init__(max_tokens, overlap)
+        self.count = parts
+
+    def split(self, pieces: Any, doc: Any) -> Any:
+        return [(0, len(doc))]
+
+
+def test_an_option_without_its_attribute_is_a_typed_error() -> None:
+    with pytest.raises(ChunkingError, match="declares the option 'parts' but keeps no attribute 'parts'"):
+        _Undeclared(64).params()
+
+
+def test_params_follow_the_declaration_order_and_leave_objects_out() -> None:
+    strategy = strategy_class("semantic")(64, embedder=lambda texts: None)
+    assert list(strategy.params()) == ["max_tokens", "overlap", "percentile", "min_tokens", "language"]
+
+
+@pytest.mark.slow
+def test_the_minilm_embedder_keeps_its_fingerprint_name() -> None:
+    """A ``Chunker(embedder=minilm_embedder())`` hashes the function's name: it is the one chunk ids were
+    issued with before the helpers moved to grounded.chunking.nlp."""
+    config = Chunker("semantic", 64, embedder=minilm_embedder(device="cpu")).config()
+    assert config["embedder"] == "grounded.chunking.strategies.semantic.minilm_embedder.<locals>.embed"
+    assert minilm_embedder is nlp.minilm_embedder and punkt_sentence_tokenizer is nlp.punkt_sentence_tokenizer
