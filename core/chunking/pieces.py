@@ -3,13 +3,13 @@
 A :class:`PieceStrategy` never touches :class:`~grounded.text.stream.TokenStream` internals. It
 declares which pieces it wants (``piece_kind``: document elements, sentences, words, or small runs of
 at most N tokens, N from :meth:`PieceStrategy.piece_options`) and gets them as a list of
-:class:`Piece` (text, token count, token range, element index and type, heading flag, whether the piece starts an element). It returns chunks
-as token ranges: ``(start, end)`` tuples, :class:`Span` s (a range plus prepended headings), or
-:func:`join` of a run of pieces. The base class validates every range (ints, inside the stream, in
-reading order, heading indices that name text elements) and converts it to a
-:class:`~grounded.chunking.base.TokenGroup`; the chunker then enforces the token bound
-(:mod:`grounded.text.bound`) on every group, so a range above ``max_tokens`` is split, never
-dropped. :class:`Document` offers the splitting helpers the built-in strategies use (windows,
+:class:`Piece` (text, token count, token range, element index and type, heading flag, whether the
+piece starts an element). It returns chunks as token ranges: ``(start, end)`` tuples, :class:`Span` s
+(a range plus prepended headings), or :func:`join` of a run of pieces. The base class validates
+every range (ints, inside the stream, in reading order, heading indices that name text elements)
+and converts it to a :class:`~grounded.chunking.base.TokenGroup`; the chunker then enforces the
+token bound (:mod:`grounded.text.bound`) on every group, so a range above ``max_tokens`` is split,
+never dropped. :class:`Document` offers the splitting helpers the built-in strategies use (windows,
 recursive delimiter splitting) on token ranges.
 """
 
@@ -258,9 +258,11 @@ def _validated(name: str, ranges: Iterable[Any], stream: TokenStream) -> Iterato
         if not (is_int(start) and is_int(end)) or not 0 <= start <= end <= n:
             raise ChunkingError(f"strategy {name!r} returned the token range {(start, end)!r} outside [0, {n}]")
         if start < previous:
-            raise ChunkingError(f"strategy {name!r} returned {(start, end)!r} after a range starting at {previous}: not in reading order")
+            raise ChunkingError(f"strategy {name!r} returned {(start, end)!r} after a range starting at {previous}: "
+                                "not in reading order")
         if any(not is_int(h) or not 0 <= h < n_elements for h in headings):
-            raise ChunkingError(f"strategy {name!r} returned headings {headings!r}; expected element indices in [0, {n_elements})")
+            raise ChunkingError(f"strategy {name!r} returned headings {headings!r}; "
+                                f"expected element indices in [0, {n_elements})")
         if end == start:
             continue
         previous = int(start)

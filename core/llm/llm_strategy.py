@@ -170,7 +170,8 @@ class LLMStrategy(PieceStrategy):
         total = len(pieces)
         self.stats = {"calls": 0, "rejected": 0, "repaired": 0}
         if total and self._model is None:
-            raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) (LlamaIndex LLM, LangChain chat model or callable)")
+            raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) "
+                                "(LlamaIndex LLM, LangChain chat model or callable)")
         splits: list[int] = []
         current = 0  # pieces 1..current are chunked
         while current < total - _TAIL:

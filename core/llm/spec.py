@@ -125,7 +125,8 @@ MODEL_OPTIONS: tuple[Option, ...] = (
     Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
     Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False,
            param=False),  # the model's identity enters a strategy's params instead
-    Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
+    Option("generation", None,
+           help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
     Option("retry", None, help="RetryPolicy of failed calls"),
     Option("sleep", None, help="the sleep function of the backoff"),
 )

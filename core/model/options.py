@@ -77,7 +77,8 @@ class Option:
 
     def rule(self) -> str:
         """What a valid value is, in words (for errors and ``--help``)."""
-        kind = {bool: "true or false", int: "an int", float: "a number", str: "a string"}.get(self.type, "any object")  # type: ignore[arg-type]
+        kinds: dict[type | None, str] = {bool: "true or false", int: "an int", float: "a number", str: "a string"}
+        kind = kinds.get(self.type, "any object")
         if self.choices is not None:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.low is not None or self.high is not None:
@@ -153,7 +154,9 @@ def option_names(options: Iterable[Option]) -> list[str]:
     return [o.name for o in options]
 
 
-def check_options(declared: Iterable[Option], given: Mapping[str, Any], owner: str, *, fixed: Iterable[str] = ()) -> dict[str, Any]:
+def check_options(
+    declared: Iterable[Option], given: Mapping[str, Any], owner: str, *, fixed: Iterable[str] = ()
+) -> dict[str, Any]:
     """``given`` checked against the ``declared`` options of ``owner``: an undeclared name raises
     :class:`OptionError` listing the declared ones (``fixed``: keywords the caller handles itself,
     e.g. ``max_tokens``, shown in the list too); returns the checked values."""

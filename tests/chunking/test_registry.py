@@ -103,7 +103,8 @@ def _callable_model(images: Any, prompt: str) -> str:
 
 @pytest.mark.parametrize(("options", "expected"), [
     ({}, [("batch_size", "int", 4), ("dpi", "int", 150), ("retries", "int", 1)]),
-    ({"batch_size": 2, "dpi": 100, "retries": 0, "password": "x"}, [("batch_size", "int", 2), ("dpi", "int", 100), ("retries", "int", 0)]),
+    ({"batch_size": 2, "dpi": 100, "retries": 0, "password": "x"},
+     [("batch_size", "int", 2), ("dpi", "int", 100), ("retries", "int", 0)]),
 ])
 def test_params_of_the_vision_strategy_are_unchanged(options: dict[str, Any], expected: list[tuple[str, str, Any]]) -> None:
     """Its parameters come from its engine (the model's identity first): no password, no object."""

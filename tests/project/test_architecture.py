@@ -155,7 +155,8 @@ def test_imports_only_go_down() -> None:
     [
         ("text/stream.py", "\n\ndef _planted():\n    from ..chunking import Chunker\n    return Chunker\n"),
         ("model/boxes.py", "\nfrom grounded.io import codec  # planted\n"),
-        ("parsers/base.py", "\n\ndef _planted():\n    import importlib\n    return importlib.import_module('grounded.llm.spec')\n"),
+        ("parsers/base.py", "\n\ndef _planted():\n    import importlib\n"
+                            "    return importlib.import_module('grounded.llm.spec')\n"),
         ("grounding/grounder.py", "\nfrom ..attribution import highlight  # planted\n"),
         ("io/codec.py", "\nfrom .. import serialization  # planted\n"),
     ],
@@ -196,7 +197,8 @@ ALLOWED_CYCLES: dict[frozenset[str], str] = {}
 #: ``importer -> module.name`` imports of another part's private name left on purpose, with the reason
 ALLOWED_PRIVATE_IMPORTS: dict[str, str] = {
     "grounded.llm.model -> grounded.runtime.cloud._describe": "core/runtime is being edited in parallel: make it public there",
-    "grounded.cli.llm_options -> grounded.llm.spec._options_text": "core/cli is being edited in parallel: import spec.options_text",
+    "grounded.cli.llm_options -> grounded.llm.spec._options_text":
+        "core/cli is being edited in parallel: import spec.options_text",
 }
 
 
@@ -354,7 +356,8 @@ def test_the_cycle_finder_finds_cycles_of_a_synthetic_graph() -> None:
          ["grounded.chunking.base", "grounded.chunking.chunker"]),
         ("grounded.evaluation.spans", "\nfrom .retrieval_metrics import covered  # planted\n",
          ["grounded.evaluation.retrieval_metrics", "grounded.evaluation.spans"]),
-        ("grounded.text.ids", "\n\ndef _planted():\n    import importlib\n    return importlib.import_module('grounded.text.assembly')\n",
+        ("grounded.text.ids", "\n\ndef _planted():\n    import importlib\n"
+                              "    return importlib.import_module('grounded.text.assembly')\n",
          ["grounded.text.assembly", "grounded.text.ids"]),
     ],
     ids=["lazy", "top-level", "import_module"],
@@ -413,6 +416,10 @@ def test_every_module_is_in_a_code_fingerprint_or_declared_outside() -> None:
     assert both == []
 
 
+#: what test modules may import of tests/ (never another test module)
+SUPPORT_MODULES = ("tests.support", "tests.fuzz.contract", "tests.fuzz.corpus")
+
+
 def test_test_modules_import_only_the_support_package() -> None:
     tests = REPO / "tests"
     bad = []
@@ -424,6 +431,6 @@ def test_test_modules_import_only_the_support_package() -> None:
                 names = [target.rsplit(".", 1)[-1], *(a.name for a in node.names)] if node.level else [target]
                 if node.level and any(n.startswith(("test_", "conftest")) for n in names if n):
                     bad.append(f"{path.relative_to(REPO)}:{node.lineno} imports a test module")
-                elif target.startswith("tests.") and not target.startswith(("tests.support", "tests.fuzz.contract", "tests.fuzz.corpus")):
+                elif target.startswith("tests.") and not target.startswith(SUPPORT_MODULES):
                     bad.append(f"{path.relative_to(REPO)}:{node.lineno} imports {target}")
     assert bad == []

@@ -185,7 +185,9 @@ class _Frame:
 
     __slots__ = ("start", "headings", "child_headings", "own", "kids", "next_child", "avail")
 
-    def __init__(self, start: int, headings: tuple[int, ...], child_headings: tuple[int, ...], own: int | None, kids: list[ParsingResult]):
+    def __init__(
+        self, start: int, headings: tuple[int, ...], child_headings: tuple[int, ...], own: int | None, kids: list[ParsingResult]
+    ):
         self.start = start
         self.headings = headings
         self.child_headings = child_headings

@@ -18,8 +18,8 @@ class RecursiveStrategy(PieceStrategy):
     name = "recursive"
     piece_kind = None
     options = (
-        Option("delimiters", None, help="the delimiters to split at, coarsest first (default: paragraphs, lines, sentences, words)",
-               param=True),
+        Option("delimiters", None, param=True,
+               help="the delimiters to split at, coarsest first (default: paragraphs, lines, sentences, words)"),
     )
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0, delimiters: Sequence[str] | None = None) -> None:
