@@ -212,6 +212,18 @@ class UnknownNameError(ConfigError, ChunkingError):
         super().__init__(f"unknown {kind} {escape_controls(repr(name))}; choose one of: {', '.join(self.known)}")
 
 
+class NameTakenError(ConfigError, ChunkingError):
+    """A class registered under a parser or strategy name another class holds; ``kind``, ``name``,
+    ``taken_by`` and ``given`` (the two classes' dotted names) are kept as attributes."""
+
+    def __init__(self, kind: str, name: str, taken_by: str, given: str):
+        self.kind = kind
+        self.name = name
+        self.taken_by = taken_by
+        self.given = given
+        super().__init__(f"{kind} name {escape_controls(repr(name))} is taken by {taken_by}: register {given} under another name")
+
+
 class OptionError(ConfigError, ChunkingError):
     """An option a parser or strategy does not take, or a value outside its declaration; ``owner``
     names the parser or strategy (e.g. ``strategy 'semantic'``) and ``option`` the option."""

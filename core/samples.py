@@ -1,4 +1,4 @@
-"""The sample guideline PDF (public path; the code lives in :mod:`grounded.demo.run.samples`).
+"""The sample guideline PDF (public path; the code lives in :mod:`grounded.demo.samples`).
 
 Command line: ``python -m grounded.samples OUT.pdf``.
 """

@@ -31,19 +31,19 @@ def shared_parses(tmp_path_factory: pytest.TempPathFactory) -> SharedParses:
     return SharedParses(run_directory(tmp_path_factory, "shared-parses"))
 
 
-#: Tests that failed on the integrated tree of session 7 (eight branches merged in its last minutes)
-#: and could not be mended before the session ended. Each is a known gap named in the closing note of
-#: its issue; non-strict so a fix shows as XPASS. Remove an entry when its cause is fixed.
+#: node id -> reason: a test that fails on the merged tree and cannot be mended before the merge ends.
+#: The reason names the known gap, which the closing note of its issue names too; the mark is a
+#: non-strict xfail, so a fix shows as XPASS. Remove an entry when its cause is fixed; empty is normal.
 KNOWN_FAILURES: dict[str, str] = {}
 
 
 #: Test files that take minutes though they hold few tests (worker pools, subprocesses, notebooks,
 #: long PDFs through the layout model), the longest first: the 20 longest by wall time of a fresh-clone
-#: `CI=true ./scripts/test.sh` (session 9, 1899 s; its per-file table). ``scripts/test.sh`` runs files whole on two
-#: xdist workers (``--dist loadfile``) in the order of the collection (``--no-loadscope-reorder``):
-#: these go first, then the other files by number of tests (xdist's own order), so no long file is
-#: left to run alone at the end while the other worker idles. Measure with
-#: ``-p tests.support.file_durations`` (wall and CPU seconds per file).
+#: ``CI=true ./scripts/test.sh``, measured with ``-p tests.support.file_durations`` (wall and CPU
+#: seconds per file); measure again and replace the list when a file's time changes. ``scripts/test.sh``
+#: runs files whole on two xdist workers (``--dist loadfile``) in the order of the collection
+#: (``--no-loadscope-reorder``): these go first, then the other files by number of tests (xdist's own
+#: order), so no long file is left to run alone at the end while the other worker idles.
 RUN_FIRST = (
     "tests/ingest/test_ingest.py",
     "tests/parse/test_reading_order.py",

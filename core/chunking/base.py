@@ -1,4 +1,13 @@
-"""Strategy interface and registry: a new strategy is one module with one registered class."""
+"""Strategy interface and registry: a new strategy is one module with one class, named in the
+registry's table.
+
+The registry (:data:`REGISTRY`, the parsers' shape: :mod:`grounded.runtime.registry`) knows the
+built-in strategies by :data:`BUILTIN_STRATEGIES` (imported on first use), the classes registered in
+this process (:func:`register_strategy`) and the entry points of the group ``grounded.strategies``
+of installed distributions (``name = "package.module:Class"`` or ``name = "package.module"``, a
+module that registers its class). A name belongs to one class: registering another class under a
+taken name raises :class:`~grounded.errors.NameTakenError`.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ from collections.abc import Iterator
 from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import ChunkingError
+from ..errors import ChunkingError, NameTakenError
 from ..model.elements import ParsingResult
 from ..model.options import Option, check_options
 from ..runtime.registry import Registry
@@ -15,8 +24,8 @@ from ..text.groups import TokenGroup
 from ..text.stream import TokenStream
 
 __all__ = [
-    "TokenGroup", "ChunkingStrategy", "STRATEGIES", "REGISTRY", "register_strategy", "strategy_class", "load_strategies",
-    "strategy_names", "Option",
+    "TokenGroup", "ChunkingStrategy", "STRATEGIES", "BUILTIN_STRATEGIES", "REGISTRY", "register_strategy",
+    "strategy_class", "load_strategies", "strategy_names", "is_int", "Option",
 ]
 
 
@@ -46,9 +55,9 @@ class ChunkingStrategy(ABC):
     supports_overlap: ClassVar[bool] = True
 
     def __init__(self, max_tokens: int = 256, overlap: int = 0) -> None:
-        if not _is_int(max_tokens) or max_tokens < 1:
+        if not is_int(max_tokens) or max_tokens < 1:
             raise ChunkingError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        if not _is_int(overlap) or not 0 <= overlap < max_tokens:
+        if not is_int(overlap) or not 0 <= overlap < max_tokens:
             raise ChunkingError(f"overlap must be an int in [0, max_tokens), got {overlap!r} with max_tokens={max_tokens}")
         if overlap and not self.supports_overlap:
             raise ChunkingError(f"the {self.name} strategy partitions the document: overlap must be 0")
@@ -60,7 +69,23 @@ class ChunkingStrategy(ABC):
         """Yield token groups in reading order."""
 
     def params(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "overlap": self.overlap}
+        """What decides the token ranges besides the document, as JSON data: ``max_tokens``,
+        ``overlap``, then the resolved value of each declared option that is
+        :attr:`~grounded.model.options.Option.in_params`, in declaration order, read from the
+        attribute of the option's name (a tuple written as a list). They enter every chunk's
+        metadata and the chunker fingerprint (so every chunk id). A strategy adds what no option
+        holds (a model's identity) by overriding this and extending ``super().params()``."""
+        params: dict[str, Any] = {"max_tokens": self.max_tokens, "overlap": self.overlap}
+        for option in self.options or ():
+            if not option.in_params:
+                continue
+            try:
+                value = getattr(self, option.name)
+            except AttributeError:
+                raise ChunkingError(f"strategy {self.name!r} declares the option {option.name!r} but keeps no "
+                                    f"attribute {option.name!r}: set it in __init__ or override params()") from None
+            params[option.name] = list(value) if isinstance(value, tuple) else value
+        return params
 
     @classmethod
     def partitions(cls) -> bool:
@@ -82,7 +107,7 @@ class ChunkingStrategy(ABC):
         return check_options(cls.options, options, f"strategy {cls.name!r}", fixed=("max_tokens", "overlap"))
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     """An integer (numpy integers included) that is not a bool (``True`` is no token count)."""
     return isinstance(value, Integral) and not isinstance(value, bool)
 
@@ -90,37 +115,57 @@ def _is_int(value: Any) -> bool:
 STRATEGIES: dict[str, type[ChunkingStrategy]] = {}
 S = TypeVar("S", bound=type[ChunkingStrategy])
 
-#: strategies that live above this layer, imported on first use: grounded's model-driven strategies
-#: (:mod:`grounded.llm`; importing the module registers its class with :func:`register_strategy`).
-#: Another distribution registers the entry point group ``grounded.strategies``
-#: (``name = "package.module"`` or ``name = "package.module:Class"``).
-PLUGIN_MODULES: dict[str, str] = {"llm": "grounded.llm.llm_strategy", "vision": "grounded.llm.vision_strategy"}
+#: registry name -> "module:Class" of grounded's strategies, imported when first asked for. The
+#: model-driven ``llm`` and ``vision`` live in :mod:`grounded.llm`, a higher layer (nothing here
+#: imports them: the registry does, by name).
+BUILTIN_STRATEGIES: dict[str, str] = {
+    "fixed": "grounded.chunking.strategies.fixed:FixedSizeStrategy",
+    "recursive": "grounded.chunking.strategies.recursive:RecursiveStrategy",
+    "hierarchical": "grounded.chunking.strategies.hierarchical:HierarchicalStrategy",
+    "semantic": "grounded.chunking.strategies.semantic:SemanticStrategy",
+    "cluster": "grounded.chunking.strategies.cluster:ClusterStrategy",
+    "kamradt_mod": "grounded.chunking.strategies.kamradt:KamradtModifiedStrategy",
+    "kamradt": "grounded.chunking.strategies.kamradt_original:KamradtStrategy",
+    "llm": "grounded.llm.llm_strategy:LLMStrategy",
+    "vision": "grounded.llm.vision_strategy:VisionStrategy",
+}
 ENTRY_POINT_GROUP = "grounded.strategies"
 
 
-def _import_builtins() -> None:
-    from . import strategies  # noqa: F401  (registers the built-in strategies)
+class StrategyRegistry(Registry[type[ChunkingStrategy]]):
+    """The registry that refuses a name taken by another class (a built-in's name included)."""
+
+    def register(self, name: str, cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
+        taken = self.classes.get(name)
+        target = self.lazy.get(name)
+        if taken is None and target is not None and target != f"{cls.__module__}:{cls.__qualname__}":
+            taken_by = target.replace(":", ".")
+        elif taken is not None and taken is not cls:
+            taken_by = f"{taken.__module__}.{taken.__qualname__}"
+        else:
+            return super().register(name, cls)
+        raise NameTakenError(self.kind, name, taken_by, f"{cls.__module__}.{cls.__qualname__}")
 
 
 #: the strategy registry (:class:`~grounded.runtime.registry.Registry`, the parsers' shape)
-REGISTRY: Registry[type[ChunkingStrategy]] = Registry(
-    "strategy", ChunkingStrategy, ENTRY_POINT_GROUP, classes=STRATEGIES, lazy=PLUGIN_MODULES, builtins=_import_builtins,
-)
+REGISTRY: StrategyRegistry = StrategyRegistry("strategy", ChunkingStrategy, ENTRY_POINT_GROUP, classes=STRATEGIES,
+                                              lazy=BUILTIN_STRATEGIES)
 
 
 def register_strategy(cls: S) -> S:
+    """Register ``cls`` under its ``name`` in this process (a class decorator, for a strategy of
+    another distribution or a script; grounded's own are in :data:`BUILTIN_STRATEGIES`)."""
     REGISTRY.register(cls.name, cls)
     return cls
 
 
 def load_strategies() -> dict[str, type[ChunkingStrategy]]:
-    """Import every known strategy (built-ins, grounded's plugins, installed entry points) and
-    return the registry."""
+    """Import every known strategy (built-ins, installed entry points) and return the registry."""
     return REGISTRY.load_all()
 
 
 def strategy_names() -> list[str]:
-    """Every known strategy name (built-in, grounded's plugins, entry points), without importing plugins."""
+    """Every known strategy name (built-in, registered, entry points), importing none."""
     return REGISTRY.names()
 
 

@@ -5,12 +5,13 @@ the percentile breakpoints, and the chunks cut at breakpoints and re-split to th
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from ..errors import ChunkingError
 from ..model.options import Option
+from .nlp import Embedder, minilm_embedder
 from .pieces import Document, Piece, PieceStrategy
 
 #: option declarations the embedding strategies share (written once; each strategy lists the ones it takes)
@@ -32,10 +33,6 @@ __all__ = [
     "split_at",
 ]
 
-#: texts -> one vector per text (rows)
-Embedder = Callable[[Sequence[str]], np.ndarray]
-
-
 class EmbeddingStrategy(PieceStrategy):
     """A piece strategy that embeds texts: :attr:`embedder` is the one its constructor got
     (``self._embedder``) or, on first use, the process's MiniLM embedder."""
@@ -46,8 +43,6 @@ class EmbeddingStrategy(PieceStrategy):
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from .strategies.semantic import minilm_embedder
-
             self._embedder = minilm_embedder()
         return self._embedder
 

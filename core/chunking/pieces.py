@@ -3,13 +3,13 @@
 A :class:`PieceStrategy` never touches :class:`~grounded.text.stream.TokenStream` internals. It
 declares which pieces it wants (``piece_kind``: document elements, sentences, words, or small runs of
 at most N tokens, N from :meth:`PieceStrategy.piece_options`) and gets them as a list of
-:class:`Piece` (text, token count, token range, element index and type, heading flag, whether the piece starts an element). It returns chunks
-as token ranges: ``(start, end)`` tuples, :class:`Span` s (a range plus prepended headings), or
-:func:`join` of a run of pieces. The base class validates every range (ints, inside the stream, in
-reading order, heading indices that name text elements) and converts it to a
-:class:`~grounded.chunking.base.TokenGroup`; the chunker then enforces the token bound
-(:mod:`grounded.text.bound`) on every group, so a range above ``max_tokens`` is split, never
-dropped. :class:`Document` offers the splitting helpers the built-in strategies use (windows,
+:class:`Piece` (text, token count, token range, element index and type, heading flag, whether the
+piece starts an element). It returns chunks as token ranges: ``(start, end)`` tuples, :class:`Span` s
+(a range plus prepended headings), or :func:`join` of a run of pieces. The base class validates
+every range (ints, inside the stream, in reading order, heading indices that name text elements)
+and converts it to a :class:`~grounded.chunking.base.TokenGroup`; the chunker then enforces the
+token bound (:mod:`grounded.text.bound`) on every group, so a range above ``max_tokens`` is split,
+never dropped. :class:`Document` offers the splitting helpers the built-in strategies use (windows,
 recursive delimiter splitting) on token ranges.
 """
 
@@ -26,7 +26,8 @@ from ..errors import ChunkingError
 from ..model.elements import HEADING_TYPES, ParsingResult
 from ..model.elements import ParsingResultType as T
 from ..text.splitting import DEFAULT_DELIMITERS, recursive_split, window_split, word_ranges
-from .base import ChunkingStrategy, TokenGroup, _is_int
+from .base import ChunkingStrategy, TokenGroup, is_int
+from .nlp import punkt_sentence_tokenizer
 
 if TYPE_CHECKING:
     from ..text.stream import TokenStream
@@ -167,7 +168,7 @@ class Document:
         elif kind == "word":
             ranges = word_ranges(self._stream, 0, n)
         elif kind == "split":
-            if max_tokens is None or not _is_int(max_tokens) or max_tokens < 1:
+            if max_tokens is None or not is_int(max_tokens) or max_tokens < 1:
                 raise ChunkingError(f"split pieces need max_tokens >= 1, got {max_tokens!r}")
             ranges = recursive_split(self._stream, 0, n, int(max_tokens), 0, DEFAULT_DELIMITERS)
         else:
@@ -177,8 +178,6 @@ class Document:
 
     def sentence_starts(self, language: str = "english") -> list[int]:
         """Token index where each sentence starts (see :meth:`pieces`, kind ``sentence``)."""
-        from .strategies.semantic import punkt_sentence_tokenizer
-
         sentences = punkt_sentence_tokenizer(language)
         stream = self._stream
         cuts: list[int] = [0] if len(stream) else []
@@ -219,7 +218,7 @@ def _owner(owner: np.ndarray, k: int) -> int | None:
 class PieceStrategy(ChunkingStrategy):
     """Base class of a strategy written against :class:`Piece` s.
 
-    Set ``name`` (and register the class with :func:`~grounded.chunking.base.register_strategy`),
+    Set ``name`` (and register the class: see :mod:`grounded.chunking.base`),
     ``piece_kind`` (``None``: no pieces, work with the :class:`Document` helpers) and, for kind
     ``split``, return the piece size from :meth:`piece_options`. Implement :meth:`split`: it gets the
     pieces and the document and yields token ranges in reading order."""
@@ -256,12 +255,14 @@ def _validated(name: str, ranges: Iterable[Any], stream: TokenStream) -> Iterato
             (start, end), headings = item, ()
         else:
             raise ChunkingError(f"strategy {name!r} returned {item!r}; expected a Span or a (start, end) token range")
-        if not (_is_int(start) and _is_int(end)) or not 0 <= start <= end <= n:
+        if not (is_int(start) and is_int(end)) or not 0 <= start <= end <= n:
             raise ChunkingError(f"strategy {name!r} returned the token range {(start, end)!r} outside [0, {n}]")
         if start < previous:
-            raise ChunkingError(f"strategy {name!r} returned {(start, end)!r} after a range starting at {previous}: not in reading order")
-        if any(not _is_int(h) or not 0 <= h < n_elements for h in headings):
-            raise ChunkingError(f"strategy {name!r} returned headings {headings!r}; expected element indices in [0, {n_elements})")
+            raise ChunkingError(f"strategy {name!r} returned {(start, end)!r} after a range starting at {previous}: "
+                                "not in reading order")
+        if any(not is_int(h) or not 0 <= h < n_elements for h in headings):
+            raise ChunkingError(f"strategy {name!r} returned headings {headings!r}; "
+                                f"expected element indices in [0, {n_elements})")
         if end == start:
             continue
         previous = int(start)

@@ -1,5 +1,5 @@
-"""The demo: a generated sample guideline (:mod:`.samples`, typeset by :mod:`.typeset`) and the
-``grounded demo`` job that parses, chunks and highlights it (:mod:`.run`)."""
+"""The demo: a generated sample guideline (:mod:`.samples`, typeset by :mod:`.typeset`); the
+``grounded demo`` job that parses, chunks and highlights it is :mod:`grounded.cli.demo`."""
 
 from __future__ import annotations
 

@@ -24,8 +24,8 @@ import numpy as np
 from .baseline_splitters import CHROMA_SEPARATORS, Cl100k, RecursiveSpanSplitter, TokenSpanSplitter
 from .chroma_data import ChromaDataset
 from .embeddings import CachedEmbedder
+from .errors import EvaluationError
 from .retrieval_metrics import ChunkRegion, MetricSummary, precision_omega, score_question, summarize
-from .runs import EvaluationError
 from .spans import covered, union
 
 if TYPE_CHECKING:

@@ -10,7 +10,7 @@ from typing import Any
 from ..cli.llm_options import add_model_options, model_spec
 from ..errors import InputError
 from ..llm.spec import ModelSpec, strategy_options
-from .runs import EvaluationError as EvalUsageError
+from .errors import EvaluationError as EvalUsageError
 
 __all__ = ["register"]
 
@@ -108,9 +108,9 @@ def register(subparsers: Any) -> None:
 
 
 def _progress(args: argparse.Namespace) -> Any:
-    from .runs import _no_progress, tqdm_progress
+    from .runs import no_progress, tqdm_progress
 
-    return _no_progress if args.no_progress or not sys.stderr.isatty() else tqdm_progress
+    return no_progress if args.no_progress or not sys.stderr.isatty() else tqdm_progress
 
 
 def _data(args: argparse.Namespace) -> Path:
@@ -279,9 +279,9 @@ def _llm_rows(spec: ModelSpec, sizes: list[int], **options: Any) -> list[Any]:
     without a model."""
     if not spec:
         return []
-    from .runs import _chroma_row
+    from .runs import chroma_row
 
-    rows = [_chroma_row("llm", size, **options, spec=spec) for size in sizes]
+    rows = [chroma_row("llm", size, **options, spec=spec) for size in sizes]
     built = strategy_options("llm", spec)  # the model imported once, before any work (a bad --llm fails here)
     for row in rows:
         row.model_options = built
@@ -301,10 +301,10 @@ def extended_chunkers(spec: ModelSpec | None = None) -> tuple[list[Any], dict[st
     ``llm`` at the same sizes and pieces when ``spec`` names a model, else listed as skipped with its
     reason."""
     from .chunking_eval import SKIPPED_STRATEGIES, LangChainRecursive, wrapped_splitters
-    from .runs import _chroma_row
+    from .runs import chroma_row
 
-    rows: list[Any] = [_chroma_row("kamradt_mod", size, tokenizer="cl100k_base") for size in (250, 200)]
-    rows.append(_chroma_row("kamradt", KAMRADT_BOUND, tokenizer="cl100k_base"))
+    rows: list[Any] = [chroma_row("kamradt_mod", size, tokenizer="cl100k_base") for size in (250, 200)]
+    rows.append(chroma_row("kamradt", KAMRADT_BOUND, tokenizer="cl100k_base"))
     llm = _llm_rows(spec or ModelSpec(), [250, 200], tokenizer="cl100k_base")
     baseline = LangChainRecursive(250, 0)
     rows += [*llm, baseline, *wrapped_splitters(250, 0, baseline.encoder)]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputNotFoundError, SchemaError
-from .runs import EvaluationDataError
+from .errors import EvaluationDataError
 from .teds import (
     MD_TABLE_SEPARATOR,
     Cell,

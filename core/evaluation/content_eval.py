@@ -34,11 +34,10 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import BackendUnavailableError
 from .content_data import DocumentContent
 from .formulas import FormulaScore, score_formulas
 from .teds import TableNode, s_teds, teds
-from .text_metrics import edit_distance, ned, normalize_text
+from .text_metrics import edit_distance, hungarian, ned, normalize_text
 
 __all__ = ["BlockMatch", "match_blocks", "DocumentScore", "score_document", "aggregate", "table_text"]
 
@@ -123,17 +122,9 @@ def _merge_fragments(longs: list[Unit], shorts: list[Unit]) -> list[Unit]:
     return out
 
 
-def _hungarian() -> Any:
-    try:
-        from scipy.optimize import linear_sum_assignment
-    except ImportError as exc:
-        raise BackendUnavailableError("content matching (scipy)", "eval") from exc
-    return linear_sum_assignment
-
-
 def match_blocks(gt: Sequence[str], pred: Sequence[str], *, accept: float = ACCEPT_NED) -> list[BlockMatch]:
     """Adjacency search match of reference and predicted text blocks (module doc)."""
-    linear_sum_assignment = _hungarian()
+    linear_sum_assignment = hungarian()
 
     gt_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(gt)) if t]
     pred_units: list[Unit] = [((i,), t) for i, t in ((i, normalize_text(b)) for i, b in enumerate(pred)) if t]
@@ -167,7 +158,7 @@ def _pair_tables(gt: Sequence[TableNode], pred: Sequence[TableNode]) -> list[tup
         return []
     gt_t, pred_t = [table_text(t) for t in gt], [table_text(t) for t in pred]
     cost = np.array([[ned(g, p) for p in pred_t] for g in gt_t], dtype=float)
-    rows, cols = _hungarian()(cost)
+    rows, cols = hungarian()(cost)
     return [(int(r), int(c)) for r, c in zip(rows, cols) if cost[r, c] < 1.0]
 
 

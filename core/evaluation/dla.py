@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
+from .errors import EvaluationDataError
 
 __all__ = [
     "LayoutBox", "Layout", "ClassScore", "DLAResult", "evaluate_layout", "IOU_THRESHOLDS", "f1",
@@ -227,12 +228,10 @@ def unmatched_pages(
 def require_alignment(
     gt: Layout, pred: Layout, source: str, text_labels: Iterable[str] | None = None, iou: float = 0.5
 ) -> None:
-    """Raise :class:`~grounded.evaluation.runs.EvaluationDataError` naming ``source`` and the pages
+    """Raise :class:`~grounded.evaluation.errors.EvaluationDataError` naming ``source`` and the pages
     of :func:`unmatched_pages`: scoring such pages would report a silent zero."""
     bad = unmatched_pages(gt, pred, text_labels, iou)
     if bad:
-        from .runs import EvaluationDataError
-
         raise EvaluationDataError(
             f"{source}: no prediction matches a single ground-truth box (IoU >= {iou:g}) on page(s) "
             f"{', '.join(k.rsplit('#', 1)[-1] for k in bad)} although both sides have boxes there: the two sides "

@@ -29,7 +29,7 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.elements import ParsingResult
 from ..model.elements import ParsingResultType as T
 from .dla import Layout, LayoutBox
-from .runs import EvaluationDataError
+from .errors import EvaluationDataError
 
 __all__ = [
     "PUBLAYNET_CLASSES",

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .text_metrics import edit_distance, ned
+from .text_metrics import edit_distance, hungarian, ned
 
 __all__ = ["FormulaScore", "normalize_formula", "score_formulas", "ACCEPT_NED"]
 
@@ -76,10 +76,8 @@ def score_formulas(gt: Sequence[str], pred: Sequence[str], *, accept: float = AC
     used_gt: set[int] = set()
     used_pred: set[int] = set()
     if pred_norm:
-        from .content_eval import _hungarian
-
         cost = np.array([[ned(g, p) for p in pred_norm] for g in refs], dtype=float)
-        rows, cols = _hungarian()(cost)
+        rows, cols = hungarian()(cost)
         for r, c in zip(rows.tolist(), cols.tolist()):
             if cost[r, c] <= accept:
                 used_gt.add(r)

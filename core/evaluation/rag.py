@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .errors import EvaluationError
 from .rag_data import RagQuestion
 from .rag_judge import (
     ACCURACY_JUDGE_PROMPT,
@@ -40,7 +41,6 @@ from .rag_judge import (
     read_statements,
     search_results,
 )
-from .runs import EvaluationError
 
 __all__ = ["QuestionResult", "RagEvaluation", "retrieve", "ask_judge", "evaluate_strategy", "JUDGE_ATTEMPTS"]
 

@@ -21,10 +21,9 @@ from ..errors import GroundedError, InputNotFoundError, SchemaError, escape_cont
 from ..io.codec import load_parse_pair, save_parse_pair
 from ..model.elements import ParsingResult
 from .dla import DLAResult, Layout, evaluate_layout, require_alignment
+from .errors import EvaluationError
 
 __all__ = [
-    "EvaluationError",
-    "EvaluationDataError",
     "data_dir",
     "cache_root",
     "ParsedDocument",
@@ -40,6 +39,10 @@ __all__ = [
     "GRID_SIZES",
     "GRID_OVERLAPS",
     "GRID_PERCENTILES",
+    "Progress",
+    "no_progress",
+    "tqdm_progress",
+    "chroma_row",
 ]
 
 log = logging.getLogger(__name__)
@@ -51,7 +54,7 @@ GRID_PERCENTILES = (0.7, 0.9)
 Progress = Callable[[Iterable[Any], str, int], Iterable[Any]]
 
 
-def _no_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
+def no_progress(items: Iterable[Any], desc: str, total: int) -> Iterable[Any]:
     return items
 
 
@@ -125,15 +128,6 @@ def parse_cached(pdf: Path, parser_name: str = "pymupdf", cache_dir: str | Path 
     return ParsedDocument(pdf.stem, out.root, out.markdown)
 
 
-class EvaluationError(GroundedError, ValueError):
-    """An evaluation cannot run as asked (unknown parser, options that do not fit together)."""
-
-
-class EvaluationDataError(EvaluationError):
-    """Reference or prediction data would give a meaningless score: a reference set that comes out
-    empty, or boxes of the two sides that never meet on a page (a coordinate/scale mismatch)."""
-
-
 def _parser(name: str) -> Any:
     from ..parsers import get_parser
 
@@ -154,7 +148,7 @@ def _merge(layouts: Iterable[Layout]) -> Layout:
 
 def run_dla_icdar(data_dir: Path, parser_name: str = "pymupdf", *, limit: int | None = None,
                   cache_dir: str | Path | None = None, use_cache: bool = True,
-                  progress: Progress = _no_progress) -> DLAResult:
+                  progress: Progress = no_progress) -> DLAResult:
     """Table detection F1 of ``parser_name`` on the ICDAR-2013 PDFs (TABLE -> "table")."""
     from .dla_data import ICDAR_TYPES, icdar_documents, layout_from_tree, read_icdar_regions
 
@@ -174,7 +168,7 @@ def run_dla_icdar(data_dir: Path, parser_name: str = "pymupdf", *, limit: int | 
 
 
 def run_dla_docling(data_dir: Path, parser_name: str = "pymupdf", *, cache_dir: str | Path | None = None,
-                    use_cache: bool = True, progress: Progress = _no_progress) -> DLAResult:
+                    use_cache: bool = True, progress: Progress = no_progress) -> DLAResult:
     """Layout agreement of ``parser_name`` with Docling's reference output (model output, not human GT)."""
     from .dla_data import (
         DOCLING_CLASSES,
@@ -250,7 +244,7 @@ class ContentRun:
 
 def run_content(data_dir: Path, parser_name: str = "pymupdf", *, datasets: Sequence[str] = ("docling", "icdar"),
                 limit: int | None = None, cache_dir: str | Path | None = None, use_cache: bool = True,
-                progress: Progress = _no_progress) -> ContentRun:
+                progress: Progress = no_progress) -> ContentRun:
     """Score the parser's Markdown against Docling references (text, tables, reading order) and
     ICDAR-2013 cell structure (tables)."""
     from .content_data import DocumentContent, extract_markdown, read_docling_content, read_icdar_tables
@@ -294,7 +288,7 @@ def reproduction_chunkers(cluster: bool = True) -> list[Any]:
     rows: list[Any] = [cls(size, overlap, enc) for size, overlap in ((250, 125), (250, 0), (200, 0))
                        for cls in (LangChainRecursive, LangChainTokenText)]
     if cluster:
-        rows += [_chroma_row("cluster", size, tokenizer="cl100k_base") for size in (250, 200)]
+        rows += [chroma_row("cluster", size, tokenizer="cl100k_base") for size in (250, 200)]
     return rows
 
 
@@ -313,7 +307,7 @@ def _chroma_row_class() -> type:
     return ChromaRow
 
 
-def _chroma_row(strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> Any:
+def chroma_row(strategy: str, max_tokens: int, overlap: int = 0, **options: Any) -> Any:
     return _chroma_row_class()(strategy, max_tokens, overlap, **options)
 
 
@@ -335,7 +329,7 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
                 out.extend(GroundedCorpusChunker(strategy, n, 0, percentile=q) for q in percentiles)
                 continue
             if not strategy_class(strategy).supports_overlap:  # partitions (cluster, kamradt_mod): no overlap
-                out.append(_chroma_row(strategy, n))
+                out.append(chroma_row(strategy, n))
                 continue
             seen = set()
             for o in overlaps:
@@ -348,7 +342,7 @@ def grid_chunkers(strategies: Sequence[str] = GRID_STRATEGIES, sizes: Sequence[i
 
 def run_chunking(data_dir: Path, chunkers: Sequence[Any], *, n_values: Sequence[int | str] = ("min", 5, 10),
                  corpora: Sequence[str] | None = None, limit: int | None = None, cache_dir: str | Path | None = None,
-                 use_cache: bool = True, chroma_compat: bool = True, progress: Progress = _no_progress) -> list[Any]:
+                 use_cache: bool = True, chroma_compat: bool = True, progress: Progress = no_progress) -> list[Any]:
     """Chroma evaluation of each chunker (shared MiniLM embedding cache)."""
     from .chroma_data import load_chroma_dataset
     from .chunking_eval import evaluate_chunker

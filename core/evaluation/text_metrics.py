@@ -7,6 +7,8 @@
   ``2·GLD / (α(|a| + |b|) + GLD)`` with unit costs (α = 1), a metric in [0, 1].
 * :func:`normalize_text` – what both sides go through before comparison: Markdown/HTML markup,
   whitespace and punctuation removed (OmniDocBench compares such "normalized lines").
+* :func:`hungarian` – the optimal one-to-one matching of a cost matrix that pairs blocks, tables
+  and formulas by their distances.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from ..errors import BackendUnavailableError
 
-__all__ = ["edit_distance", "ned", "n_gld", "normalize_text", "strip_markdown"]
+__all__ = ["edit_distance", "ned", "n_gld", "normalize_text", "strip_markdown", "hungarian"]
 
 _HTML_TAG = re.compile(r"</?[a-zA-Z][^>]*>")
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
@@ -69,3 +71,12 @@ def normalize_text(text: str) -> str:
     """NFKC, markup stripped, then only letters and digits kept (case kept)."""
     text = unicodedata.normalize("NFKC", text)
     return _NON_WORD.sub("", strip_markdown(text))
+
+
+def hungarian() -> Any:
+    """scipy's ``linear_sum_assignment`` (cost matrix -> matched row and column indices)."""
+    try:
+        from scipy.optimize import linear_sum_assignment
+    except ImportError as exc:
+        raise BackendUnavailableError("content matching (scipy)", "eval") from exc
+    return linear_sum_assignment

@@ -6,7 +6,7 @@ one request per kind (:mod:`.adapters`), one reading of the reply and its finish
 (:mod:`.replies`), one retry policy for 429 / 5xx / timeouts (:mod:`.model`) and a stable
 ``identity`` for cache fingerprints, and generation settings (temperature, output tokens, seed;
 :mod:`.settings`) sent with every request. The vision strategy, the llm strategy and the node graph use it;
-:mod:`.cli` gives the commands their model options. No framework is imported here.
+:mod:`grounded.cli.llm_options` gives the commands their model options. No framework is imported here.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..chunking.base import Option, _is_int, register_strategy
+from ..chunking.base import Option, is_int
 from ..chunking.pieces import Document, Piece, PieceStrategy
 from ..errors import ChunkingError
 from . import LLM_CHUNKER_SETTINGS, GenerationSettings, Model, RetryPolicy, as_model, nudged, reask_prompt
@@ -97,7 +97,6 @@ def parse_split_after(answer: str) -> list[int] | None:
     return None if found is None else [int(x) for x in re.findall(r"\d+", found)]
 
 
-@register_strategy
 class LLMStrategy(PieceStrategy):
     """Parameters: ``llm`` (required to chunk; see the module doc), ``model`` (the Gemini model of a
     google-genai client), ``piece_tokens`` (default 50, at most N), ``window_tokens`` (default 800),
@@ -135,11 +134,11 @@ class LLMStrategy(PieceStrategy):
     ) -> None:
         super().__init__(max_tokens, overlap)
         piece_tokens = min(50, self.max_tokens) if piece_tokens is None else piece_tokens
-        if not _is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
+        if not is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
             raise ChunkingError(f"piece_tokens must be an int in [1, max_tokens], got {piece_tokens!r}")
-        if not _is_int(window_tokens) or window_tokens < 1:
+        if not is_int(window_tokens) or window_tokens < 1:
             raise ChunkingError(f"window_tokens must be a positive int, got {window_tokens!r}")
-        if not _is_int(retries) or retries < 0:
+        if not is_int(retries) or retries < 0:
             raise ChunkingError(f"retries must be a non-negative int, got {retries!r}")
         self.piece_tokens = int(piece_tokens)
         self.window_tokens = int(window_tokens)
@@ -156,13 +155,8 @@ class LLMStrategy(PieceStrategy):
         return {"max_tokens": self.piece_tokens}
 
     def params(self) -> dict[str, Any]:
-        return {
-            **super().params(),
-            "piece_tokens": self.piece_tokens,
-            "window_tokens": self.window_tokens,
-            "retries": self.retries,
-            "llm": self._model.identity if self._model is not None else None,
-        }
+        """The declared options' values (:meth:`ChunkingStrategy.params`) and the model's identity."""
+        return {**super().params(), "llm": self._model.identity if self._model is not None else None}
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[tuple[int, int]]:
         ends = self.split_points(pieces)
@@ -176,7 +170,8 @@ class LLMStrategy(PieceStrategy):
         total = len(pieces)
         self.stats = {"calls": 0, "rejected": 0, "repaired": 0}
         if total and self._model is None:
-            raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) (LlamaIndex LLM, LangChain chat model or callable)")
+            raise ChunkingError("the llm strategy needs a model: Chunker('llm', llm=...) "
+                                "(LlamaIndex LLM, LangChain chat model or callable)")
         splits: list[int] = []
         current = 0  # pieces 1..current are chunked
         while current < total - _TAIL:

@@ -123,8 +123,10 @@ def strategy_options(strategy: str, spec: ModelSpec) -> dict[str, Any]:
 #: once for the llm and vision strategies; their command-line flags are :mod:`grounded.cli.llm_options`)
 MODEL_OPTIONS: tuple[Option, ...] = (
     Option("llm", None, help="the model (anything grounded.llm.as_model accepts); the command line: --llm/--llm-model"),
-    Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False),
-    Option("generation", None, help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
+    Option("model", str, None, "Gemini model name of a google-genai client (the command line: --llm-model)", cli=False,
+           param=False),  # the model's identity enters a strategy's params instead
+    Option("generation", None,
+           help="GenerationSettings or a mapping (the command line: --llm-temperature/--llm-max-tokens/--llm-seed)"),
     Option("retry", None, help="RetryPolicy of failed calls"),
     Option("sleep", None, help="the sleep function of the backoff"),
 )

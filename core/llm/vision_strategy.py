@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from ..chunking.base import ChunkingStrategy, Option, TokenGroup, register_strategy
+from ..chunking.base import ChunkingStrategy, Option, TokenGroup
 from ..errors import ChunkingError
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
@@ -22,7 +22,6 @@ from .settings import GenerationSettings
 from .spec import MODEL_OPTIONS
 
 
-@register_strategy
 class VisionStrategy(ChunkingStrategy):
     """``Chunker("vision", max_tokens=..., llm=client)``; options: ``model`` (Gemini model name for a
     google-genai client), ``batch_size`` (4), ``dpi`` (150), ``pdf`` (path/bytes when the tree has no
@@ -74,4 +73,6 @@ class VisionStrategy(ChunkingStrategy):
         return self.engine.chunks(root, assembler, self.max_tokens)
 
     def params(self) -> dict[str, Any]:
-        return {**super().params(), **self.engine.params()}
+        """``max_tokens``, ``overlap`` and the engine's resolved options with the model's identity (the
+        engine keeps the options, in the order chunk ids were first issued with)."""
+        return {"max_tokens": self.max_tokens, "overlap": self.overlap, **self.engine.params()}

@@ -4,7 +4,9 @@ A class lists its options as ``options: ClassVar[tuple[Option, ...]]``; from tha
 come the checks of the values given in Python (:func:`check_options`), the command-line options of
 ``grounded parse|chunk|ground|ingest`` (scalar options only, parsed from text by
 :meth:`Option.from_text`), the keywords the LlamaIndex and LangChain adapters accept, and what enters a
-configuration's fingerprint (:func:`fingerprinted`: a ``secret`` option such as a password never does).
+configuration's fingerprint (:func:`fingerprinted`: a ``secret`` option such as a password never does),
+and a chunking strategy's ``params()`` (:attr:`Option.in_params`: the resolved values that enter every
+chunk's metadata and the chunker fingerprint).
 
 An option whose ``type`` is ``None`` takes any Python object (an embedder, a model client, a callback):
 it is checked by the class itself and never appears on the command line.
@@ -31,8 +33,9 @@ class Option:
     ``None`` for any object), ``default`` (``None``: the class derives it, e.g. from ``max_tokens``),
     ``help`` (one phrase, shown by ``--help``), ``choices`` or a range ``low``..``high`` (``open_low``
     / ``open_high`` exclude the bound), ``secret`` (never fingerprinted, stored or logged),
-    ``cli`` (shown on the command line; scalar types only) and ``flag`` (its spelling there, default
-    ``--name-with-dashes``)."""
+    ``cli`` (shown on the command line; scalar types only), ``flag`` (its spelling there, default
+    ``--name-with-dashes``) and ``param`` (a strategy's option: its resolved value is one of the
+    strategy's ``params()``; ``None``: when it is a scalar, see :attr:`in_params`)."""
 
     name: str
     type: type | None
@@ -46,6 +49,7 @@ class Option:
     secret: bool = False
     cli: bool = True
     flag: str | None = None
+    param: bool | None = None
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -59,12 +63,22 @@ class Option:
         return self.cli and self.type is not None
 
     @property
+    def in_params(self) -> bool:
+        """Whether a strategy's ``params()`` hold this option's resolved value: ``param`` when given,
+        else for a scalar option (an object such as an embedder or a model has no stable JSON form);
+        never for a ``secret`` one."""
+        if self.secret:
+            return False
+        return self.type is not None if self.param is None else self.param
+
+    @property
     def cli_flag(self) -> str:
         return self.flag or "--" + self.name.replace("_", "-")
 
     def rule(self) -> str:
         """What a valid value is, in words (for errors and ``--help``)."""
-        kind = {bool: "true or false", int: "an int", float: "a number", str: "a string"}.get(self.type, "any object")  # type: ignore[arg-type]
+        kinds: dict[type | None, str] = {bool: "true or false", int: "an int", float: "a number", str: "a string"}
+        kind = kinds.get(self.type, "any object")
         if self.choices is not None:
             return "one of " + ", ".join(str(c) for c in self.choices)
         if self.low is not None or self.high is not None:
@@ -140,7 +154,9 @@ def option_names(options: Iterable[Option]) -> list[str]:
     return [o.name for o in options]
 
 
-def check_options(declared: Iterable[Option], given: Mapping[str, Any], owner: str, *, fixed: Iterable[str] = ()) -> dict[str, Any]:
+def check_options(
+    declared: Iterable[Option], given: Mapping[str, Any], owner: str, *, fixed: Iterable[str] = ()
+) -> dict[str, Any]:
     """``given`` checked against the ``declared`` options of ``owner``: an undeclared name raises
     :class:`OptionError` listing the declared ones (``fixed``: keywords the caller handles itself,
     e.g. ``max_tokens``, shown in the list too); returns the checked values."""

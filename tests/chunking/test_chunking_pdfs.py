@@ -58,7 +58,8 @@ def test_invariants_on_shared_pdfs(parsed: dict[str, ParsingResult], strategy: s
             chunker = Chunker(strategy, max_tokens, overlap, tokenizer=TOKENIZER)
             result = chunker.chunk(root)
             assert result.chunks, name
-            check_invariants(root, result, chunker.stream(root), max_tokens, overlap=overlap > 0, page_count=root.metadata["page_count"])
+            pages = root.metadata["page_count"]
+            check_invariants(root, result, chunker.stream(root), max_tokens, overlap=overlap > 0, page_count=pages)
 
 
 @pytest.mark.slow
@@ -69,7 +70,8 @@ def test_semantic_invariants_on_shared_pdfs(parsed: dict[str, ParsingResult], em
             chunker = Chunker("semantic", max_tokens, tokenizer=TOKENIZER, embedder=embedder, percentile=percentile)
             result = chunker.chunk(root)
             assert result.chunks, name
-            check_invariants(root, result, chunker.stream(root), max_tokens, overlap=False, page_count=root.metadata["page_count"])
+            pages = root.metadata["page_count"]
+            check_invariants(root, result, chunker.stream(root), max_tokens, overlap=False, page_count=pages)
 
 
 def test_chunks_cross_page_breaks_with_boxes_on_both_pages(parsed: dict[str, ParsingResult]) -> None:
@@ -102,7 +104,8 @@ def test_exact_mode_matches_ground_truth_regions(parsed: dict[str, ParsingResult
         root = parsed[pdf.name]
         exact += _mean_iou(root, pdf, "exact", strategy, max_tokens)
         line += _mean_iou(root, pdf, "line", strategy, max_tokens)
-    print(f"\n{strategy} N={max_tokens}: mean area IoU exact={statistics.mean(exact):.3f} line={statistics.mean(line):.3f} over {len(exact)} chunks")
+    print(f"\n{strategy} N={max_tokens}: mean area IoU exact={statistics.mean(exact):.3f} "
+          f"line={statistics.mean(line):.3f} over {len(exact)} chunks")
     assert len(exact) > 50
     assert statistics.mean(exact) >= 0.9
     assert statistics.mean(exact) > statistics.mean(line)

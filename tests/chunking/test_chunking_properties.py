@@ -22,8 +22,11 @@ from tests.support.trees import (
 
 @pytest.mark.parametrize("strategy", sorted(STRATEGY_OPTIONS))
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(root=trees(), max_tokens=st.sampled_from([16, 24, 48, 128]), with_overlap=st.booleans(), box_mode=st.sampled_from(["auto", "line", "element"]))
-def test_invariants_hold_on_generated_trees(strategy: str, root: ParsingResult, max_tokens: int, with_overlap: bool, box_mode: str) -> None:
+@given(root=trees(), max_tokens=st.sampled_from([16, 24, 48, 128]), with_overlap=st.booleans(),
+       box_mode=st.sampled_from(["auto", "line", "element"]))
+def test_invariants_hold_on_generated_trees(
+    strategy: str, root: ParsingResult, max_tokens: int, with_overlap: bool, box_mode: str
+) -> None:
     overlap = max_tokens // 5 if with_overlap and strategy_class(strategy).supports_overlap else 0
     chunker = Chunker(strategy, max_tokens, overlap, tokenizer=TOKENIZER, box_mode=box_mode, **STRATEGY_OPTIONS[strategy])
     result = chunker.chunk(root)
@@ -58,7 +61,9 @@ def test_exact_boxes_cover_exactly_the_chunk_characters(root: ParsingResult, max
 def test_hierarchical_prepends_headings_under_budget() -> None:
     root = ParsingResult("root", T.ROOT)
     h1 = root.add_child(ParsingResult("h1", T.SECTION_HEADER, "Systemic therapy of early breast cancer", metadata={"level": 1}))
-    h2 = h1.add_child(ParsingResult("h2", T.SECTION_HEADER, "Adjuvant chemotherapy in HER2 positive disease", metadata={"level": 2}))
+    h2 = h1.add_child(
+        ParsingResult("h2", T.SECTION_HEADER, "Adjuvant chemotherapy in HER2 positive disease", metadata={"level": 2})
+    )
     for i in range(6):
         h2.add_child(ParsingResult(f"p{i}", T.PARAGRAPH, " ".join(WORDS[i : i + 30])))
     chunker = Chunker("hierarchical", 48, tokenizer=TOKENIZER, heading_budget=12)
@@ -106,7 +111,9 @@ def _nested(kind: str, depth: int) -> ParsingResult:
     parent = root
     for i in range(depth):
         if kind == "sections":
-            node = parent.add_child(ParsingResult(f"h{i}", T.SECTION_HEADER, f"Heading {i} of adjuvant therapy", metadata={"level": min(i + 1, 6)}))
+            level = {"level": min(i + 1, 6)}
+            heading = ParsingResult(f"h{i}", T.SECTION_HEADER, f"Heading {i} of adjuvant therapy", metadata=level)
+            node = parent.add_child(heading)
         else:
             lst = parent.add_child(ParsingResult(f"l{i}", T.LIST))
             node = lst.add_child(ParsingResult(f"i{i}", T.LIST_ITEM, f"Item {i}: give trastuzumab."))
@@ -116,7 +123,8 @@ def _nested(kind: str, depth: int) -> ParsingResult:
 
 @pytest.mark.parametrize("kind", ["sections", "lists"])
 @pytest.mark.parametrize(
-    "strategy", ["hierarchical", *(pytest.param(s, marks=pytest.mark.slow) for s in sorted(STRATEGY_OPTIONS) if s != "hierarchical")]
+    "strategy",
+    ["hierarchical", *(pytest.param(s, marks=pytest.mark.slow) for s in sorted(STRATEGY_OPTIONS) if s != "hierarchical")],
 )
 def test_5000_nesting_levels(strategy: str, kind: str) -> None:
     """The hierarchical strategy recursed once per level (RecursionError near 1000, issue #14.3).
@@ -128,5 +136,6 @@ def test_5000_nesting_levels(strategy: str, kind: str) -> None:
     assert result.chunks
     assert max(TOKENIZER.count_batch([c.content for c in result.chunks])) <= 64
     # every element's text is in a body or a prepended heading
-    covered = {e for c in result.chunks for e in c.metadata["element_ids"]} | {h for c in result.chunks for h in c.metadata.get("heading_ids", ())}
+    covered = {e for c in result.chunks for e in c.metadata["element_ids"]}
+    covered |= {h for c in result.chunks for h in c.metadata.get("heading_ids", ())}
     assert covered == {n.id for n in root.walk() if n.content}

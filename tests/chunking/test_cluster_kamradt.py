@@ -236,7 +236,8 @@ def test_invariants_on_a_long_pdf_with_a_cheap_embedder(clinsci: ParsingResult, 
     chunker = Chunker(strategy, max_tokens, tokenizer=TOKENIZER, embedder=bag_of_words_embedder)
     result = chunker.chunk(clinsci)
     assert len(result.chunks) > 1
-    check_invariants(clinsci, result, chunker.stream(clinsci), max_tokens, overlap=False, page_count=clinsci.metadata["page_count"])
+    pages = clinsci.metadata["page_count"]
+    check_invariants(clinsci, result, chunker.stream(clinsci), max_tokens, overlap=False, page_count=pages)
 
 
 @pytest.mark.slow

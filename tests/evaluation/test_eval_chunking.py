@@ -289,7 +289,8 @@ def test_extended_suite_rows_and_skips():
 
     rows, skipped = extended_chunkers()
     kamradt = [r for r in rows if r.params().get("splitter") == "kamradt_mod"]
-    assert [(r.max_tokens, r.options) for r in kamradt] == [(250, {"tokenizer": "cl100k_base"}), (200, {"tokenizer": "cl100k_base"})]
+    cl100k = {"tokenizer": "cl100k_base"}
+    assert [(r.max_tokens, r.options) for r in kamradt] == [(250, cl100k), (200, cl100k)]
     original = [r for r in rows if r.params().get("splitter") == "kamradt"]
     assert [(r.max_tokens, r.options) for r in original] == [(KAMRADT_BOUND, {"tokenizer": "cl100k_base"})]
     wrapped = [r for r in rows if isinstance(r, GroundedSplitter)]

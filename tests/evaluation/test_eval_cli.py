@@ -137,7 +137,7 @@ def test_the_llm_rows_key_changes_with_the_generation_settings():
     ModelSpec.identity with the settings the requests are sent with, so another temperature, output length
     or seed is another key - never the key of a row measured with other settings."""
     from grounded.evaluation.chunking_eval import GroundedCorpusChunker
-    from grounded.evaluation.runs import EvaluationError
+    from grounded.evaluation.errors import EvaluationError
     from grounded.llm import GenerationSettings
     from grounded.llm.spec import ModelSpec
 

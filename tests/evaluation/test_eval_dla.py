@@ -136,8 +136,10 @@ def test_icdar_regions_cover_table_text_and_follow_rotation():
         assert page.rotation == 90 and layout.pages["eu-015#1"] == (842.0, 595.0)
         texts = [page.get_textbox(pymupdf.Rect(b.x, b.y, b.x + b.w, b.y + b.h) * page.derotation_matrix)
                  for b in layout.boxes if b.page_key == "eu-015#1"]
-    assert [t.split("\n")[:3] for t in texts] == [["Topic", "Enquiries", "EU Institutions"],
-                                                  ["Topic", "Enquiries", "Other specific policies including Competition, External "]]
+    assert [t.split("\n")[:3] for t in texts] == [
+        ["Topic", "Enquiries", "EU Institutions"],
+        ["Topic", "Enquiries", "Other specific policies including Competition, External "],
+    ]
 
 
 def test_docling_layout_reader():

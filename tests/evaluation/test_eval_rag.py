@@ -86,7 +86,8 @@ def test_a2_verdicts_are_read_from_fenced_prose_and_string_booleans() -> None:
     ('{"is_answer_exist": true}', "missing response_quality"),
     ('{"is_answer_exist": true, "response_quality": "partially correct"}', "must be one of correct, hallucinate, abstain"),
     ('{"is_answer_exist": "maybe", "response_quality": "correct"}', "is_answer_exist must be True or False"),
-    ('{"is_answer_exist": true, "response_quality": "correct", "answer_ids": [6]}', r"answer_ids \[6\] name no search result \(1..5\)"),
+    ('{"is_answer_exist": true, "response_quality": "correct", "answer_ids": [6]}',
+     r"answer_ids \[6\] name no search result \(1..5\)"),
     ('{"is_answer_exist": true, "response_quality": "correct", "answer_ids": ["doc A"]}', "answer_ids must list source numbers"),
     ('[1, 2]', "expected a JSON object"),
 ])
@@ -100,7 +101,8 @@ def test_statement_scores_take_only_the_six_levels() -> None:
                              '{"statement": "b", "relevancy": 0, "faithfulness": 0.2}]}')
     assert scores == [StatementScore("a", 0.8, 1.0), StatementScore("b", 0.0, 0.2)]
     assert read_statements('[{"statement": "a", "relevancy": 1, "faithfulness": 1}]') == [StatementScore("a", 1.0, 1.0)]
-    for reply, cause in (('{"statements": [{"statement": "a", "relevancy": 0.5, "faithfulness": 1}]}', "relevancy must be one of"),
+    for reply, cause in (('{"statements": [{"statement": "a", "relevancy": 0.5, "faithfulness": 1}]}',
+                          "relevancy must be one of"),
                          ('{"statements": [{"statement": "a", "relevancy": 1}]}', "faithfulness must be a number"),
                          ('{"statements": []}', "non-empty 'statements' list"),
                          ('{"statements": ["a"]}', "statement 1 is not an object")):
@@ -217,7 +219,8 @@ def test_the_prompts_carry_the_question_the_retrieved_chunks_and_the_answer(tmp_
                         f"Answer: {RECORDED['answers'][QS[0].question]}")
     assert statements.startswith(STATEMENT_JUDGE_PROMPT) and "\n\nRetrieved Context:\n\n[1] (page 1) chunk 0" in statements
     # seed 001's A.2 prompt, word for word (its criteria and the three labels)
-    assert "Mark True if the knowledge includes content that directly or inferentially answers the question." in ACCURACY_JUDGE_PROMPT
+    criterion = "Mark True if the knowledge includes content that directly or inferentially answers the question."
+    assert criterion in ACCURACY_JUDGE_PROMPT
     assert all(f'- "{label}" The model' in ACCURACY_JUDGE_PROMPT for label in ("correct", "hallucinate", "abstain"))
     assert "If the answer is not present in the Search Results, return an empty List." in ACCURACY_JUDGE_PROMPT
     assert "0, 0.2, 0.4, 0.6, 0.8, 1" in STATEMENT_JUDGE_PROMPT

@@ -23,7 +23,8 @@ from grounded.errors import GroundedError
 from grounded.evaluation.content_data import read_docling_content
 from grounded.evaluation.dla import Layout, LayoutBox, require_alignment, unmatched_pages
 from grounded.evaluation.dla_data import DOCLING_TEXT_CLASSES, docling_nested, read_docling_layout
-from grounded.evaluation.runs import EvaluationDataError, EvaluationError, data_dir, run_dla_docling
+from grounded.evaluation.errors import EvaluationDataError, EvaluationError
+from grounded.evaluation.runs import data_dir, run_dla_docling
 from tests.support.data import REPO, shared
 
 NATIVE = ("2305.03393v1-pg9", "multi_page")  # recorded docling outputs with their PDFs

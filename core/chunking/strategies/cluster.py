@@ -23,7 +23,7 @@ import numpy as np
 
 from grounded.errors import ChunkingError
 
-from ..base import Option, _is_int, register_strategy
+from ..base import Option, is_int
 from ..embedded import EMBEDDER_OPTION, Embedder, EmbeddingStrategy, embed_checked
 from ..pieces import Document, Piece, Span, join
 
@@ -94,7 +94,6 @@ def optimal_segmentation(band: np.ndarray, sizes: Sequence[int], max_pieces: int
     return out
 
 
-@register_strategy
 class ClusterStrategy(EmbeddingStrategy):
     """Parameters: ``piece_tokens`` (piece size, default 50, at most N), ``max_pieces`` (pieces per chunk,
     default ``max_tokens // piece_tokens``), ``centre`` (subtract the mean pairwise similarity, as
@@ -122,7 +121,7 @@ class ClusterStrategy(EmbeddingStrategy):
         super().__init__(max_tokens, overlap)
         if piece_tokens is None:
             piece_tokens = min(50, self.max_tokens)
-        if not _is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
+        if not is_int(piece_tokens) or not 1 <= piece_tokens <= max_tokens:
             raise ChunkingError(f"piece_tokens must be an int in [1, max_tokens], got {piece_tokens!r}")
         self.piece_tokens = int(piece_tokens)
         self.max_pieces = max(1, self.max_tokens // self.piece_tokens) if max_pieces is None else int(max_pieces)
@@ -144,6 +143,3 @@ class ClusterStrategy(EmbeddingStrategy):
         sizes = [p.tokens for p in pieces]
         for a, b in optimal_segmentation(band, sizes, self.max_pieces, self.max_tokens):
             yield join(pieces[a:b])
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "piece_tokens": self.piece_tokens, "max_pieces": self.max_pieces, "centre": self.centre}

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from ..base import register_strategy
 from ..pieces import Document, Piece, PieceStrategy
 
 
-@register_strategy
 class FixedSizeStrategy(PieceStrategy):
     """Emit the first N tokens of the queue, drop N - O, repeat; the residue forms a final chunk.
 

@@ -11,12 +11,12 @@ non-heading nodes that have children (e.g. a list item with a sub-list) stays bo
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from grounded.errors import ChunkingError
 from grounded.model.elements import HEADING_TYPES, ParsingResult
 
-from ..base import Option, register_strategy
+from ..base import Option
 from ..pieces import Document, Piece, PieceStrategy, Span
 
 
@@ -27,7 +27,6 @@ class _Piece(NamedTuple):
     unsplit: bool
 
 
-@register_strategy
 class HierarchicalStrategy(PieceStrategy):
     """Parameters: ``heading_budget`` B_h in tokens (default 0.4 N)."""
 
@@ -40,9 +39,6 @@ class HierarchicalStrategy(PieceStrategy):
         self.heading_budget = int(0.4 * max_tokens) if heading_budget is None else int(heading_budget)
         if not 0 <= self.heading_budget < max_tokens:
             raise ChunkingError(f"heading_budget must be in [0, max_tokens), got {heading_budget!r}")
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "heading_budget": self.heading_budget}
 
     def split(self, pieces: Sequence[Piece], doc: Document) -> Iterator[Span]:
         run = _Run(self, doc)
@@ -189,7 +185,9 @@ class _Frame:
 
     __slots__ = ("start", "headings", "child_headings", "own", "kids", "next_child", "avail")
 
-    def __init__(self, start: int, headings: tuple[int, ...], child_headings: tuple[int, ...], own: int | None, kids: list[ParsingResult]):
+    def __init__(
+        self, start: int, headings: tuple[int, ...], child_headings: tuple[int, ...], own: int | None, kids: list[ParsingResult]
+    ):
         self.start = start
         self.headings = headings
         self.child_headings = child_headings

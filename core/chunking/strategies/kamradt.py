@@ -21,7 +21,7 @@ import numpy as np
 
 from grounded.errors import ChunkingError
 
-from ..base import Option, _is_int, register_strategy
+from ..base import Option, is_int
 from ..embedded import (
     EMBEDDER_OPTION,
     Embedder,
@@ -60,7 +60,6 @@ def breakpoints(distances: np.ndarray, threshold: float) -> list[int]:
     return [i + 1 for i in np.flatnonzero(np.asarray(distances) > threshold).tolist()]
 
 
-@register_strategy
 class KamradtModifiedStrategy(EmbeddingStrategy):
     """Parameters: ``avg_tokens`` (target mean chunk size, default ``max_tokens``),
     ``min_chunk_tokens`` (piece size, default 50, at most N), ``buffer`` (neighbour pieces on each side in an
@@ -87,13 +86,13 @@ class KamradtModifiedStrategy(EmbeddingStrategy):
     ) -> None:
         super().__init__(max_tokens, overlap)
         self.avg_tokens = max_tokens if avg_tokens is None else avg_tokens
-        if not _is_int(self.avg_tokens) or self.avg_tokens < 1:
+        if not is_int(self.avg_tokens) or self.avg_tokens < 1:
             raise ChunkingError(f"avg_tokens must be a positive int, got {avg_tokens!r}")
         if min_chunk_tokens is None:
             min_chunk_tokens = min(50, self.max_tokens)
-        if not _is_int(min_chunk_tokens) or not 1 <= min_chunk_tokens <= max_tokens:
+        if not is_int(min_chunk_tokens) or not 1 <= min_chunk_tokens <= max_tokens:
             raise ChunkingError(f"min_chunk_tokens must be an int in [1, max_tokens], got {min_chunk_tokens!r}")
-        if not _is_int(buffer) or buffer < 0:
+        if not is_int(buffer) or buffer < 0:
             raise ChunkingError(f"buffer must be a non-negative int, got {buffer!r}")
         self.avg_tokens = int(self.avg_tokens)
         self.min_chunk_tokens = int(min_chunk_tokens)
@@ -114,6 +113,3 @@ class KamradtModifiedStrategy(EmbeddingStrategy):
             cuts = max(0, -(-total // self.avg_tokens) - 1)  # chunks = ceil(total / avg)
             starts += breakpoints(distances, threshold_for_cuts(distances, cuts))
         yield from split_at(pieces, doc, starts, self.max_tokens)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "avg_tokens": self.avg_tokens, "min_chunk_tokens": self.min_chunk_tokens, "buffer": self.buffer}

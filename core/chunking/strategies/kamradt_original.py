@@ -27,7 +27,7 @@ from typing import Any
 
 from grounded.errors import ChunkingError
 
-from ..base import Option, _is_int, register_strategy
+from ..base import Option, is_int
 from ..embedded import (
     EMBEDDER_OPTION,
     LANGUAGE_OPTION,
@@ -45,7 +45,6 @@ from ..pieces import Document, Piece
 __all__ = ["KamradtStrategy", "percentile_breakpoints"]
 
 
-@register_strategy
 class KamradtStrategy(EmbeddingStrategy):
     """Parameters: ``percentile`` (breakpoint quantile in (0, 1), default 0.95), ``buffer`` (sentences
     on each side combined into one embedding window, default 1), ``embedder`` (texts -> vectors;
@@ -73,7 +72,7 @@ class KamradtStrategy(EmbeddingStrategy):
         super().__init__(max_tokens, overlap)
         if isinstance(percentile, bool) or not isinstance(percentile, (int, float)) or not 0.0 < percentile < 1.0:
             raise ChunkingError(f"percentile must be a number in (0, 1), got {percentile!r}")
-        if not _is_int(buffer) or buffer < 0:
+        if not is_int(buffer) or buffer < 0:
             raise ChunkingError(f"buffer must be a non-negative int, got {buffer!r}")
         self.percentile = float(percentile)
         self.buffer = int(buffer)
@@ -95,6 +94,3 @@ class KamradtStrategy(EmbeddingStrategy):
             distances = consecutive_distances(embed_checked(self.embedder, self.windows(pieces, doc), "windows"))
             starts += percentile_breakpoints(distances, self.percentile)
         yield from split_at(pieces, doc, starts, self.max_tokens)
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "percentile": self.percentile, "buffer": self.buffer, "language": self.language}

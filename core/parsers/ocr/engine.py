@@ -11,7 +11,7 @@ pages; :func:`ocr_copy` writes a copy of the PDF in which each such page carries
 invisible text layer (word boxes at the page's coordinates, as in a "sandwich" PDF) instead of
 its own text, so the layout pass, the character boxes and the chunk boxes work on it exactly as
 on a born-digital page. A multi-column page is OCR'd one column at a time
-(:mod:`.ocr_regions`): whole-page segmentation reads lines across dense gutters. Dot leaders
+(:mod:`.regions`): whole-page segmentation reads lines across dense gutters. Dot leaders
 ("Item ........ $85") are erased from the image before OCR (Tesseract reads long runs of dots
 as letters, "cecece") and written back as invisible "." characters at their dots; each dash
 Tesseract reads is made a hyphen, en dash or em dash by its width in the image (it reads en

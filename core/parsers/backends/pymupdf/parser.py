@@ -8,7 +8,7 @@ extents are attached right here (exact, no re-alignment needed). Tables become T
 TABLE_ROW -> TABLE_CELL with cell boxes from the layout grid (``find_tables`` as fallback),
 and headings carry their style (``font_size``, ``font_bold``) and the root the body text size
 (``body_font_size``) as evidence for the heading levels and list grouping that post-processing
-decides for every backend (:mod:`.hierarchy`).
+decides for every backend (:mod:`grounded.parsers.hierarchy`).
 """
 
 from __future__ import annotations
