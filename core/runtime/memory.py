@@ -22,7 +22,10 @@ heap, for two reasons:
    embedded font file, glyph outlines, HarfBuzz data): ~1.5 MB per parse of a 4-page paper.
    :func:`balance_feature_font_refs` wraps PyMuPDF's ``extract_rf_features`` (the one caller):
    it reads the reference counts of the text page's fonts before, and drops exactly the
-   references the call added after (none when a fixed PyMuPDF adds none).
+   references the call added after (none when a fixed PyMuPDF adds none). This assumes no other
+   thread of the process takes or drops references to the same fonts during the call: a
+   document's fonts are its own, and grounded runs MuPDF work of a process in one thread (the
+   in-process ingest's second thread embeds and writes rows, it does not touch MuPDF).
 """
 
 from __future__ import annotations
