@@ -2,6 +2,8 @@
 
 Run: ``python benchmarks/memory_growth.py [-n 50] [--pdf PATH] [--save docs/results/memory_growth.md]``
 (``--no-release`` measures the old behaviour: no cache flush / ``malloc_trim`` after a parse;
+``--no-font-balance`` the behaviour before issue #34: PyMuPDF's layout features keep a reference
+to every font they count, see ``grounded.runtime.memory``;
 ``--ocr`` parses a one-page scan of page 2 of ``--pdf`` (rendered at 200 dpi, no text layer) with
 OCR on, so every parse runs Tesseract: issue #21.9, target <= 0.5 MB per OCR'd page).
 
@@ -64,6 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pdf", type=Path, default=DEFAULT_PDF)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--no-release", action="store_true", help="baseline: no memory release after a parse")
+    ap.add_argument("--no-font-balance", action="store_true",
+                    help="baseline: leave the font references PyMuPDF's layout features leak (before #34)")
     ap.add_argument("--save", type=Path, help="write the table as Markdown")
     ap.add_argument("--ocr", action="store_true", help="parse a one-page scan of --pdf's page 2 with OCR on")
     args = ap.parse_args(argv)
@@ -76,6 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     from grounded.parsers.backends.pymupdf import pool as pymupdf_pool
     from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 
+    if args.no_font_balance:
+        from grounded.parsers.backends.pymupdf import layout as pymupdf_layout
+
+        pymupdf_layout.balance_feature_font_refs = lambda: False  # type: ignore[assignment]
     if args.no_release:
         base.release_memory = lambda: None  # type: ignore[assignment]
         pymupdf_pool.release_memory = lambda: None  # type: ignore[assignment]
@@ -99,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         pdf.write_bytes(scanned_pdf(args.pdf, [2]))
     out(
         f"pdf: {pdf.name}  ocr: {'yes' if args.ocr else 'no'}  parses: {args.n}  workers: {args.workers}  release after parse: "
-        f"{'no' if args.no_release else 'yes'}  python {platform.python_version()}  pymupdf {pymupdf.__version__}  "
+        f"{'no' if args.no_release else 'yes'}  font refs balanced: {'no' if args.no_font_balance else 'yes'}  python {platform.python_version()}  pymupdf {pymupdf.__version__}  "
         f"cpus: {os.cpu_count()}"
     )
     out(f"{'parse':>5} {'RSS MB':>8} {'C heap in use MB':>17} {'free in arenas MB':>18} {'seconds':>8}")

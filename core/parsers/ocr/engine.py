@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from grounded.errors import BackendUnavailableError
+from grounded.runtime.quiet import filtered_native_stderr
 
 from .budget import (
     NOISE_MIN_PAGE_SHARE,
@@ -65,6 +66,8 @@ __all__ = [
     "OCR_MAX_PIXELS",
     "ENABLE_HINT",
     "scaled_pixmap",
+    "tesseract_pdf",
+    "TESSERACT_NOISE",
 ]
 
 log = logging.getLogger(__name__)
@@ -86,6 +89,30 @@ ENABLE_HINT = (
     "to OCR such pages use the pymupdf parser with ocr='auto' (CLI: --ocr auto) and install the "
     "OCR language data: pip install 'grounded[ocr]' (or apt-get install tesseract-ocr-eng)"
 )
+
+#: What Tesseract prints on stderr (fd 2, from C++) during a normal read, e.g. "Line cannot be
+#: recognized!!" for a line image it cannot scale, "Empty page!!" for a blank region (issue #34):
+#: logged at DEBUG instead; anything else it prints (a real error) still reaches stderr.
+TESSERACT_NOISE: tuple[re.Pattern[bytes], ...] = tuple(
+    re.compile(p)
+    for p in (
+        rb"^Line cannot be recognized!!",
+        rb"^Image too (small|large) to scale!!",
+        rb"^Empty page!!",
+        rb"^Detected \d+ diacritics",
+        rb"^Estimating resolution as \d+",
+        rb"^Warning: Invalid resolution \d+ dpi\. Using \d+ instead\.",
+        rb"^Too few characters\. Skipping this page; OCR may have failed\.",
+    )
+)
+
+
+def tesseract_pdf(pix: Any, tessdata: str) -> bytes:
+    """Tesseract's one-page "sandwich" PDF of ``pix`` (MuPDF's ``pdfocr``), its chatter on stderr
+    filtered (:data:`TESSERACT_NOISE`)."""
+    with filtered_native_stderr(TESSERACT_NOISE):
+        return bytes(pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
+
 
 #: A text layer is garbage when at least this share of its non-space characters are glyphs
 #: without unicode (U+FFFD, private use, control characters) ...
@@ -355,9 +382,7 @@ def _recognize(pix: Any, dpi: int, tessdata: str, *, checks: bool = True) -> Any
     import pymupdf
 
     pix.set_dpi(dpi, dpi)
-    layer = _text_only(
-        pymupdf.open("pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata))
-    )
+    layer = _text_only(pymupdf.open("pdf", tesseract_pdf(pix, tessdata)))
     if not checks:
         return layer
     gray = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).min(axis=2)
@@ -471,9 +496,7 @@ def _fix_superscripts(layer: Any, gray: Any, dpi: int, tessdata: str) -> int:
     rgb = np.ascontiguousarray(np.repeat(sheet[:, :, None], 3, axis=2))
     pix = pymupdf.Pixmap(pymupdf.csRGB, width, height, rgb.tobytes(), False)
     pix.set_dpi(dpi, dpi)
-    with pymupdf.open(
-        "pdf", pix.pdfocr_tobytes(compress=True, language=OCR_LANGUAGE, tessdata=tessdata)
-    ) as read:
+    with pymupdf.open("pdf", tesseract_pdf(pix, tessdata)) as read:
         got = read[0].get_text("words", sort=True)
     kp = dpi / 72.0
     new: dict[int, str] = {}

@@ -13,6 +13,7 @@ from typing import Any
 
 from grounded.errors import BackendUnavailableError
 from grounded.model.elements import ParsingResult, ParsingResultType
+from grounded.runtime.memory import balance_feature_font_refs
 
 log = logging.getLogger(__name__)
 T = ParsingResultType
@@ -58,6 +59,7 @@ def _require_layout() -> Any:
         from pymupdf4llm.helpers import document_layout
     except ImportError as exc:  # pragma: no cover - pymupdf4llm is a core dependency
         raise BackendUnavailableError("PyMuPDF layout parser", "pymupdf", "pymupdf4llm pymupdf-layout") from exc
+    balance_feature_font_refs()  # its features leak a reference to every font they count (#34)
     return document_layout
 
 
