@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output folder of `grounded ingest ... --sink lancedb`")
-    p.add_argument("question", help="the question (quote it)")
-    p.add_argument("-k", type=int, default=5, help="number of hits (default: 5)")
+    p.add_argument("question", help="the question (quote it); its words are searched as plain words: quotes, "
+                   "AND/OR/NOT, * and field: are no operators")
+    p.add_argument("-k", type=int, default=5, help="number of hits (default: 5; at most the rows of the index)")
     p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
     p.add_argument("--config", default=None, metavar="FINGERPRINT",
                    help="the ingest configuration to search when OUT holds several (a fingerprint or a unique prefix)")
@@ -37,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
-    from ..search.engine import search
+    from ..search.engine import query_operators, search
     from ..search.sources import render_hits
 
     if args.k < 1:
@@ -45,6 +46,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.dpi <= 600:
         raise UsageError(f"--dpi must be in 1..600, got {args.dpi}")
     hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config)
+    operators = query_operators(args.question) if args.mode != "vector" else []
+    if operators and not args.json:
+        print(f"grounded search: note: {' '.join(operators)} searched as plain words (phrases in quotes, "
+              "AND/OR/NOT, * and field: are not supported)", file=sys.stderr)
     images = render_hits(hits, args.render, dpi=args.dpi, keep_out_of=args.out) if args.render is not None else []
     out = sys.stdout
     for hit in hits:

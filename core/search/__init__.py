@@ -17,6 +17,7 @@ from .errors import (
     IndexNotFoundError,
     MixedConfigurationsError,
     NoEmbeddingsError,
+    NoSearchableWordsError,
     NotAnIndexError,
     NoTextIndexError,
     SearchError,
@@ -51,6 +52,7 @@ __all__ = [
     "NoTextIndexError",
     "MixedConfigurationsError",
     "EmptyQueryError",
+    "NoSearchableWordsError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]

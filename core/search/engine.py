@@ -18,6 +18,7 @@ of two configurations are never mixed.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,12 +26,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import EmptyQueryError, NoEmbeddingsError, NoTextIndexError
+from .errors import EmptyQueryError, NoEmbeddingsError, NoSearchableWordsError, NoTextIndexError
 from .fusion import RRF_K, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
 from .index import SearchIndex, sql_string
 
-__all__ = ["search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM"]
+__all__ = [
+    "search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM", "query_operators",
+    "unsearchable_reason",
+]
 
 Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
@@ -74,7 +78,8 @@ def search(
     table's only one. ``embedder``: texts -> unit vectors, default MiniLM (:func:`query_embedder`);
     it must be the model the chunks were embedded with.
 
-    Raises :class:`EmptyQueryError` (blank question), :class:`NoEmbeddingsError` (vector/hybrid on
+    Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
+    question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
     index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
     """
@@ -83,10 +88,18 @@ def search(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if not isinstance(question, str) or not question.strip():
-        raise EmptyQueryError("the question is empty")
+        raise EmptyQueryError("the question is empty: type the words or the question to search for")
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
-    text_column = index.text_column() if mode != "vector" else None
-    if mode != "vector" and text_column is None:
+    with index.reading():  # a damaged table file: a typed error naming it
+        return _search(index, question, k, mode, config, embedder, rrf_k)
+
+
+def _search(
+    index: SearchIndex, question: str, k: int, mode: Mode, config: str | None,
+    embedder: QueryEmbedder | None, rrf_k: int,
+) -> list[Hit]:
+    fts = index.text_index() if mode != "vector" else None  # of the published version
+    if mode != "vector" and fts is None:
         raise NoTextIndexError(
             index.out, "the LanceDB table has no full-text index; re-run `grounded ingest ... --sink lancedb` "
             "(it builds one) or use --mode vector"
@@ -98,30 +111,75 @@ def search(
     chosen = index.choose_config(config)
     if chosen is None:
         return []
+    rows = index.configs().get(chosen, 0)
+    k = min(k, rows)  # no more hits than rows (a huge k is no error)
     where = f"config_fingerprint = {sql_string(chosen)}"
-    depth = k if mode != "hybrid" else candidates(k)
-    with index.reading():
-        text_rows = _text_rows(index, question, text_column, where, depth) if text_column else []
-        vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
+    depth = k if mode != "hybrid" else min(candidates(k), rows)
+    text_rows: list[dict[str, Any]] = []
+    if fts is not None:
+        terms = index.query_terms(question, fts[1])
+        text_rows = _text_rows(index, question, fts[0], where, depth) if terms else []
+        if mode == "text" and not text_rows:
+            reason = unsearchable_reason(terms)
+            if reason:
+                raise NoSearchableWordsError(f"{reason}; use --mode vector (or hybrid), which searches by meaning")
+    vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
     if mode == "text":
         return [hit_from_row(r, rank=i, score=r["_score"], mode=mode, text_rank=i)
                 for i, r in enumerate(text_rows, 1)]
     if mode == "vector":
         return [hit_from_row(r, rank=i, score=1.0 - float(r["_distance"]), mode=mode, vector_rank=i)
                 for i, r in enumerate(vector_rows, 1)]
-    rows = {r["chunk_id"]: r for r in [*vector_rows, *text_rows]}
+    by_id = {r["chunk_id"]: r for r in [*vector_rows, *text_rows]}
     text_ranks = {r["chunk_id"]: i for i, r in enumerate(text_rows, 1)}
     vector_ranks = {r["chunk_id"]: i for i, r in enumerate(vector_rows, 1)}
     fused = reciprocal_rank_fusion([[r["chunk_id"] for r in text_rows], [r["chunk_id"] for r in vector_rows]], rrf_k)
     return [
-        hit_from_row(rows[cid], rank=i, score=score, mode=mode, text_rank=text_ranks.get(cid),
+        hit_from_row(by_id[cid], rank=i, score=score, mode=mode, text_rank=text_ranks.get(cid),
                      vector_rank=vector_ranks.get(cid))
         for i, (cid, score) in enumerate(fused[:k], 1)
     ]
 
 
+#: scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer, Myanmar):
+#: LanceDB's tokenizer keeps a whole run of them as one word, which the index rarely holds
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0002ffff]"
+)
+#: what full-text search engines read as operators; here every question is plain words
+_OPERATORS = re.compile(r'["*:~^]|(?<!\S)[+-](?=[^\W\d_])|\b(?:AND|OR|NOT)\b')
+
+
+def unsearchable_reason(terms: Sequence[str]) -> str | None:
+    """Why a text search for a question whose index words are ``terms`` (:meth:`SearchIndex.query_terms`)
+    found nothing because of the question's form, or None (a plain miss)."""
+    if not terms:
+        return ("the question has no word the full-text index can match (only stop words, operators or "
+                "punctuation)")
+    if all(_UNSPACED.search(t) for t in terms):
+        return ("full-text search matches whole space-separated words, and the question is in a script written "
+                "without spaces (e.g. Chinese, Japanese or Thai): none of its words is in the index")
+    return None
+
+
+def query_operators(question: str) -> list[str]:
+    """The full-text operators in ``question`` (quotes, ``*``, ``:``, ``AND``/``OR``/``NOT``, ``+``/``-``
+    prefixes...), in order, each once. ``search`` treats every question as plain words: a phrase in
+    quotes is its words, ``OR``/``NOT`` are stop words, ``*`` and ``:`` are dropped."""
+    found: list[str] = []
+    for m in _OPERATORS.finditer(question):
+        if m.group() not in found:
+            found.append(m.group())
+    return found
+
+
 def _text_rows(index: SearchIndex, question: str, column: str, where: str, limit: int) -> list[dict[str, Any]]:
-    query = index.table.search(question, query_type="fts", fts_columns=column)
+    from lancedb.query import MatchQuery
+
+    # a match query: the question's words, never parsed as a phrase or operators (LanceDB reads a
+    # quoted string as a phrase query, which needs positions the index does not store)
+    query = index.table.search(MatchQuery(question, column), query_type="fts")  # type: ignore[call-arg]
     rows: list[dict[str, Any]] = query.where(where, prefilter=True).select([*ROW_COLUMNS, "_score"]).limit(limit).to_list()
     return rows
 
