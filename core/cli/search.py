@@ -18,8 +18,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). text (default; best on "
             "Chroma's corpora, docs/results/search_modes.md) ranks by BM25 over the full-text index; vector by "
-            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both rankings "
-            "by reciprocal rank (K=60). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
+            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both lists "
+            "by their normalised scores (full-text 0.8, vector 0.2; docs/results/search_fusion.md). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
             "fingerprint, pages, line boxes, heading path, text. Nothing is written into OUT."
         ),
     )

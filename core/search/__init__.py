@@ -23,7 +23,7 @@ from .errors import (
     SearchError,
     SourceChangedError,
 )
-from .fusion import RRF_K, reciprocal_rank_fusion
+from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import Hit, HitBox, Span, hit_chunk, hit_from_row
 from .index import SearchIndex
 from .sources import render_hits, source_pdf
@@ -41,6 +41,8 @@ __all__ = [
     "candidates",
     "query_embedder",
     "reciprocal_rank_fusion",
+    "normalized_score_fusion",
+    "TEXT_WEIGHT",
     "hit_chunk",
     "hit_from_row",
     "render_hits",
