@@ -108,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     by_corpus = {c: [i for i, q in enumerate(questions) if q.corpus_id == c] for c in corpora}
     fixed: dict[str, Callable[[Lists], list[int]]] = {
         "text": lambda ls: [c for c, _ in ls[0]], "vector": lambda ls: [c for c, _ in ls[1]],
-        "rrf (K=60, today's hybrid)": rrf, "bm25-first": bm25_first,
+        "rrf (K=60, the hybrid before)": rrf, "bm25-first": bm25_first,
     }
     per_q: dict[str, np.ndarray] = {name: np.array([recall(f(ls), i) for i, ls in enumerate(lists)])
                                     for name, f in fixed.items()}
