@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 QUESTION = "Which regimen is preferred for triple-negative breast cancer with residual disease?"
-MODES = (("text", {}), ("hybrid", {}), ("vector", {}), ("vector (torch)", {"GROUNDED_QUERY_ONNX": "0"}))
+MODES: tuple[tuple[str, dict[str, str]], ...] = (
+    ("text", {}), ("hybrid", {}), ("vector", {}), ("vector (torch)", {"GROUNDED_QUERY_ONNX": "0"}),
+)
 
 
 def _run(out: str, mode: str, env: dict[str, str]) -> tuple[float, float, str]:

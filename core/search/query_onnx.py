@@ -72,9 +72,9 @@ def onnx_query_embedder() -> Callable[[Sequence[str]], np.ndarray] | None:
     if model is None:
         return None
     with _LOCK:
-        key = str(model)
+        path = graph_path(model)
+        key = str(path)  # per cache folder ($GROUNDED_CACHE_DIR may change)
         if key not in _LOADED:
-            path = graph_path(model)
             if not path.is_file() and not _export_checked(model, path):
                 return None
             try:

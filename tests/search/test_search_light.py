@@ -55,6 +55,7 @@ def test_vector_queries_run_on_the_checked_onnx_graph_without_torch(
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("GROUNDED_CACHE_DIR", str(cache))
+    monkeypatch.setattr(query_onnx, "_LOADED", {})  # not the graph another test loaded from another cache
     embed = query_onnx.onnx_query_embedder()  # exported offline from the local weights, then checked
     assert embed is not None
     (graph,) = (cache / "onnx").iterdir()
@@ -73,7 +74,7 @@ def test_vector_queries_run_on_the_checked_onnx_graph_without_torch(
             assert [h["chunk_id"] for h in hits] == reference
     # a damaged cached graph is not used: sentence-transformers answers, same hits
     graph.write_bytes(b"not an onnx graph")
-    query_onnx._LOADED.clear()
+    query_onnx._LOADED.clear()  # (the monkeypatched dict)
     assert query_onnx.onnx_query_embedder() is None
     hits, modules, _ = _probe(out, cache, "-k", "5", "--mode", "vector")
     assert [h["chunk_id"] for h in hits] == reference and "torch" in modules
