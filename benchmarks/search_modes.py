@@ -52,8 +52,16 @@ def build_table(out: Path, texts: list[str], corpus_ids: list[str], vectors: np.
         "strategy": [STRATEGY] * n, "embedding": [None] * n,
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()), vectors.shape[1]),
     }
-    table = pa.Table.from_arrays([pa.array(columns[f.name], f.type) if f.name != "vector" else columns["vector"]
-                                  for f in schema], schema=schema)
+    columns["body_start"] = [0] * n
+
+    def column(f: Any) -> Any:  # fields the chunks do not fill: empty lists, else nulls
+        if f.name == "vector":
+            return columns["vector"]
+        if f.name in columns:
+            return pa.array(columns[f.name], f.type)
+        return pa.array([[] for _ in range(n)], f.type) if pa.types.is_list(f.type) else pa.nulls(n, f.type)
+
+    table = pa.Table.from_arrays([column(f) for f in schema], schema=schema)
     db_table = lancedb.connect(str(out / "lancedb")).create_table("chunks", data=table, schema=schema)
     db_table.create_index("text", config=FTS(), replace=True)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -19,14 +20,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). text (default; best on "
             "Chroma's corpora, docs/results/search_modes.md) ranks by BM25 over the full-text index; vector by "
-            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both rankings "
-            "by reciprocal rank (K=60). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
+            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both lists "
+            "by their normalised scores (full-text 0.8, vector 0.2; docs/results/search_fusion.md). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
             "fingerprint, pages, line boxes, heading path, text. Nothing is written into OUT."
         ),
     )
     p.add_argument("out", type=Path, metavar="OUT", help="output folder of `grounded ingest ... --sink lancedb`")
-    p.add_argument("question", help="the question (quote it)")
-    p.add_argument("-k", type=int, default=5, help="number of hits (default: 5)")
+    p.add_argument("question", help="the question (quote it); its words are searched as plain words: quotes, "
+                   "AND/OR/NOT, * and field: are no operators")
+    p.add_argument("-k", type=int, default=5, help="number of hits (default: 5; at most the rows of the index)")
     p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
     p.add_argument("--config", default=None, metavar="FINGERPRINT",
                    help="the ingest configuration to search when OUT holds several (a fingerprint or a unique prefix)")
@@ -39,7 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
-    from ..search.engine import search
+    from ..search.engine import query_operators, search
+    from ..search.light_import import import_lancedb
+
+    with contextlib.suppress(ImportError):  # a missing lancedb is reported by search(), typed
+        import_lancedb(without_pandas=True)  # this process never converts to pandas: ~1 s less per query
     from ..search.sources import render_hits
 
     if args.k < 1:
@@ -47,6 +53,10 @@ def run(args: argparse.Namespace) -> int:
     if not 1 <= args.dpi <= 600:
         raise UsageError(f"--dpi must be in 1..600, got {args.dpi}")
     hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config)
+    operators = query_operators(args.question) if args.mode != "vector" else []
+    if operators and not args.json:
+        print(f"grounded search: note: {' '.join(operators)} searched as plain words (phrases in quotes, "
+              "AND/OR/NOT, * and field: are not supported)", file=sys.stderr)
     images = render_hits(hits, args.render, dpi=args.dpi, keep_out_of=args.out) if args.render is not None else []
     out = sys.stdout
     for hit in hits:

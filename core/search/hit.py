@@ -69,8 +69,8 @@ class HitBox:
 class Hit:
     """One retrieved chunk.
 
-    ``score``: the fused reciprocal-rank score in hybrid mode, the BM25 score in text mode, the
-    cosine similarity in vector mode (higher is better in every mode); ``rank`` is 1-based.
+    ``score``: the fused score in hybrid mode (normalised scores, 0..1; or reciprocal rank), the
+    BM25 score in text mode, the cosine similarity in vector mode (higher is better in every mode); ``rank`` is 1-based.
     ``text_rank`` / ``vector_rank`` are the chunk's ranks in the full-text and vector lists that
     were fused (None when it was not among a list's candidates, or the mode did not run that list).
     ``config`` is the ingest configuration fingerprint of the row; ``text`` the chunk text as

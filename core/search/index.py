@@ -20,8 +20,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from ..errors import BackendUnavailableError
-from ..ingest.manifest import read_manifest
+from ..errors import BackendUnavailableError, GroundedError
+from ..ingest.manifest import MANIFEST, read_manifest
 from ..io.chunk_metadata import record_from_row
 from ..model.record import ChunkRecord
 from .errors import IndexNotFoundError, MixedConfigurationsError, NotAnIndexError
@@ -33,6 +33,13 @@ __all__ = ["SearchIndex", "TABLE", "sql_string"]
 TABLE = "chunks"
 #: vector column candidates, in order of preference
 VECTOR_COLUMNS = ("vector", "embedding")
+#: ``lancedb.tokenize`` keyword -> the key of the full-text index's settings (``index_details``)
+_TOKENIZER_OPTIONS = {
+    "base_tokenizer": "base_tokenizer", "language": "language", "max_token_length": "max_token_length",
+    "lower_case": "lower_case", "stem": "stem", "remove_stop_words": "remove_stop_words",
+    "custom_stop_words": "custom_stop_words", "ascii_folding": "ascii_folding",
+    "ngram_min_length": "min_ngram_length", "ngram_max_length": "max_ngram_length", "prefix_only": "prefix_only",
+}
 
 
 def sql_string(value: str) -> str:
@@ -41,8 +48,10 @@ def sql_string(value: str) -> str:
 
 
 def _lancedb() -> Any:
+    from .light_import import import_lancedb
+
     try:
-        import lancedb
+        lancedb = import_lancedb()
     except ImportError as exc:
         raise BackendUnavailableError("grounded search", "lancedb", "lancedb") from exc
     return lancedb
@@ -70,43 +79,100 @@ class SearchIndex:
                 self.out, f"{hint}: run `grounded ingest PDFS -o {self.out} --embed minilm --sink lancedb` first"
             )
         lancedb = _lancedb()
-        try:
-            db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
-            self.table = db.open_table(TABLE)
-            schema = self.table.schema
-        except (OSError, ValueError, RuntimeError) as exc:
-            raise NotAnIndexError(db_path, f"cannot open the LanceDB table {TABLE!r}: {' '.join(str(exc).split())}") from exc
-        missing = [c for c in ROW_COLUMNS if c not in schema.names]
-        if missing:
-            raise NotAnIndexError(db_path, f"table {TABLE!r} lacks the ingest columns {missing}; re-run `grounded ingest`")
-        self.vector_column, self.vector_dim = _vector_column(schema)
         self._lock = threading.Lock()
         self._published: int | None = None
         self._cache_version: Any = None
         self._configs: dict[str, int] = {}
         self._sources: dict[str, str] = {}
+        self.vector_column: str | None = None
+        self.vector_dim: int | None = None
+        try:
+            db = lancedb.connect(str(db_path), read_consistency_interval=timedelta(0))
+            self.table = db.open_table(TABLE)
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise NotAnIndexError(db_path, f"cannot open the LanceDB table {TABLE!r}: {_one_line(exc)}") from exc
+        self.sync()  # the published version: its schema and indexes, not those of a run in progress
+        if self._published is None:
+            self._read_schema()
 
-    # -- what the table holds (cached per table version) --------------------------------------
-    def text_column(self) -> str | None:
-        """The column with a full-text index (``text`` preferred), or None."""
-        columns = [c for ix in self.table.list_indices() if str(ix.index_type).upper() == "FTS" for c in ix.columns]
-        return "text" if "text" in columns else (columns[0] if columns else None)
+    def _read_schema(self) -> None:
+        """The columns of the checked-out version (a ``--replace`` run may change them)."""
+        with self.reading():
+            schema = self.table.schema
+        missing = [c for c in ROW_COLUMNS if c not in schema.names]
+        if missing:
+            raise NotAnIndexError(self.out / "lancedb",
+                                  f"table {TABLE!r} lacks the ingest columns {missing}; re-run `grounded ingest`")
+        self.vector_column, self.vector_dim = _vector_column(schema)
+
+    # -- the published version ---------------------------------------------------------------
+    def _published_version(self) -> int | None:
+        """The table version ``OUT/manifest.json`` publishes (None: no manifest, or none recorded)."""
+        manifest = read_manifest(self.out)
+        if manifest is None or manifest.lancedb is None:
+            return None
+        where = self.out / MANIFEST
+        if not isinstance(manifest.lancedb, dict):
+            raise NotAnIndexError(where, "damaged manifest: \"lancedb\" must be an object naming the table version, "
+                                  f"got {type(manifest.lancedb).__name__}; re-run `grounded ingest`")
+        version = manifest.lancedb.get("version")
+        if version is None:
+            return None
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise NotAnIndexError(where, "damaged manifest: \"lancedb.version\" must be an integer >= 1, got "
+                                  f"{str(version)[:40]!r}; re-run `grounded ingest`")
+        return version
 
     def sync(self) -> None:
-        """Check the table out at the version the manifest publishes (when it changed)."""
-        manifest = read_manifest(self.out)
-        published = manifest.lancedb.get("version") if manifest is not None and manifest.lancedb else None
+        """Check the table out at the version the manifest publishes (when it changed). A manifest
+        that cannot be read, or that names a version the table cannot check out, raises a typed
+        error (:class:`~grounded.errors.OutputError`, :class:`NotAnIndexError`)."""
+        published = self._published_version()
         if published is None:
             return
         with self._lock:
-            if int(published) != self._published:
-                self.table.checkout(int(published))
-                self._published = int(published)
+            if published == self._published:
+                return
+            try:
+                self.table.checkout(published)
+            except (OSError, ValueError, RuntimeError) as exc:
+                raise NotAnIndexError(
+                    self.out / "lancedb", f"the manifest publishes LanceDB table version {published}, which cannot be "
+                    f"checked out ({_one_line(exc)[:200]}); re-run `grounded ingest`"
+                ) from exc
+            self._published = published
+        self._read_schema()
+
+    # -- what the table holds (cached per table version) --------------------------------------
+    def text_column(self) -> str | None:
+        """The column with a full-text index (``text`` preferred) in the published version, or None."""
+        found = self.text_index()
+        return found[0] if found else None
+
+    def text_index(self) -> tuple[str, dict[str, Any]] | None:
+        """(column, tokenizer settings) of the full-text index of the published version, or None."""
+        self.sync()
+        with self.reading():
+            indexes = [(c, dict(getattr(ix, "index_details", None) or {}))
+                       for ix in self.table.list_indices() if str(ix.index_type).upper() == "FTS" for c in ix.columns]
+        return next((i for i in indexes if i[0] == "text"), indexes[0] if indexes else None)
+
+    def query_terms(self, question: str, settings: Mapping[str, Any] | None = None) -> list[str]:
+        """The words of ``question`` a full-text index with ``settings`` (:meth:`text_index`) matches:
+        LanceDB's own tokenizer (lower case, stemming, stop words and punctuation dropped)."""
+        lancedb = _lancedb()
+        options = {name: settings[key] for name, key in _TOKENIZER_OPTIONS.items()
+                   if settings and settings.get(key) is not None}
+        try:
+            tokens = lancedb.tokenize(question, **options)
+        except (TypeError, ValueError):  # settings this LanceDB version does not take: its defaults
+            tokens = lancedb.tokenize(question)
+        return [str(t.text) for t in tokens]
 
     def _refresh(self) -> None:
         self.sync()
-        version = self.table.version
-        with self._lock:
+        with self.reading(), self._lock:
+            version = self.table.version
             if version == self._cache_version:
                 return
             import pyarrow.compute as pc
@@ -151,8 +217,9 @@ class SearchIndex:
     def row(self, chunk_id: str) -> dict[str, Any] | None:
         """The row of ``chunk_id`` (the columns of a hit), or None."""
         self.sync()
-        rows = (self.table.search().where(f"chunk_id = {sql_string(chunk_id)}")
-                .select(list(ROW_COLUMNS)).limit(1).to_list())
+        with self.reading():
+            rows = (self.table.search().where(f"chunk_id = {sql_string(chunk_id)}")
+                    .select(list(ROW_COLUMNS)).limit(1).to_list())
         return rows[0] if rows else None
 
     def rows(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -183,11 +250,21 @@ class SearchIndex:
 
     @contextmanager
     def reading(self) -> Iterator[None]:
-        """Errors of LanceDB while querying as :class:`NotAnIndexError` naming the table."""
+        """Errors of LanceDB while reading (a damaged or truncated table file) as
+        :class:`NotAnIndexError` naming the table; grounded's own typed errors pass through."""
         try:
             yield
-        except (OSError, RuntimeError) as exc:
-            raise NotAnIndexError(self.out / "lancedb", f"query failed: {' '.join(str(exc).split())}") from exc
+        except GroundedError:
+            raise
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise NotAnIndexError(
+                self.out / "lancedb", f"cannot read the LanceDB table: {_one_line(exc)[:300]}; "
+                "re-run `grounded ingest` (with --replace if it keeps failing)"
+            ) from exc
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def _vector_column(schema: Any) -> tuple[str | None, int | None]:

@@ -18,6 +18,7 @@ from grounded.errors import OutputError
 from grounded.search import (
     DEFAULT_MODE,
     RRF_K,
+    TEXT_WEIGHT,
     EmptyQueryError,
     IndexNotFoundError,
     MixedConfigurationsError,
@@ -27,6 +28,7 @@ from grounded.search import (
     SearchIndex,
     SourceChangedError,
     hit_chunk,
+    normalized_score_fusion,
     reciprocal_rank_fusion,
     render_hits,
     search,
@@ -81,7 +83,7 @@ def test_modes_and_the_fusion(out: Path) -> None:
     index = SearchIndex(out)
     text = search(index, QUESTION, 5, mode="text")
     vector = search(index, QUESTION, 5, mode="vector")
-    hybrid = search(index, QUESTION, 5, mode="hybrid")
+    hybrid = search(index, QUESTION, 5, mode="hybrid", fusion="rrf")
     assert text[0].pages == (ANSWER_PAGE,) and text[0].text_rank == 1 and text[0].vector_rank is None
     assert [h.score for h in text] == sorted((h.score for h in text), reverse=True) and text[0].score > 0
     assert [h.score for h in vector] == sorted((h.score for h in vector), reverse=True)
@@ -92,6 +94,30 @@ def test_modes_and_the_fusion(out: Path) -> None:
         assert h.score == pytest.approx(expected)
     assert hybrid[0].pages == (ANSWER_PAGE,)
     assert [h.chunk_id for h in hybrid] != [h.chunk_id for h in vector]  # the full-text list changed the order
+    # the default fusion: the documented weighted sum of each list's min-max normalised scores
+    deep_text = search(index, QUESTION, 50, mode="text")
+    deep_vector = search(index, QUESTION, 50, mode="vector")
+    scored = search(index, QUESTION, 5, mode="hybrid")
+    for h in scored:
+        expected = 0.0
+        for weight, hits in ((TEXT_WEIGHT, deep_text), (1 - TEXT_WEIGHT, deep_vector)):
+            low, high = min(x.score for x in hits), max(x.score for x in hits)
+            expected += sum(weight * (x.score - low) / (high - low) for x in hits if x.chunk_id == h.chunk_id)
+        assert h.score == pytest.approx(expected, abs=1e-6)
+    assert scored[0].pages == (ANSWER_PAGE,) and 0 < scored[-1].score <= scored[0].score <= 1
+    with pytest.raises(ValueError, match="fusion"):
+        search(index, QUESTION, fusion="max")
+
+
+def test_normalized_score_fusion_constructed_cases() -> None:
+    fused = dict(normalized_score_fusion([[("a", 10.0), ("b", 5.0), ("c", 0.0)], [("c", 0.9), ("d", 0.5)]], (0.8, 0.2)))
+    assert fused == pytest.approx({"a": 0.8, "b": 0.4, "c": 0.2, "d": 0.0})
+    order = [i for i, _ in normalized_score_fusion([[("a", 10.0), ("b", 9.9)], [("b", 0.9), ("a", 0.1)]], (0.5, 0.5))]
+    assert order == ["a", "b"]  # 0.5 each: the tie goes to the best rank (1 for both), then the first list
+    assert normalized_score_fusion([[("x", 3.0), ("y", 3.0)], []], (0.8, 0.2)) == [("x", 0.8), ("y", 0.8)]
+    assert normalized_score_fusion([[], []], (0.8, 0.2)) == []
+    with pytest.raises(ValueError):
+        normalized_score_fusion([[("a", 1.0)]], (0.5, 0.5))
 
 
 def test_reciprocal_rank_fusion_constructed_cases() -> None:

