@@ -56,11 +56,17 @@ def _model_folder() -> Path | None:
 
 
 def graph_path(model: Path) -> Path:
-    """Where the checked graph of the weights in ``model`` is cached."""
+    """Where the checked graph of the weights in ``model`` is cached: ``$GROUNDED_ONNX_DIR`` when set
+    (a folder of its own, e.g. shared by test runs whose parse cache is temporary), else
+    ``$GROUNDED_CACHE_DIR/onnx`` (default ``~/.cache/grounded/onnx``)."""
+    weights = (model / "model.safetensors").stat()
+    name = f"all-MiniLM-L6-v2-{weights.st_size}-{weights.st_mtime_ns}.onnx"
+    own = os.environ.get("GROUNDED_ONNX_DIR")
+    if own:
+        return Path(own).expanduser() / name
     base = os.environ.get("GROUNDED_CACHE_DIR")
     root = Path(base).expanduser() if base else Path.home() / ".cache" / "grounded"
-    weights = (model / "model.safetensors").stat()
-    return root / "onnx" / f"all-MiniLM-L6-v2-{weights.st_size}-{weights.st_mtime_ns}.onnx"
+    return root / "onnx" / name
 
 
 def onnx_query_embedder() -> Callable[[Sequence[str]], np.ndarray] | None:
