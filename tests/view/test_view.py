@@ -183,7 +183,9 @@ def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.
             ([str(tmp_path / "missing")], "no such folder"),
             ([str(tmp_path)], "not an ingest output folder"),
             ([str(out), "--port", "70000"], "--port must be in 0..65535"),
-            ([str(out), "--port", str(taken.getsockname()[1])], "in use"),
+            ([str(out), "--port", str(taken.getsockname()[1])], f"port {taken.getsockname()[1]} on 127.0.0.1 is in use"),
+            ([str(out), "--port", str(taken.getsockname()[1])], "choose another with --port N"),
+            ([str(out), "--cache-mb", "-1"], "--cache-mb must be in 0..65536"),
         ]
         for args, message in cases:
             assert main(["view", *args]) == 1
