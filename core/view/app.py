@@ -292,6 +292,7 @@ class ViewerApp:
         d = hit.to_dict()
         cid = quote(hit.chunk_id, safe="")
         d["source_name"] = Path(hit.source_path).name
+        d["source_missing"] = not Path(hit.source_path).is_file()  # deleted or unmounted since the ingest: marked
         d["page_images"] = [{"page": p, "url": f"/api/page.png?id={cid}&page={p}"} for p in hit.pages]
         d["annotated_url"] = f"/api/annotated.pdf?id={cid}"
         d["source_url"] = f"/api/source.pdf?path={quote(hit.source_path, safe='')}"
