@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import sys
 from pathlib import Path
 
 log = logging.getLogger("grounded.view")
@@ -27,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default: {DEFAULT_PORT}; 0 picks a free one)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (default: 127.0.0.1; another address exposes the indexed PDFs to the network)")
+    p.add_argument("--cache-mb", type=float, default=None, metavar="MB",
+                   help="memory for rendered pages kept between requests (default: 64; 0 renders every request)")
     p.set_defaults(func=run)
 
 
@@ -36,7 +37,11 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 <= args.port <= 65535:
         raise UsageError(f"--port must be in 0..65535, got {args.port}")
-    server = make_server(args.out, args.host, args.port)
+    cache_mb = getattr(args, "cache_mb", None)
+    if cache_mb is not None and not 0 <= cache_mb <= 65536:
+        raise UsageError(f"--cache-mb must be in 0..65536, got {cache_mb:g}")
+    cache = None if cache_mb is None else int(cache_mb * 2**20)
+    server = make_server(args.out, args.host, args.port, render_cache_bytes=cache)
     if not server.app.loopback:
         log.warning("listening on %s, not a loopback address: anyone who can reach it can search and read the indexed PDFs",
                     args.host)
@@ -46,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server.serve_forever()
     except KeyboardInterrupt:
-        print("grounded view: stopped", file=sys.stderr)
+        print("grounded view: stopped", flush=True)  # a normal end: stdout, stderr stays for errors
     finally:
         server.server_close()
     return 0

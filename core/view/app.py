@@ -15,16 +15,24 @@ Read-only and confined: nothing is written anywhere (OUT included); the only fil
 package's assets, the LanceDB table under OUT and the PDFs the table names, each checked against the
 sha256 recorded at ingest (a changed PDF is refused, never drawn on). A path with a ``..`` segment
 (also percent-encoded) is refused (403), any other unknown path or a PDF that is not indexed is 404.
-When the server listens on a loopback address, requests whose ``Host`` is not a loopback name are
-refused (403): a web page elsewhere cannot reach the viewer through DNS rebinding.
+When the server listens on a loopback address, a request is answered only when its one ``Host``
+header is a loopback name (``127.0.0.1``, ``localhost``, ``[::1]`` or the bound address) with the
+served port (403 otherwise, 400 for two ``Host`` headers): a web page elsewhere cannot reach the
+viewer through DNS rebinding. The API and page-image routes refuse a request a browser marks as
+coming from another site (``Sec-Fetch-Site: cross-site`` or ``same-site``, 403), and every response
+says ``Cross-Origin-Resource-Policy: same-origin``: another page cannot embed the rendered pages.
+
+Memory is bounded: the rendered pages (:data:`RENDER_CACHE_BYTES`) and the PDFs read for them
+(:data:`PDF_CACHE_BYTES`) are kept in least-recently-used caches bounded in bytes
+(:class:`~grounded.view.cache.BytesLRU`), keyed by the PDF's path, sha256, size and mtime.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
-from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,17 +40,20 @@ from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..attribution import highlight, render_pages
-from ..errors import GroundedError
+from ..errors import GroundedError, InputError
+from ..runtime.memory import release_memory
 from ..search import DEFAULT_MODE, MODES, Hit, SearchIndex, hit_chunk, hit_from_row, search, source_pdf
 from ..search.errors import (
     EmptyQueryError,
     MixedConfigurationsError,
     NoEmbeddingsError,
     NoTextIndexError,
+    SearchError,
     SourceChangedError,
 )
+from .cache import BytesLRU
 
-__all__ = ["ViewerApp", "Response", "ASSETS", "MAX_K", "LOOPBACK_NAMES"]
+__all__ = ["ViewerApp", "Response", "ASSETS", "MAX_K", "LOOPBACK_NAMES", "RENDER_CACHE_BYTES", "PDF_CACHE_BYTES"]
 
 #: asset name -> content type; the only files ``/static/`` serves (package data of grounded.view)
 ASSETS = {
@@ -52,16 +63,26 @@ ASSETS = {
 }
 #: most hits one search returns
 MAX_K = 50
-#: Host names accepted when the server listens on a loopback address
+#: Host names accepted (with the served port) when the server listens on a loopback address
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+#: ``Sec-Fetch-Site`` values answered on the API routes (absent: not a browser, or an old one)
+_SAME_SITE = ("same-origin", "none")
+#: ``name[:port]`` of a Host header: a bracketed IPv6 literal or a name of letters, digits, dots, hyphens
+_HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(?::(?P<port>[0-9]{1,5}))?")
 _SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' blob:; object-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
+    "Cross-Origin-Resource-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
-#: PDFs kept in memory between page requests (keyed by path, sha256, size and mtime)
-_PDF_CACHE_SIZE = 4
+#: bytes of rendered page PNGs kept (about 200-300 pages of a text PDF at the default 110 dpi)
+RENDER_CACHE_BYTES = 64 * 2**20
+#: bytes of PDFs kept between page requests (a larger PDF is read again for each request)
+PDF_CACHE_BYTES = 256 * 2**20
+#: renders (pages or annotated PDFs) between two releases of MuPDF's store and the freed C heap:
+#: without them RSS grows ~0.2 MB per render (docs/results/viewer_memory.md)
+RELEASE_EVERY = 10
 
 
 @dataclass
@@ -89,32 +110,66 @@ def _asset(name: str) -> bytes:
 
 class ViewerApp:
     """The viewer of one ingest output ``out``; ``embedder`` (texts -> vectors) replaces the MiniLM
-    query model (tests); ``loopback``: the server listens on a loopback address (Host check)."""
+    query model (tests); ``loopback``: the server listens on a loopback address (Host check);
+    ``render_cache_bytes``/``pdf_cache_bytes``: the bounds of the two caches (0 turns one off).
+    The server sets ``port`` (the served port, which the Host header must name) and ``bound_host``
+    once its socket is bound."""
 
-    def __init__(self, out: str | Path, *, embedder: Any = None, loopback: bool = True) -> None:
+    def __init__(self, out: str | Path, *, embedder: Any = None, loopback: bool = True,
+                 render_cache_bytes: int = RENDER_CACHE_BYTES, pdf_cache_bytes: int = PDF_CACHE_BYTES) -> None:
         self.index = SearchIndex(out)
         self.embedder = embedder
         self.loopback = loopback
+        self.port: int | None = None
+        self.bound_host: str | None = None
         self._mupdf = threading.Lock()  # PyMuPDF is not thread-safe: one render/highlight at a time
-        self._pdfs: OrderedDict[tuple[str, str, int, int], bytes] = OrderedDict()
+        self.renders = BytesLRU(render_cache_bytes)
+        self.pdfs = BytesLRU(pdf_cache_bytes)
+        self._rendered = 0
 
     # -- dispatch ------------------------------------------------------------------------------
-    def handle(self, method: str, target: str, host: str | None = None) -> Response:
+    def handle(self, method: str, target: str, headers: Iterable[tuple[str, str]] = ()) -> Response:
+        """The answer to ``method target`` with the request's ``headers`` (name, value) pairs, a
+        repeated header given once per value."""
         if method not in ("GET", "HEAD"):
             return Response.error(405, f"method {method} not allowed (the viewer is read-only)")
-        if self.loopback and not _loopback_host(host):
-            return Response.error(403, f"host {host!r} refused: the viewer answers only to 127.0.0.1/localhost")
+        values: dict[str, list[str]] = {}
+        for name, value in headers:
+            values.setdefault(name.lower(), []).append(value)
+        hosts = values.get("host", [])
+        if len(hosts) > 1:
+            return Response.error(400, "more than one Host header")
+        refused = self._refused_host(hosts[0] if hosts else None)
+        if refused:
+            return Response.error(403, refused)
         parts = urlsplit(target)
         path = unquote(parts.path)
         if "\x00" in path or any(seg == ".." for seg in path.replace("\\", "/").split("/")):
             return Response.error(403, "path traversal refused")
+        site = values.get("sec-fetch-site", [])
+        if path.startswith("/api/") and any(v.strip().lower() not in _SAME_SITE for v in site):
+            return Response.error(403, f"a request from another site ({site[0]}) is refused: open the viewer itself")
         query = {k: v[-1] for k, v in parse_qs(parts.query, keep_blank_values=True).items()}
         try:
             return self._route(path, query)
         except (MixedConfigurationsError, NoEmbeddingsError, NoTextIndexError, SourceChangedError) as exc:
-            return Response.error(409, str(exc))
+            return Response.error(409, " ".join(str(exc).split()))
         except (GroundedError, OSError) as exc:
             return Response.error(500, " ".join(str(exc).split()))
+
+    def _refused_host(self, host: str | None) -> str | None:
+        """Why the ``Host`` header is refused (None: accepted). On a loopback address only a loopback
+        name with the served port is accepted (no port: only when the served port is 80)."""
+        if not self.loopback:
+            return None
+        match = _HOST.fullmatch(host or "")
+        names = {*LOOPBACK_NAMES, self.bound_host, f"[{self.bound_host}]"}
+        if match is None or match["name"].lower() not in names:
+            return f"host {host!r} refused: the viewer answers only to 127.0.0.1/localhost"
+        port = int(match["port"]) if match["port"] else 80
+        if self.port is not None and port != self.port:
+            return f"host {host!r} refused: the viewer serves port {self.port}"
+        return None
 
     def _route(self, path: str, query: Mapping[str, str]) -> Response:
         if path in ("/", "/index.html"):
@@ -159,8 +214,12 @@ class ViewerApp:
             return Response.error(400, f"k must be in 1..{MAX_K}")
         try:
             hits = search(self.index, question, k, mode=mode, embedder=self.embedder)
-        except EmptyQueryError as exc:
-            return Response.error(400, str(exc))
+        except (MixedConfigurationsError, NoEmbeddingsError, NoTextIndexError):
+            raise  # 409: the index, not the question
+        except SearchError as exc:
+            if isinstance(exc, (EmptyQueryError, InputError, ValueError)):  # the question itself (empty, no words)
+                return Response.error(400, " ".join(str(exc).split()))
+            raise
         return Response.json({"question": question, "mode": mode, "hits": [self._hit_json(h) for h in hits]})
 
     def page(self, query: Mapping[str, str]) -> Response:
@@ -175,10 +234,17 @@ class ViewerApp:
             return Response.error(404, f"chunk {hit.chunk_id} is not on page {page}")
         if not 30 <= dpi <= 300:
             return Response.error(400, "dpi must be in 30..300")
-        pdf = self._pdf(hit)
-        with self._mupdf:
-            rendered = render_pages(pdf, hit_chunk(hit, pages=[page]), dpi)
-        return Response(200, rendered[0][1], "image/png")
+        source = self._source_key(hit.source_path, hit.source_sha256)
+        key = (hit.chunk_id, page, dpi, source)
+        png = self.renders.get(key) if source is not None else None
+        if png is None:
+            pdf = self._pdf(hit)
+            with self._mupdf:
+                png = render_pages(pdf, hit_chunk(hit, pages=[page]), dpi)[0][1]
+                self._after_render()
+            if source is not None:
+                self.renders.put(key, png)
+        return Response(200, png, "image/png")
 
     def annotated(self, query: Mapping[str, str]) -> Response:
         hit = self._hit(query)
@@ -187,6 +253,7 @@ class ViewerApp:
         pdf = self._pdf(hit)
         with self._mupdf:
             data = highlight(pdf, [hit_chunk(hit)])
+            self._after_render()
         name = f"{Path(hit.source_path).stem}.highlighted.pdf"
         disposition = f"attachment; filename*=UTF-8''{quote(name)}"
         return Response(200, data, "application/pdf", {"Content-Disposition": disposition})
@@ -200,6 +267,13 @@ class ViewerApp:
         return Response(200, self._read_pdf(path, sha), "application/pdf", {"Content-Disposition": disposition})
 
     # -- helpers ---------------------------------------------------------------------------------
+    def _after_render(self) -> None:
+        """Every :data:`RELEASE_EVERY` renders, empty MuPDF's store and return the freed C heap
+        (called holding the MuPDF lock)."""
+        self._rendered += 1
+        if self._rendered % RELEASE_EVERY == 0:
+            release_memory()
+
     def _hit(self, query: Mapping[str, str]) -> Hit | Response:
         chunk_id = query.get("id", "")
         row = self.index.row(chunk_id) if chunk_id else None
@@ -210,36 +284,31 @@ class ViewerApp:
     def _pdf(self, hit: Hit) -> bytes:
         return self._read_pdf(hit.source_path, hit.source_sha256)
 
-    def _read_pdf(self, path: str, sha: str) -> bytes:
+    @staticmethod
+    def _source_key(path: str, sha: str) -> tuple[str, str, int, int] | None:
+        """The cache key of an indexed PDF as it is on disk now (None: it cannot be read)."""
         try:
             stat = Path(path).stat()
         except OSError:
-            return source_pdf(path, sha)  # raises SourceChangedError naming the PDF
-        key = (path, sha, stat.st_size, stat.st_mtime_ns)
-        with self._mupdf:
-            data = self._pdfs.get(key)
-            if data is not None:
-                self._pdfs.move_to_end(key)
-                return data
-        data = source_pdf(path, sha)
-        with self._mupdf:
-            self._pdfs[key] = data
-            while len(self._pdfs) > _PDF_CACHE_SIZE:
-                self._pdfs.popitem(last=False)
+            return None
+        return (path, sha, stat.st_size, stat.st_mtime_ns)
+
+    def _read_pdf(self, path: str, sha: str) -> bytes:
+        key = self._source_key(path, sha)
+        data = self.pdfs.get(key) if key is not None else None
+        if data is None:
+            data = source_pdf(path, sha)  # raises SourceChangedError naming the PDF
+            if key is not None:
+                self.pdfs.put(key, data)
         return data
 
     def _hit_json(self, hit: Hit) -> dict[str, Any]:
         d = hit.to_dict()
         cid = quote(hit.chunk_id, safe="")
         d["source_name"] = Path(hit.source_path).name
+        d["source_missing"] = not Path(hit.source_path).is_file()  # deleted or unmounted since the ingest: marked
         d["page_images"] = [{"page": p, "url": f"/api/page.png?id={cid}&page={p}"} for p in hit.pages]
         d["annotated_url"] = f"/api/annotated.pdf?id={cid}"
         d["source_url"] = f"/api/source.pdf?path={quote(hit.source_path, safe='')}"
         return d
 
-
-def _loopback_host(host: str | None) -> bool:
-    if not host:
-        return False
-    name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-    return name.lower() in LOOPBACK_NAMES

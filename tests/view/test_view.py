@@ -168,6 +168,10 @@ def test_a_changed_pdf_is_refused_not_drawn(out: Path, tmp_path: Path) -> None:
         status, _, body = get(server, hit["page_images"][0]["url"])
         assert status == 409 and b"changed since it was indexed" in body
         assert get(server, hit["source_url"])[0] == 409
+        assert search_json(server, k=1)["hits"][0]["source_missing"] is False
+        copy.unlink()  # a deleted input: its hits are marked (the page shows "no longer on disk")
+        gone = search_json(server, k=1)["hits"][0]
+        assert gone["source_missing"] is True and get(server, gone["page_images"][0]["url"])[0] == 409
 
 
 def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,7 +187,9 @@ def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.
             ([str(tmp_path / "missing")], "no such folder"),
             ([str(tmp_path)], "not an ingest output folder"),
             ([str(out), "--port", "70000"], "--port must be in 0..65535"),
-            ([str(out), "--port", str(taken.getsockname()[1])], "in use"),
+            ([str(out), "--port", str(taken.getsockname()[1])], f"port {taken.getsockname()[1]} on 127.0.0.1 is in use"),
+            ([str(out), "--port", str(taken.getsockname()[1])], "choose another with --port N"),
+            ([str(out), "--cache-mb", "-1"], "--cache-mb must be in 0..65536"),
         ]
         for args, message in cases:
             assert main(["view", *args]) == 1

@@ -1,32 +1,33 @@
 """``grounded view`` in a real browser: Debian's headless Chromium driven by Playwright types the
-question, clicks the first hit and must show page 4 with the hit's line boxes drawn (pixel check of
-the highlight colour inside the boxes, and none elsewhere), then a hit that crosses a page break,
-its pages one after the other. The screenshots stay in the test's tmp folder as artifacts. Outside CI the test skips when Chromium is not installed (``scripts/test.sh``
+question; the first hit is selected at once and must show page 4 with the hit's line boxes drawn
+(pixel check of the highlight colour inside the boxes, and none elsewhere), then a hit that crosses
+a page break, its pages one after the other. At 900 and 1440 px the layout is checked on element
+boxes (page and score apart, nothing clipped, no horizontal scroll, a readable page image that
+zooms), then a PDF changed on disk must show the server's 409 message as text, and an empty or
+unsearchable question must say so. The screenshots stay in the test's tmp folder as artifacts. Outside CI the test skips when Chromium is not installed (``scripts/test.sh``
 installs it as root); in CI (``CI=true``) a missing browser fails."""
 
 from __future__ import annotations
 
 import os
-import select
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
-from tests.support.data import REPO
 from tests.support.search_index import (
     ANSWER_PAGE,
-    ENV,
     QUESTION,
+    derived_index,
     guideline_index,
     highlight_coverage,
     png_pixels,
     span_rects,
+    table_rows,
     tree_state,
 )
+from tests.support.viewer import running_viewer
 
 CHROMIUM = Path("/usr/bin/chromium")
 #: Playwright's own browser download does not work here: Debian's chromium, headless, nothing phoned home
@@ -52,21 +53,9 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def viewer(out: Path) -> Iterator[str]:
     """``grounded view OUT --port 0`` in a subprocess; yields its URL (printed on its first line)."""
-    proc = subprocess.Popen([sys.executable, "-m", "grounded.cli", "view", str(out), "--port", "0"], cwd=REPO, env=ENV,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        ready, _, _ = select.select([proc.stdout], [], [], 120)
-        line = proc.stdout.readline() if ready else ""
-        assert "serving" in line, f"grounded view did not start: {line!r} {proc.stderr.read() if proc.poll() is not None else ''}"
-        yield line.split(" at ", 1)[1].split()[0]
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with running_viewer(out) as running:
+        yield running.url
+    assert "Traceback" not in running.stderr, running.stderr
 
 
 def test_question_first_hit_and_highlight_on_page_4(out: Path, viewer: str, tmp_path: Path) -> None:
@@ -83,8 +72,8 @@ def test_question_first_hit_and_highlight_on_page_4(out: Path, viewer: str, tmp_
             with page.expect_response(lambda r: "/api/search" in r.url, timeout=300_000) as answer:
                 page.press("#q", "Enter")
             hits = answer.value.json()["hits"]
-            page.wait_for_selector(".hit")
-            page.locator(".hit").first.click()
+            page.wait_for_selector(".hit")  # the first hit is selected without a click
+            assert page.locator(".hit").first.get_attribute("aria-selected") == "true"
             image = page.locator("img.page").first
             page.wait_for_function("() => { const i = document.querySelector('img.page'); "
                                    "return i && i.complete && i.naturalWidth > 0; }", timeout=120_000)
@@ -117,5 +106,118 @@ def test_question_first_hit_and_highlight_on_page_4(out: Path, viewer: str, tmp_
         height, width = pixels.shape[:2]
         inside, outside = highlight_coverage(pixels, span_rects(boxes, number, width, height))
         assert inside > 0.6 and outside < 0.01, (number, inside, outside, tmp_path)
-    assert requested and all(url.startswith(viewer) for url in requested), requested  # nothing from elsewhere
+    # nothing from elsewhere (blob: URLs are the fetched pages, made in the page from this server's answers)
+    assert requested and all(url.startswith((viewer, f"blob:{viewer.rstrip('/')}")) for url in requested), requested
     assert tree_state(out) == before
+
+
+LONG_NAME = "2024-clinical-practice-guideline-breast-cancer-systemic-therapy-update-final-version-7-approved.pdf"
+#: the element boxes the layout check reads (CSS pixels, from getBoundingClientRect)
+LAYOUT_JS = """() => {
+  const box = (e) => { const r = e.getBoundingClientRect(); return {left: r.left, right: r.right, top: r.top, bottom: r.bottom, width: r.width}; };
+  const hits = [...document.querySelectorAll('.hit')].map((b) => ({
+    button: box(b), selected: b.getAttribute('aria-selected'),
+    name: box(b.querySelector('.name')), pages: box(b.querySelector('.pages')), score: box(b.querySelector('.score')),
+    pagesClipped: b.querySelector('.pages').scrollWidth > b.querySelector('.pages').clientWidth + 1,
+    scoreClipped: b.querySelector('.score').scrollWidth > b.querySelector('.score').clientWidth + 1,
+    header: b.querySelector('.top').innerText}));
+  const img = document.querySelector('img.page');
+  return {width: window.innerWidth, scrollWidth: document.documentElement.scrollWidth, hits,
+          image: img && box(img), natural: img && img.naturalWidth, figure: img && box(img.closest('figure')),
+          figureScroll: img && img.closest('figure').scrollWidth, figureClient: img && img.closest('figure').clientWidth,
+          results: box(document.querySelector('#results')), detail: box(document.querySelector('#detail'))};
+}"""
+IMAGE_LOADED = "() => { const i = document.querySelector('img.page'); return i && i.complete && i.naturalWidth > 0; }"
+
+
+@pytest.fixture(scope="module")
+def long_name_out(out: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """An index whose guideline rows point to a copy of the PDF with a long file name: (OUT, the copy)."""
+    import pyarrow.compute as pc
+
+    rows = table_rows(out)
+    original = next(p for p in rows.column("source_path").to_pylist() if p.endswith("guideline.pdf"))
+    folder = tmp_path_factory.mktemp("long-name")
+    copy = folder / LONG_NAME
+    copy.write_bytes(Path(original).read_bytes())
+    moved = rows.set_column(rows.schema.get_field_index("source_path"), "source_path",
+                            pc.replace_substring(rows.column("source_path"), original, str(copy)))
+    return derived_index(folder / "index", moved), copy
+
+
+def _search(page: Page, question: str) -> list[dict]:
+    page.fill("#q", question)
+    with page.expect_response(lambda r: "/api/search" in r.url, timeout=300_000) as answer:
+        page.press("#q", "Enter")
+    return list(answer.value.json().get("hits", []))
+
+
+def test_layout_zoom_and_errors_as_text(long_name_out: tuple[Path, Path], tmp_path: Path) -> None:
+    """At 900 and 1440 px: the best hit is shown at once, page and score never touch, nothing is
+    clipped or overflows, the page image is readable (>= 560 px wide at 900 px) and zooms; then a
+    PDF changed on disk shows the server's 409 message as text (no broken image), and an empty
+    question and a question with no indexable words say so."""
+    out, pdf = long_name_out
+    with running_viewer(out) as viewer, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+            page.goto(viewer.url)
+            page.wait_for_selector("#mode option", state="attached")
+            for width, min_image in ((900, 560), (1440, 900)):
+                page.set_viewport_size({"width": width, "height": 1000})
+                hits = _search(page, QUESTION)
+                page.wait_for_function(IMAGE_LOADED, timeout=120_000)
+                layout = page.evaluate(LAYOUT_JS)
+                page.screenshot(path=str(tmp_path / f"view-{width}.png"))
+                assert layout["scrollWidth"] <= width, layout  # no horizontal scrolling of the page
+                assert layout["hits"][0]["selected"] == "true" and len(layout["hits"]) == len(hits)
+                for hit in layout["hits"]:
+                    pages, score, name, button = hit["pages"], hit["score"], hit["name"], hit["button"]
+                    assert pages["right"] + 6 <= score["left"], hit  # "p. 7" and "6.8100" never touch
+                    assert name["right"] <= pages["left"], hit
+                    assert button["left"] <= name["left"] and score["right"] <= button["right"] - 4, hit
+                    assert not hit["pagesClipped"] and not hit["scoreClipped"], hit
+                assert any(LONG_NAME[:20] in h["header"] for h in layout["hits"])
+                image = layout["image"]
+                assert image["width"] >= min_image and image["right"] <= width, (width, image)
+                assert image["left"] >= layout["results"]["right"], layout  # beside the hits, not below
+                # zoom: wider than the pane (scrolls inside it), re-rendered sharper
+                natural = layout["natural"]
+                page.click("#zoom-in")
+                page.wait_for_function(f"() => {{ const i = document.querySelector('img.page'); "
+                                       f"return i && i.complete && i.naturalWidth > {natural}; }}", timeout=120_000)
+                zoomed = page.evaluate(LAYOUT_JS)
+                assert zoomed["image"]["width"] >= 1.4 * image["width"] and zoomed["figureScroll"] > zoomed["figureClient"]
+                assert zoomed["scrollWidth"] <= width, zoomed  # the page scrolls inside its frame only
+                page.screenshot(path=str(tmp_path / f"view-{width}-zoomed.png"))
+                page.click("#zoom-fit")
+                page.wait_for_function(f"() => {{ const i = document.querySelector('img.page'); "
+                                       f"return i && i.complete && i.naturalWidth === {natural}; }}", timeout=120_000)
+            # the PDF changes on disk: the page shows the server's message, never a broken image
+            page.set_viewport_size({"width": 900, "height": 1000})
+            pdf.write_bytes(pdf.read_bytes() + b"\n% a new version\n")
+            _search(page, QUESTION)
+            page.wait_for_selector("#pages .error", timeout=120_000)
+            text = page.inner_text("#pages")
+            assert "changed since it was indexed" in text and "409" in text, text
+            assert page.locator("img.page").count() == 0
+            page.click("#download")
+            page.wait_for_selector("#detail-error:not([hidden])", timeout=60_000)
+            assert "changed since it was indexed" in page.inner_text("#detail-error")
+            page.click("#source")
+            page.wait_for_function("() => document.querySelector('#detail-error').textContent.includes('Original') "
+                                   "|| document.querySelector('#detail-error').textContent.includes('original')", timeout=60_000)
+            assert "changed since it was indexed" in page.inner_text("#detail-error")
+            page.screenshot(path=str(tmp_path / "view-900-changed-pdf.png"))
+            # questions that cannot be searched say so in the page
+            for question in ("   ", "乳腺癌的治疗"):
+                _search(page, question)
+                page.wait_for_function("() => !document.querySelector('#status').textContent.startsWith('searching')")
+                status = page.inner_text("#status")
+                assert status.strip() and "0 hit" not in status, (question, status)
+                assert status.strip() in page.inner_text("#hits"), status  # where the hits would be, too
+            page.screenshot(path=str(tmp_path / "view-900-cjk.png"))
+        finally:
+            browser.close()
+    assert "Traceback" not in viewer.stderr, viewer.stderr

@@ -1,9 +1,16 @@
 // grounded view: search the index, list the hits, show the selected hit's pages with its boxes drawn.
 // Everything comes from this server (no CDN); the server renders the highlighted pages as PNGs.
+// Every error the server answers is shown in the page as text (never a broken image).
 "use strict";
 
 const $ = (id) => document.getElementById(id);
+const ZOOMS = [1, 1.5, 2, 3];  // times the fitted width
+const BASE_DPI = 110;
 let current = [];
+let selected = -1;
+let zoom = 0;  // index into ZOOMS
+let objectUrls = [];
+let generation = 0;  // a newer selection or zoom cancels the loads of an older one
 
 function setStatus(text, isError) {
   const el = $("status");
@@ -11,11 +18,29 @@ function setStatus(text, isError) {
   el.className = isError ? "error" : "";
 }
 
+// The server's JSON {error, status} as one line; anything else (a proxy's page, a dropped connection) too.
+async function errorText(response) {
+  try {
+    const data = await response.clone().json();
+    if (data && data.error) return `${data.error} (HTTP ${response.status})`;
+  } catch (_) { /* not JSON */ }
+  const text = (await response.text()).replace(/<[^>]*>/g, " ").replace(/\s+/g, " ").trim().slice(0, 300);
+  return `${text || response.statusText || "error"} (HTTP ${response.status})`;
+}
+
+function unreachable(err) {
+  return `the viewer did not answer (${err.message}); is grounded view still running?`;
+}
+
 async function getJSON(url) {
-  const response = await fetch(url, { headers: { Accept: "application/json" } });
-  const data = await response.json();
-  if (!response.ok) throw new Error(data.error || response.statusText);
-  return data;
+  let response;
+  try {
+    response = await fetch(url, { headers: { Accept: "application/json" } });
+  } catch (err) {
+    throw new Error(unreachable(err));
+  }
+  if (!response.ok) throw new Error(await errorText(response));
+  return response.json();
 }
 
 function el(tag, className, text) {
@@ -23,6 +48,11 @@ function el(tag, className, text) {
   if (className) node.className = className;
   if (text !== undefined) node.textContent = text;
   return node;
+}
+
+function notes(data) {  // a message the search API adds to its answer, in whichever field it uses
+  const items = [data.note, data.notes, data.message, data.warning, data.warnings].flat().filter((x) => typeof x === "string" && x);
+  return items.join(" ");
 }
 
 function showHits(hits) {
@@ -36,32 +66,99 @@ function showHits(hits) {
     button.dataset.chunkId = hit.chunk_id;
     button.setAttribute("aria-selected", "false");
     const top = el("div", "top");
-    top.append(el("span", "rank", `#${hit.rank} · ${hit.source_name} · p. ${hit.pages.join(", ")}`),
-               el("span", "score", hit.score.toFixed(4)));
+    const name = el("span", "name", hit.source_name);
+    name.title = hit.source_path;
+    const score = el("span", "score", hit.score.toFixed(4));
+    score.title = `score (${hit.mode})`;
+    top.append(el("span", "rank", `#${hit.rank}`), name, el("span", "pages", `p. ${hit.pages.join(", ")}`), score);
     button.append(top, el("div", "path", hit.heading_path.join(" › ") || "(no heading)"),
                   el("div", "snippet", hit.text.slice(hit.body_start).replace(/\s+/g, " ").slice(0, 300)));
+    if (hit.source_missing) button.append(el("div", "gone", "this PDF is no longer on disk"));
     button.addEventListener("click", () => select(i));
     item.append(button);
     list.append(item);
   });
 }
 
-function select(i) {
-  const hit = current[i];
-  document.querySelectorAll(".hit").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.index === String(i))));
+function pageUrl(image) {
+  const dpi = Math.min(300, Math.round(BASE_DPI * ZOOMS[zoom] * Math.max(1, window.devicePixelRatio || 1)));
+  return dpi === BASE_DPI ? image.url : `${image.url}&dpi=${dpi}`;
+}
+
+// One page: "loading", then the image, or the server's error as text.
+async function loadPage(figure, hit, image, gen) {
+  let message;
+  try {
+    const response = await fetch(pageUrl(image));
+    if (gen !== generation) return;
+    if (response.ok) {
+      const url = URL.createObjectURL(await response.blob());
+      if (gen !== generation) { URL.revokeObjectURL(url); return; }
+      objectUrls.push(url);
+      const img = el("img", "page");
+      img.alt = `page ${image.page} with the chunk's lines highlighted`;
+      img.dataset.page = String(image.page);
+      img.dataset.chunkId = hit.chunk_id;
+      img.title = "click to zoom";
+      img.addEventListener("click", () => setZoom(zoom === 0 ? 2 : 0));
+      img.src = url;
+      figure.querySelector(".slot").replaceChildren(img);
+      return;
+    }
+    message = await errorText(response);
+  } catch (err) {
+    message = unreachable(err);
+  }
+  if (gen !== generation) return;
+  const error = el("p", "error", `Page ${image.page} cannot be shown: ${message}`);
+  error.setAttribute("role", "alert");
+  error.dataset.page = String(image.page);
+  figure.querySelector(".slot").replaceChildren(error);
+}
+
+function showPages(hit) {
+  generation += 1;
+  objectUrls.forEach((url) => URL.revokeObjectURL(url));
+  objectUrls = [];
   const pages = $("pages");
   pages.replaceChildren();
   for (const image of hit.page_images) {  // multi-page chunks: page after page
     const figure = el("figure");
-    const img = el("img", "page");
-    img.alt = `page ${image.page} with the chunk's lines highlighted`;
-    img.dataset.page = String(image.page);
-    img.dataset.chunkId = hit.chunk_id;
-    img.src = image.url;
-    figure.append(img, el("figcaption", "", `${hit.source_name} — page ${image.page}`));
+    const slot = el("div", "slot");
+    slot.append(el("p", "loading", `loading page ${image.page}…`));
+    figure.append(slot, el("figcaption", "", `${hit.source_name} — page ${image.page}`));
     pages.append(figure);
+    loadPage(figure, hit, image, generation);
   }
+}
+
+function setZoom(level) {
+  const next = Math.max(0, Math.min(ZOOMS.length - 1, level));
+  const changed = next !== zoom;
+  zoom = next;
+  $("pages").style.setProperty("--zoom", String(ZOOMS[zoom]));
+  $("pages").classList.toggle("zoomed", zoom > 0);
+  $("zoom-level").textContent = `${Math.round(ZOOMS[zoom] * 100)} %`;
+  $("zoom-out").disabled = zoom === 0;
+  $("zoom-fit").disabled = zoom === 0;
+  $("zoom-in").disabled = zoom === ZOOMS.length - 1;
+  if (changed && selected >= 0) showPages(current[selected]);  // sharper pages for the new size
+}
+
+function showDetailError(text) {
+  const box = $("detail-error");
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+function select(i) {
+  const hit = current[i];
+  if (!hit) return;
+  selected = i;
+  document.querySelectorAll(".hit").forEach((b) => b.setAttribute("aria-selected", String(b.dataset.index === String(i))));
   $("detail").hidden = false;
+  $("viewer").hidden = false;
+  showDetailError("");
   $("detail-heading").textContent = hit.heading_path.join(" › ") || hit.source_name;
   $("detail-meta").textContent =
     `${hit.source_name} · pages ${hit.pages.join(", ")} · score ${hit.score.toFixed(4)} (${hit.mode}` +
@@ -73,28 +170,99 @@ function select(i) {
   text.replaceChildren();
   if (hit.body_start > 0) text.append(el("span", "headings", hit.text.slice(0, hit.body_start)));
   text.append(document.createTextNode(hit.text.slice(hit.body_start)));
+  showPages(hit);
+}
+
+// The two links: fetched first, so an error (a changed PDF, a stopped server) is shown as text.
+async function download(event) {
+  event.preventDefault();
+  const link = event.currentTarget;
+  showDetailError("");
+  try {
+    const response = await fetch(link.href);
+    if (!response.ok) { showDetailError(`The annotated PDF cannot be made: ${await errorText(response)}`); return; }
+    const blob = await response.blob();
+    const name = /filename\*=UTF-8''([^;]+)/.exec(response.headers.get("Content-Disposition") || "");
+    const a = el("a");
+    a.href = URL.createObjectURL(blob);
+    a.download = name ? decodeURIComponent(name[1]) : "highlighted.pdf";
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+  } catch (err) {
+    showDetailError(unreachable(err));
+  }
+}
+
+async function openSource(event) {
+  event.preventDefault();
+  const href = event.currentTarget.href;
+  showDetailError("");
+  try {
+    const head = await fetch(href, { method: "HEAD" });
+    if (head.ok) {
+      window.open(href, "_blank", "noopener");  // within the click's activation: not a blocked popup
+      return;
+    }
+    const response = await fetch(href);  // a HEAD answer has no body: the message comes with GET
+    showDetailError(`The original PDF cannot be opened: ${response.ok ? `HTTP ${head.status}` : await errorText(response)}`);
+  } catch (err) {
+    showDetailError(unreachable(err));
+  }
 }
 
 async function runSearch(event) {
   event.preventDefault();
-  const q = $("q").value.trim();
-  if (!q) return;
+  const q = $("q").value;
   const params = new URLSearchParams({ q, mode: $("mode").value, k: $("k").value });
   setStatus("searching…");
   try {
     const data = await getJSON(`/api/search?${params}`);
     current = data.hits;
+    selected = -1;
     showHits(current);
-    $("pages").replaceChildren();
-    $("detail").hidden = true;
-    setStatus(`${current.length} hit(s), ${data.mode}`);
+    const note = notes(data);
+    if (!current.length) {
+      $("detail").hidden = true;
+      $("viewer").hidden = true;
+      const message = note || `No hit for this question (${data.mode}): try other words, or another mode.`;
+      setStatus(message, Boolean(note));
+      $("hits").replaceChildren(el("li", "empty", message));
+      return;
+    }
+    setStatus(`${current.length} hit${current.length === 1 ? "" : "s"} (${data.mode})${note ? ` · ${note}` : ""}`);
+    select(0);  // the best hit is shown at once
   } catch (err) {
     setStatus(err.message, true);
+    current = [];
+    selected = -1;
+    $("detail").hidden = true;
+    $("viewer").hidden = true;
+    $("hits").replaceChildren(el("li", "empty error", err.message));
   }
+}
+
+function onKey(event) {
+  if (event.target instanceof HTMLInputElement || event.target instanceof HTMLSelectElement) return;
+  if (event.key === "+" || event.key === "=") setZoom(zoom + 1);
+  else if (event.key === "-") setZoom(zoom - 1);
+  else if (event.key === "0") setZoom(0);
+  else if ((event.key === "ArrowDown" || event.key === "j") && selected < current.length - 1) select(selected + 1);
+  else if ((event.key === "ArrowUp" || event.key === "k") && selected > 0) select(selected - 1);
+  else return;
+  event.preventDefault();
 }
 
 async function init() {
   $("search-form").addEventListener("submit", runSearch);
+  $("zoom-in").addEventListener("click", () => setZoom(zoom + 1));
+  $("zoom-out").addEventListener("click", () => setZoom(zoom - 1));
+  $("zoom-fit").addEventListener("click", () => setZoom(0));
+  $("download").addEventListener("click", download);
+  $("source").addEventListener("click", openSource);
+  document.addEventListener("keydown", onKey);
+  setZoom(0);
   try {
     const info = await getJSON("/api/info");
     for (const mode of info.modes) {
