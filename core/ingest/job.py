@@ -198,6 +198,7 @@ def ingest(
     box_mode: str = "auto",
     password: str | None = None,
     device: str = "auto",
+    parse_cache: bool = True,
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into the index ``out``.
 
@@ -218,7 +219,10 @@ def ingest(
     row or a record). ``device``: where the embedder runs -- ``"auto"`` (default: CUDA when torch
     sees a GPU, else the CPU), ``"cpu"``, ``"cuda"`` or ``"cuda:N"`` (a GPU asked for but not usable
     raises :class:`~grounded.errors.DeviceUnavailableError` before any work); it is not part of the
-    configuration fingerprint. The local engine runs worker processes with the spawn method: a script must
+    configuration fingerprint. ``parse_cache`` (default True): read and write the parse cache
+    (:func:`grounded.parsers.cache.parse_once`, ``$GROUNDED_CACHE_DIR/parses``), so a PDF parsed
+    before with this parser configuration is not parsed again (a re-ingest with other chunking
+    settings loads its trees); not part of the configuration. The local engine runs worker processes with the spawn method: a script must
     call ``ingest`` under ``if __name__ == "__main__":``.
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
@@ -250,7 +254,7 @@ def ingest(
     config = JobConfig(
         parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model,
         parser_options=pcls.check_options(parser_options or {}), strategy_options=dict(strategy_options or {}),
-        tokenizer=tokenizer, box_mode=box_mode, password=password, device=device,
+        tokenizer=tokenizer, box_mode=box_mode, password=password, device=device, parse_cache=parse_cache,
     )
     chunker = build_chunker(config)  # invalid chunking options fail here
     settings = config_settings(config, chunker.fingerprint)
