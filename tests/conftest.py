@@ -3,7 +3,11 @@ there, never from each other); real data is read from ``../shared/data``."""
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,6 +15,37 @@ import pytest
 from tests.support.data import shared
 from tests.support.run_once import run_directory
 from tests.support.shared_parses import SharedParses
+
+#: ``$GROUNDED_CACHE_DIR`` of this test process: a temporary folder, never the user's cache
+#: (``~/.cache/grounded``). Set before collection, so modules that copy ``os.environ`` for their
+#: subprocesses and module fixtures share it (the folder ``session``); each test gets its own
+#: folder (:func:`_parse_cache_per_test`), so no test is served a tree another test parsed.
+_CACHE_ROOT: Path | None = None
+_CACHE_COUNT = itertools.count(1)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _CACHE_ROOT
+    _CACHE_ROOT = Path(tempfile.mkdtemp(prefix="grounded-test-cache-"))
+    os.environ["GROUNDED_CACHE_DIR"] = str(_CACHE_ROOT / "session")
+    # the query path's ONNX graph (grounded.search.query_onnx) is exported once and kept across runs
+    # and xdist workers (written atomically), not once per test's temporary cache folder
+    os.environ.setdefault("GROUNDED_ONNX_DIR", str(Path(tempfile.gettempdir()) / "grounded-test-onnx"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _CACHE_ROOT is not None:
+        shutil.rmtree(_CACHE_ROOT, ignore_errors=True)
+
+
+@pytest.fixture(autouse=True)
+def _parse_cache_per_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A fresh ``$GROUNDED_CACHE_DIR`` per test (the parse cache is on by default in ``grounded
+    chunk/ground/ingest``: a test that counts or patches parses must not get another test's tree).
+    A folder set by a module fixture is kept."""
+    if _CACHE_ROOT is not None and os.environ.get("GROUNDED_CACHE_DIR") == str(_CACHE_ROOT / "session"):
+        monkeypatch.setenv("GROUNDED_CACHE_DIR", str(_CACHE_ROOT / f"test-{next(_CACHE_COUNT)}"))
+    yield
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputNotFoundError, UsageError
 from ..llm.spec import strategy_options
@@ -11,6 +12,7 @@ from .llm_options import add_model_options, model_spec
 from .main import pdf_password
 from .options import (
     add_chunk_options,
+    add_parse_cache_option,
     add_parser_options,
     add_strategy_options,
     given_parser_options,
@@ -48,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_strategy_options(p)
     add_chunk_options(p)
     add_parser_options(p, default=None, pdf_only=True)
+    add_parse_cache_option(p)
     add_model_options(p, vision_aliases=True)
     p.add_argument(
         "-o", "--out", type=Path, default=None,
@@ -63,6 +66,15 @@ def _is_pdf(path: Path) -> bool:
     if b"%PDF-" in head:
         return True
     return path.suffix.lower() != ".json" and not head.lstrip().startswith(b"{")
+
+
+def parse_pdf(parser: Any, path: Path, options: dict[str, Any], secret: dict[str, Any], use_cache: bool) -> Any:
+    """The tree of the PDF at ``path``: from the parse cache when it holds this PDF under this parser
+    configuration (``use_cache``; ``--no-parse-cache`` turns it off), else parsed (and stored)."""
+    from ..parsers.cache import ParseCache, parse_once
+
+    root, _ = parse_once(parser, path, cache=ParseCache() if use_cache else None, options=options, **secret)
+    return root
 
 
 def run(args: argparse.Namespace) -> int:
@@ -83,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     chunker = Chunker(args.strategy, args.max_tokens, overlap, tokenizer=args.tokenizer, box_mode=args.box_mode, **options)
     if _is_pdf(path):
         name = args.parser or "pymupdf"
-        parser = get_parser(name, **given_parser_options(args, name))
-        root = parser.parse(path, **password_kwargs(parser, args))
+        parser_options = given_parser_options(args, name)
+        parser = get_parser(name, **parser_options)
+        root = parse_pdf(parser, path, parser_options, password_kwargs(parser, args), args.parse_cache)
     else:
         given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]
         given += parser_options_given(args)

@@ -32,7 +32,13 @@ import re
 from pathlib import Path
 
 from ..errors import InputError, InputNotFoundError, SchemaError, UsageError
-from .options import add_chunk_options, add_parser_options, given_parser_options, parser_options_given
+from .options import (
+    add_chunk_options,
+    add_parse_cache_option,
+    add_parser_options,
+    given_parser_options,
+    parser_options_given,
+)
 from .output import OUT_HELP, check_chunk_output, shown, summary_stream, write_chunk_output
 
 __all__ = ["register", "read_chunk_texts", "run"]
@@ -65,6 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_chunk_options(p)
     add_parser_options(p, default=None, pdf_only=True)
+    add_parse_cache_option(p)
     p.set_defaults(func=run)
 
 
@@ -121,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     from ..io.codec import load_parsing_result
     from ..model.chunk import ChunkingResult
     from ..parsers import get_parser
-    from .chunk import _is_pdf
+    from .chunk import _is_pdf, parse_pdf
     from .parse import password_kwargs
 
     path: Path = args.input
@@ -133,9 +140,10 @@ def run(args: argparse.Namespace) -> int:
     options: dict[str, object] = {"tokenizer": args.tokenizer, "box_mode": args.box_mode}
     if _is_pdf(path):
         name = args.parser or "pymupdf"
-        parser = get_parser(name, **given_parser_options(args, name))
+        parser_options = given_parser_options(args, name)
+        parser = get_parser(name, **parser_options)
         secret = password_kwargs(parser, args)
-        root = parser.parse(path, **secret)
+        root = parse_pdf(parser, path, parser_options, secret, args.parse_cache)
         options.update(secret)  # the page furniture index reads the same (encrypted) PDF
     else:
         given = [opt for opt, value in (("--parser", args.parser), ("--password", args.password)) if value is not None]

@@ -29,7 +29,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=(
             "Draw the source boxes of chunks (written by `grounded chunk`) onto their PDF. With -o OUT.pdf the "
             "result is a copy of the PDF with a highlight annotation per chunk and page (title = chunk id); with "
-            "-o OUT.png every page the chunks touch is rendered to OUT-p<page>.png with the line boxes drawn. "
+            "-o OUT.png every page the chunks touch is rendered with the line boxes drawn: the first page to OUT.png "
+            "itself, each further page to OUT-p<page>.png (e.g. answer.png, answer-p8.png); the files written and their "
+            "pages are printed on stdout. "
             "The PDF must be the one the chunks were made from (its sha256 is checked against the one the chunks "
             "file records; --force skips the check). Outputs never replace an input. The annotated PDF is "
             "sanitized by default: the source's JavaScript, launch and form actions, additional actions and "
@@ -48,7 +50,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "-o", "--out", type=Path, default=None,
-        help="OUT.pdf (annotated PDF) or OUT.png (one OUT-p<page>.png per page); default: <pdf stem>.highlighted.pdf",
+        help="OUT.pdf (annotated PDF) or OUT.png (page images: the first page the chunks touch is OUT.png, each "
+        "further page OUT-p<page>.png); default: <pdf stem>.highlighted.pdf",
     )
     p.add_argument("--dpi", type=_dpi, default=110, help="PNG resolution in dots per inch (default: 110)")
     p.add_argument("--crop", action="store_true", help="PNG: crop each page image to the chunks' region plus a margin")
@@ -127,7 +130,8 @@ def check_same_pdf(pdf: Path, chunks_file: Path, metadata: dict[str, Any]) -> No
 
 def run(args: argparse.Namespace) -> int:
     from ..attribution.highlight import DEFAULT_COLOR, highlight
-    from ..attribution.render import render_to_files
+    from ..attribution.render import render_pages
+    from ..io.atomic import atomic_write_bytes
     from ..io.chunks_file import is_parquet, load_chunks_file
 
     if not args.pdf.is_file():
@@ -150,19 +154,30 @@ def run(args: argparse.Namespace) -> int:
         of_pdf = f" of {args.pdf} (sha256 {_sha256(args.pdf)[:12]}...)" if is_parquet(args.chunks) and not args.force else ""
         raise AttributionError(args.chunks, f"the file holds no chunks{of_pdf}")
     pages = sorted({b.page for c in chunks for b in chunk_boxes(c, args.chunks)})
-    stem = out.name[: -len(out.suffix)]
-    targets = [out] if kind == ".pdf" else [out.with_name(f"{stem}-p{page}.png") for page in pages]
-    refuse_overwriting_inputs(targets, [args.pdf, args.chunks])
+    names = {out: None} if kind == ".pdf" else page_image_names(out, pages)
+    refuse_overwriting_inputs(list(names), [args.pdf, args.chunks])
     color = args.color or DEFAULT_COLOR
     password = pdf_password(args)
-    written: list[Path | bytes]
     try:
         if kind == ".pdf":
-            written = [highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password,
-                                 sanitize=not args.keep_active_content)]
+            highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password,
+                      sanitize=not args.keep_active_content)
         else:
-            written = [*render_to_files(args.pdf, chunks, out, args.dpi, crop=args.crop, color=color, password=password)]
+            by_page = {page: path for path, page in names.items()}
+            rendered = render_pages(args.pdf, chunks, args.dpi, crop=args.crop, color=color, password=password)
+            if {page for page, _ in rendered} - set(by_page):  # both read the chunks' boxes: cannot happen
+                raise AttributionError(args.chunks, "the pages rendered differ from the pages of the chunks' boxes")
+            for page, png in rendered:
+                atomic_write_bytes(by_page[page], png)
     except ChunkPageError as exc:  # the bad box is in the chunks file: name it
         raise exc.naming(args.chunks, args.pdf) from exc
-    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {', '.join(shown(str(w)) for w in written)}\n")
+    listed = ", ".join(shown(str(path)) if page is None else f"{shown(str(path))} (page {page})" for path, page in names.items())
+    sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {listed}\n")
     return 0
+
+
+def page_image_names(out: Path, pages: list[int]) -> dict[Path, int | None]:
+    """The PNG file of each page for ``-o OUT.png``: the first page is ``OUT.png`` itself, each
+    further page ``OUT-p<page>.png`` (file -> page, in page order)."""
+    stem = out.name[: -len(out.suffix)]
+    return {(out if i == 0 else out.with_name(f"{stem}-p{page}.png")): page for i, page in enumerate(pages)}

@@ -11,6 +11,7 @@ from .llm_options import add_model_options, model_spec
 from .main import one_line, pdf_password
 from .options import (
     add_chunk_options,
+    add_parse_cache_option,
     add_parser_options,
     add_strategy_options,
     given_parser_options,
@@ -38,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
     add_parser_options(p)
+    add_parse_cache_option(p)
     add_strategy_options(p)
     add_chunk_options(p)
     add_model_options(p)
@@ -105,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
         box_mode=args.box_mode,
         password=pdf_password(args),
         device=args.device,
+        parse_cache=args.parse_cache,
     )
     for path, error_type, message in report.errors[:20]:
         print(f"grounded ingest: failed: {shown(path)}: {error_type}: {one_line(message)}", file=sys.stderr)

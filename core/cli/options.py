@@ -27,7 +27,7 @@ from .main import add_password_option
 
 __all__ = [
     "add_parser_options", "add_chunk_options", "add_strategy_options", "given_parser_options",
-    "given_strategy_options", "parser_options_given", "BOX_MODE_HELP",
+    "given_strategy_options", "parser_options_given", "add_parse_cache_option", "BOX_MODE_HELP",
 ]
 
 log = logging.getLogger(__name__)
@@ -131,6 +131,16 @@ def add_parser_options(p: argparse.ArgumentParser, *, default: str | None = "pym
                    f"by the entry point group grounded.parsers){tail}")
     _add_generated(p, "parser", _PARSER_DEST, set())
     add_password_option(p)
+
+
+def add_parse_cache_option(p: argparse.ArgumentParser) -> None:
+    """``--no-parse-cache`` (``args.parse_cache``, default True)."""
+    p.add_argument(
+        "--no-parse-cache", dest="parse_cache", action="store_false",
+        help="parse the PDF even when the parse cache holds its tree, and do not store the new one (default: a PDF "
+        "parsed before with the same parser and options is loaded from $GROUNDED_CACHE_DIR/parses, else the user "
+        "cache folder, e.g. ~/.cache/grounded/parses)",
+    )
 
 
 def add_chunk_options(p: argparse.ArgumentParser) -> None:

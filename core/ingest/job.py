@@ -218,6 +218,7 @@ def ingest(
     box_mode: str = "auto",
     password: str | None = None,
     device: str = "auto",
+    parse_cache: bool = True,
 ) -> IngestReport:
     """Parse, chunk and (optionally) embed every PDF of ``inputs`` into the index ``out``.
 
@@ -242,7 +243,10 @@ def ingest(
     are tried again (False: their failure is kept, see the module docstring). Indexed paths that
     are not inputs of the run and no longer exist are listed in ``report.gone`` and kept (an
     unmounted drive must not empty the index); ``prune=True`` removes their rows (Parquet and
-    LanceDB in the run's publish). The local engine runs worker processes with the spawn method: a script must
+    LanceDB in the run's publish). ``parse_cache`` (default True): read and write the parse cache
+    (:func:`grounded.parsers.cache.parse_once`, ``$GROUNDED_CACHE_DIR/parses``), so a PDF parsed
+    before with this parser configuration is not parsed again (a re-ingest with other chunking
+    settings loads its trees); not part of the configuration. The local engine runs worker processes with the spawn method: a script must
     call ``ingest`` under ``if __name__ == "__main__":``.
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
@@ -274,7 +278,7 @@ def ingest(
     config = JobConfig(
         parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model,
         parser_options=pcls.check_options(parser_options or {}), strategy_options=dict(strategy_options or {}),
-        tokenizer=tokenizer, box_mode=box_mode, password=password, device=device,
+        tokenizer=tokenizer, box_mode=box_mode, password=password, device=device, parse_cache=parse_cache,
     )
     chunker = build_chunker(config)  # invalid chunking options fail here
     settings = config_settings(config, chunker.fingerprint)

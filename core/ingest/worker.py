@@ -63,6 +63,10 @@ class JobConfig:
     #: where the embedder runs (``auto``/``cpu``/``cuda[:N]``, :mod:`grounded.runtime.device`); not
     #: part of the fingerprint: it says where vectors are computed, not which ones
     device: str = "auto"
+    #: read and write the parse cache (:func:`grounded.parsers.cache.parse_once`): a PDF parsed before
+    #: with this parser configuration is loaded, not parsed again. Not part of the fingerprint: the
+    #: cached tree is the tree a parse gives
+    parse_cache: bool = True
 
 
 @dataclass
@@ -219,6 +223,21 @@ def _failed(exc: Exception, path: str, sha256: str) -> DocResult:
     return DocResult("error", path, sha256, error_type=type(exc).__name__, message=f"{path}: {exc}")
 
 
+def _parse(path: str, sha256: str, config: JobConfig, parse: Callable[..., Any]) -> tuple[Any, bool]:
+    """``(tree, from_cache)`` of one PDF: through the parse cache when ``config.parse_cache`` and
+    ``parse`` is a parser's own ``parse`` (keyed by the job's parser options: the worker's runtime
+    ones, one layout thread or a borrowed pool, give the same tree), else ``parse`` itself."""
+    from ..parsers.base import BaseParser
+
+    parser = getattr(parse, "__self__", None)
+    if config.parse_cache and isinstance(parser, BaseParser):
+        from ..parsers.cache import ParseCache, parse_once
+
+        return parse_once(parser, Path(path), cache=ParseCache(), options=config.parser_options,
+                          password=config.password, sha256=sha256)
+    return parse(Path(path), password=config.password), False
+
+
 def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[..., Any], chunker: Any) -> Chunked | DocResult:
     """The first half of :func:`document_result`: parse and chunk one PDF (an ``error`` result
     when either fails; never raises)."""
@@ -227,9 +246,9 @@ def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[.
         started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # per-page warnings are in the parse metadata
-            root = parse(Path(path), password=config.password)
+            root, cached = _parse(path, sha256, config, parse)
         seconds["parse"] = time.perf_counter() - started
-        if "layout_seconds" in root.metadata:  # the layout pass inside "parse" (PyMuPDF)
+        if "layout_seconds" in root.metadata and not cached:  # the layout pass inside "parse" (PyMuPDF)
             seconds["layout"] = float(root.metadata["layout_seconds"])
         started = time.perf_counter()
         chunks = list(chunker.iter_chunks(root))

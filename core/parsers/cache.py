@@ -33,6 +33,19 @@ a miss, removed, with a logged warning, never another document's tree. An entry 
 regular file (a directory, a FIFO, a symbolic link, a device) or is larger than the cache's size
 bound is refused without being read.
 
+**Parse once per PDF.** :func:`parse_once` is the cache's read-and-write path for one parse:
+``grounded chunk``, ``grounded ground`` and every ``grounded ingest`` worker call it by default
+(``--no-parse-cache``, ``ingest(parse_cache=False)`` turn it off), so a PDF parsed once with a parser
+configuration is not parsed again: re-chunking with another ``-n`` or strategy loads the tree
+(~0.1 s for 13 pages) instead of running the layout model. Its trees are decoded from the directory
+for each caller (a private copy, never the process LRU) with the source path and name of the call
+stamped in, so the output is the one of a fresh parse (only the recorded parse timings,
+``elapsed_seconds`` / ``layout_seconds``, are those of the parse that made the entry). Concurrent
+processes share a directory safely: an entry is written to a temporary file and renamed (readers
+see a whole entry or none; two writers of one entry both succeed), and an entry that fails its
+checks is removed, parsed again and rewritten, never served. A parse with a side effect beyond the
+tree (``image_dir``: figure PNGs) and a PDF read from a file object are not cached.
+
 Size bound: ``ParseCache(max_bytes=...)``, else ``$GROUNDED_CACHE_MAX_MB`` (megabytes), else
 :data:`DEFAULT_MAX_MB` (2048 MB). After each write the least recently used entries (by the later
 of access and modification time; a hit refreshes the modification time) are removed until the
@@ -78,6 +91,7 @@ __all__ = [
     "resolve_tree",
     "file_sha256",
     "cached_parse",
+    "parse_once",
     "with_ocr",
     "default_cache_dir",
     "DEFAULT_MAX_MB",
@@ -186,7 +200,7 @@ def parse_ref(ref: str) -> TreeRef:
     return TreeRef(match["sha"], match["parser"], match["fp"])
 
 
-def file_sha256(path: str | Path) -> str:
+def file_sha256(path: str | os.PathLike[str]) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -243,14 +257,17 @@ class ParseCache:
         r = ref if isinstance(ref, TreeRef) else parse_ref(ref)
         return self.directory / r.sha256[:2] / f"{r.sha256}-{r.parser or 'unknown'}-{r.fingerprint}.json"
 
-    def put(self, root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
+    def put(self, root: ParsingResult, options: Mapping[str, Any] | None = None, *, remember: bool = True) -> str:
         """Store ``root`` (atomically; a valid existing entry is kept) and return its reference.
         ``options``: the parser's constructor options (part of the reference). The tree of an
         encrypted PDF is kept in process memory only, never written. A directory that cannot be
-        written keeps the tree in memory only (one warning per directory), never fails the call."""
+        written keeps the tree in memory only (one warning per directory), never fails the call.
+        ``remember=False``: the directory only, not this process's LRU of decoded trees (a caller
+        that keeps using ``root`` and may change it, :func:`parse_once`)."""
         ref = tree_ref(root, options)
         path = self.path(ref)
-        _remember(ref, root)
+        if remember:
+            _remember(ref, root)
         try:
             if _encrypted(root):
                 path.unlink(missing_ok=True)  # written by an older version
@@ -342,6 +359,16 @@ class ParseCache:
         root = _recall(ref)
         if root is not None:
             return root
+        root = self.load(ref)
+        if root is not None:
+            _remember(ref, root)
+        return root
+
+    def load(self, ref: str) -> ParsingResult | None:
+        """The tree behind ``ref`` decoded from the directory for this caller alone (a new object on
+        every call; the process LRU is neither read nor filled), or ``None``. Checked and
+        discarded like :meth:`get`."""
+        ref = str(parse_ref(ref))
         path = self.path(ref)
         data = self._read(path)
         if data is None:
@@ -363,7 +390,6 @@ class ParseCache:
             return None
         with contextlib.suppress(OSError):
             os.utime(path)  # least recently used = oldest time: a hit makes it recent
-        _remember(ref, root)
         return root
 
     def _evict(self, keep: Path) -> None:
@@ -494,6 +520,76 @@ def cached_parse(
         if root is not None and not _encrypted(root):
             return root
     return parser.parse(pdf, password=password, name=name)
+
+
+#: parser options whose parse has an effect beyond the tree (files written): such a parse is never cached
+UNCACHED_OPTIONS = ("image_dir",)
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def parse_once(
+    parser: BaseParser,
+    pdf: str | os.PathLike[str] | bytes,
+    *,
+    cache: ParseCache | None,
+    options: Mapping[str, Any] | None = None,
+    password: str | None = None,
+    name: str | None = None,
+    sha256: str | None = None,
+) -> tuple[ParsingResult, bool]:
+    """``(tree, from_cache)``: the tree of ``pdf`` (a path or the PDF's bytes) by ``parser`` built
+    with ``options`` (its user-given constructor options; runtime ones such as ``workers`` or
+    ``layout_threads`` do not change a tree and are left out), read from ``cache`` when it holds
+    these bytes under this parser configuration and grounded's parsing code, else parsed and
+    written to it. ``cache=None`` parses without the cache.
+
+    The tree is the caller's own (decoded for this call, never shared), its source path and name
+    those of this call, as a fresh parse records them. ``sha256``: the PDF's hash when the caller
+    has it (ingest does), else the file is hashed here. Not cached: an encrypted PDF (its password
+    is checked by every parse, its text never written), a parse with an option in
+    :data:`UNCACHED_OPTIONS`, a file object, and a path that cannot be read (the parser raises its
+    typed error)."""
+    opts = dict(options or {})
+    usable = (
+        cache is not None
+        and isinstance(pdf, (str, os.PathLike, bytes))
+        and not any(opts.get(k) is not None or getattr(parser, k, None) is not None for k in UNCACHED_OPTIONS)
+    )
+    if not usable:
+        return parser.parse(pdf, password=password, name=name), False
+    assert cache is not None
+    sha = sha256 if sha256 and _SHA256.match(sha256) else None
+    if sha is None:
+        try:
+            sha = hashlib.sha256(pdf).hexdigest() if isinstance(pdf, bytes) else file_sha256(pdf)
+        except OSError:
+            return parser.parse(pdf, password=password, name=name), False
+    ref = ref_for(sha, parser.name, parser.version(), opts)
+    root = cache.load(ref)
+    if root is not None and not _encrypted(root):
+        _stamp_source(root, pdf, name)
+        return root, True
+    root = parser.parse(pdf, password=password, name=name)
+    try:
+        cache.put(root, opts, remember=False)
+    except SchemaError as exc:  # a tree without a source sha256 (a foreign parser): not cacheable
+        log.info("parse of %s not cached: %s", escape_controls(str(name or pdf)[:200]), exc)
+    return root, False
+
+
+def _stamp_source(root: ParsingResult, pdf: str | os.PathLike[str] | bytes, name: str | None) -> None:
+    """Record this call's source path and name in a cached tree, as
+    :meth:`grounded.parsers.source.PreparedSource.stamp` does for a fresh parse (the entry may have
+    been written for the same bytes under another path or name)."""
+    from .source import BYTES_NAME
+
+    source = dict(root.metadata.get("source") or {})
+    source.pop("from_bytes", None)
+    if isinstance(pdf, bytes):
+        source.update({"path": name or BYTES_NAME, "name": Path(name).name if name else BYTES_NAME, "from_bytes": True})
+    else:
+        source.update({"path": str(Path(pdf)), "name": Path(pdf).name})
+    root.metadata["source"] = source
 
 
 def _options_from(metadata: Mapping[str, Any]) -> dict[str, Any]:

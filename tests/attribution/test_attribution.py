@@ -348,11 +348,20 @@ def test_cli_highlight_pdf_all_and_selected_chunks(clinsci_pdf, chunks_file, tmp
         assert sorted(annots(doc)) == [1, 2] and not annots(doc, "FreeText")
 
 
-def test_cli_png_output_one_file_per_page(clinsci_pdf, chunks_file, tmp_path):
+def test_cli_png_output_first_page_under_the_given_name(clinsci_pdf, chunks_file, cross_page_chunk, tmp_path, capsys):
+    """``-o view.png``: the first page is view.png itself, further pages view-p<page>.png; stdout names
+    each file with its page (issue 34.6: it wrote view-p1.png, not the file asked for)."""
     out = tmp_path / "view.png"
     code = main(["highlight", str(clinsci_pdf), str(chunks_file), "-c", "cross-1", "-o", str(out), "--dpi", "50", "--crop"])
     assert code == 0
-    assert sorted(p.name for p in tmp_path.glob("view-p*.png")) == ["view-p1.png", "view-p2.png"]
+    assert sorted(p.name for p in tmp_path.glob("view*.png")) == ["view-p2.png", "view.png"]
+    assert capsys.readouterr().out == f"1 chunk(s) on 2 page(s) -> {out} (page 1), {tmp_path / 'view-p2.png'} (page 2)\n"
+    (p1, png1), (p2, png2) = render_pages(clinsci_pdf, cross_page_chunk, 50, crop=True)
+    assert (p1, p2) == (1, 2) and out.read_bytes() == png1 and (tmp_path / "view-p2.png").read_bytes() == png2
+    one = tmp_path / "one.png"  # a chunk on one page: that page is the file asked for, nothing else
+    assert main(["highlight", str(clinsci_pdf), str(chunks_file), "-c", "intro-1", "-o", str(one), "--dpi", "30"]) == 0
+    assert sorted(p.name for p in tmp_path.glob("one*")) == ["one.png"]
+    assert capsys.readouterr().out.endswith(f"-> {one} (page 1)\n")
 
 
 def test_cli_missing_chunk_id_fails_with_one_line(clinsci_pdf, chunks_file, tmp_path, capsys):

@@ -143,8 +143,8 @@ def test_highlight_never_overwrites_its_inputs(pdf, made, tmp_path, capsys):
     code, err, _ = _cli(capsys, "highlight", mine, chunks, "-o", mine)
     assert code == 1 and len(err) == 1 and "refusing to overwrite the input file" in err[0]
     assert mine.read_bytes() == pdf.read_bytes()
-    # a PNG page image that would land on the input PDF (named like a page image)
-    page_named = tmp_path / "o-p1.png"
+    # a PNG page image that would land on the input PDF (named like the first page image: OUT.png)
+    page_named = tmp_path / "o.png"
     page_named.write_bytes(pdf.read_bytes())
     code, err, _ = _cli(capsys, "highlight", page_named, chunks, "-o", tmp_path / "o.png")
     assert code == 1 and "refusing to overwrite the input file" in err[0]
@@ -234,7 +234,7 @@ def test_encrypted_pdf_needs_its_password_and_stays_encrypted(pdf, made, tmp_pat
     assert copy.needs_pass and copy.authenticate("s3cret")
     assert [a.type[1] for a in copy[0].annots()].count("Highlight") >= 1
     code, err, _ = _cli(capsys, *args, tmp_path / "d.png", "--password", "s3cret", "--dpi", "30")
-    assert code == 0 and (tmp_path / "d-p1.png").exists()
+    assert code == 0 and (tmp_path / "d.png").exists()
     monkeypatch.setenv("GROUNDED_PDF_PASSWORD", "s3cret")  # kept out of the process list
     code, err, _ = _cli(capsys, *args, tmp_path / "e.pdf")
     assert code == 0 and pymupdf.open(tmp_path / "e.pdf").needs_pass
@@ -301,9 +301,9 @@ def test_unwritable_outputs_are_one_line_errors_naming_the_file(pdf, made, tmp_p
                           (long_jsonl, "file name too long (306 bytes; the limit is 255): choose a shorter name")):
         code, err, _ = _cli(capsys, "chunk", made["tree"], "-o", target)
         assert code == 1 and err == [f"grounded chunk: error: {target}: {cause}"]
-    png = tmp_path / ("p" * 252 + ".png")  # OUT-p1.png is too long
+    png = tmp_path / ("p" * 252 + ".png")  # 256 bytes: too long
     code, err, _ = _cli(capsys, "highlight", pdf, made["chunks"], "-o", png)
-    assert code == 1 and len(err) == 1 and "file name too long" in err[0] and str(tmp_path / ("p" * 252 + "-p1.png")) in err[0]
+    assert code == 1 and len(err) == 1 and "file name too long" in err[0] and str(png) in err[0]
     assert list(tmp_path.iterdir()) == [blocker]
     code, err, _ = _cli(capsys, "parse", pdf, "--workers", "0", "-o", tmp_path / "out")
     assert code == 1 and err == ["grounded parse: error: --workers must be >= 1"]
