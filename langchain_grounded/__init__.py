@@ -17,6 +17,7 @@ from grounded.io.chunk_metadata import (
     boxes_to_metadata,
     unflatten_metadata,
 )
+from grounded.text.embed_input import EmbeddingInputWarning
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings
@@ -28,6 +29,7 @@ from .retriever import GroundedRetriever
 from .splitter import GroundedTextSplitter
 
 __all__ = [
+    "EmbeddingInputWarning",
     "GroundedParts",
     "graph_to_documents",
     "GroundedPDFLoader",

@@ -17,6 +17,7 @@ from grounded.io.chunk_metadata import (
     unflatten_metadata,
 )
 from grounded.parsers.cache import TREE_REF_KEY, ParseCache
+from grounded.text.embed_input import EmbeddingInputWarning
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding
@@ -28,6 +29,7 @@ from .reader import GroundedPDFReader
 from .retriever import GroundedRetriever
 
 __all__ = [
+    "EmbeddingInputWarning",
     "GroundedParts",
     "part_node_metadata",
     "graph_to_nodes",
