@@ -12,6 +12,7 @@ Importing this package imports ``langchain_core``; without it an
 from __future__ import annotations
 
 from grounded.grounding.adapter import (
+    EmbeddingInputWarning,
     GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,
@@ -28,6 +29,7 @@ from .retriever import GroundedRetriever
 from .splitter import GroundedTextSplitter
 
 __all__ = [
+    "EmbeddingInputWarning",
     "GroundedParts",
     "graph_to_documents",
     "GroundedPDFLoader",

@@ -188,6 +188,9 @@ class GroundedTextSplitter(TextSplitter):
         self.box_mode = self.chunker.box_mode
         self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
         self.parse_sources = parse_sources
+        from grounded.grounding.adapter import warn_long_chunk_size  # MiniLM embeds 256 tokens: say so, once
+
+        warn_long_chunk_size(type(self).__name__, self.chunker.max_tokens, self.chunker.tokenizer)
 
     # -- LangChain's alternative constructors --------------------------------------------------
     @classmethod

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from grounded.grounding.adapter import (
     TREE_REF_KEY,
+    EmbeddingInputWarning,
     GroundingWarning,
     ParseCache,
     boxes_from_metadata,
@@ -29,6 +30,7 @@ from .reader import GroundedPDFReader
 from .retriever import GroundedRetriever
 
 __all__ = [
+    "EmbeddingInputWarning",
     "GroundedParts",
     "part_node_metadata",
     "graph_to_nodes",

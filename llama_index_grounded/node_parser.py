@@ -254,6 +254,9 @@ class GroundedNodeParser(NodeParser):
         super().__init__(**data)
         # invalid parameters fail here, not in the middle of an ingestion run
         self._get_chunker()
+        from grounded.grounding.adapter import warn_long_chunk_size  # MiniLM embeds 256 tokens: say so, once
+
+        warn_long_chunk_size(type(self).__name__, self.max_tokens, self.tokenizer)
 
     @classmethod
     def _sort_keywords(cls, data: dict[str, Any]) -> dict[str, Any]:

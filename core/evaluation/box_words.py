@@ -42,10 +42,14 @@ class BoxWords:
 
 
 def _page_words(doc: object, page: int) -> list[tuple[float, float, str]]:
-    """``(centre x, centre y, text)`` of the page's words as fractions of the page, a word that ends
-    in a hyphen at its line's end joined with the next line's first word."""
+    """``(centre x, centre y, text)`` of the page's words as fractions of the page as shown (a
+    rotated page's words turned with it, as grounded's boxes are), a word that ends in a hyphen at
+    its line's end joined with the next line's first word."""
+    import pymupdf
+
     pg = doc[page - 1]  # type: ignore[index]
-    width, height = pg.rect.width, pg.rect.height
+    width, height = pg.rect.width, pg.rect.height  # the page as shown (a /Rotate applied)
+    turn = pg.rotation_matrix  # words come in unrotated page space; boxes are fractions of the page as shown
     raw = pg.get_text("words")
     out: list[tuple[float, float, str]] = []
     i = 0
@@ -54,7 +58,8 @@ def _page_words(doc: object, page: int) -> list[tuple[float, float, str]]:
         if text.endswith("-") and i + 1 < len(raw) and (raw[i + 1][5], raw[i + 1][6]) != (block, line) and raw[i + 1][4][:1].islower():
             text = text[:-1] + raw[i + 1][4]
             i += 1
-        out.append((((x0 + x1) / 2) / width, ((y0 + y1) / 2) / height, text))
+        centre = pymupdf.Point((x0 + x1) / 2, (y0 + y1) / 2) * turn
+        out.append((centre.x / width, centre.y / height, text))
         i += 1
     return out
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
+from ..chunking.nlp import minilm_embedder
 from ..errors import ChunkingError, OptionError
 from ..io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys, resplit_keys
 from ..io.chunk_metadata import (
@@ -43,8 +44,10 @@ from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from ..parsers.ocr.engine import OCRMode
 from ..runtime.bounded import BoundedCache
+from ..runtime.device import check_device
 from ..runtime.optional import require
 from ..text.assembly import BOX_MODES
+from ..text.embed_input import EmbeddingInputWarning, warn_long_chunk_size, warn_long_texts
 from ..text.ids import chunk_id, repeat_id, source_key, stable_hash, text_key
 from ..text.stream import document_text
 from ..text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer, load_tokenizer
@@ -73,7 +76,8 @@ __all__ = [
     "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options", "record_of",
     "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",
-    "unflatten_metadata", "with_grounding", "with_ocr",
+    "unflatten_metadata", "with_grounding", "with_ocr", "EmbeddingInputWarning", "warn_long_chunk_size", "warn_long_texts",
+    "check_device", "minilm_embedder",
 ]
 
 

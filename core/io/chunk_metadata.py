@@ -63,6 +63,7 @@ __all__ = [
     "chunk_metadata",
     "flatten_metadata",
     "unflatten_metadata",
+    "with_list_pages",
     "encode_tree",
     "decode_tree",
     "text_tree",
@@ -281,6 +282,27 @@ def unflatten_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
                 out[key] = json.loads(value)
             except json.JSONDecodeError as exc:
                 raise SchemaError(f"metadata {key!r} is not valid JSON ({exc})") from exc
+    return out
+
+
+def with_list_pages(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy of ``meta`` whose ``pages`` is a list of 1-based ints (the flat JSON string parsed),
+    everything else left as it is (``boxes`` stays a compact JSON string): the form for stores that
+    take lists of scalars and filter on membership - Chroma >= 0.6 through LangChain's ``Chroma``
+    (``filter={"pages": {"$contains": 5}}``) or LangChain's ``InMemoryVectorStore``. Stores that refuse
+    list values (LlamaIndex's ``ChromaVectorStore`` checks for flat scalars) take the
+    ``page_start``/``page_end`` range filter instead, which works everywhere."""
+    out = dict(meta)
+    pages = out.get("pages")
+    if isinstance(pages, str):
+        try:
+            pages = json.loads(pages)
+        except json.JSONDecodeError as exc:
+            raise SchemaError(f"metadata 'pages' is not valid JSON ({exc})") from exc
+    if pages is not None:
+        if not isinstance(pages, list) or not all(isinstance(p, int) for p in pages):
+            raise SchemaError(f"metadata 'pages' is not a list of page numbers: {pages!r}")
+        out["pages"] = list(pages)
     return out
 
 
