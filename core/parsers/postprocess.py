@@ -274,14 +274,16 @@ def page_report(
     damaged_pages: Iterable[int] = (),
     page_warnings: dict[int, list[str]] | None = None,
     dropped: dict[int, dict[str, int]] | None = None,
+    damage_reasons: dict[int, str] | None = None,
 ) -> tuple[dict[int, dict[str, object]], int]:
     """Per 1-based page: ``status`` (``ok``, ``damaged``, ``no_text_layer``, ``empty`` or
     ``unknown`` when the result has no boxes), a
     ``reason`` unless ok, ``chars`` (non-space characters of the result's text on the page) and
     MuPDF's ``warnings``; and the result's total characters (also text without page boxes).
 
-    ``damaged``: MuPDF could not read the page's content completely (whatever text it has is
-    kept); ``no_text_layer``: the page has no text to extract (image-only or blank);
+    ``damaged``: MuPDF could not read the page's content completely, or its glyphs map to no
+    Unicode (whatever text it has is kept; ``damage_reasons`` gives the page's reason);
+    ``no_text_layer``: the page has no text to extract (image-only or blank);
     ``empty``: the page has a text layer but no text of it is in the result.
     """
     per_page: dict[int, int] = {}
@@ -303,7 +305,9 @@ def page_report(
         entry: dict[str, object] = {"status": "ok", "chars": chars, "warnings": list(messages.get(page, []))}
         if page in damaged:
             entry["status"] = "damaged"
-            entry["reason"] = "MuPDF could not read the page's content completely; text may be missing or wrong"
+            entry["reason"] = (damage_reasons or {}).get(page) or (
+                "MuPDF could not read the page's content completely; text may be missing or wrong"
+            )
         elif chars:
             pass
         elif not located and total:

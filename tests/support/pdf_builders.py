@@ -19,6 +19,7 @@ __all__ = [
     "bitmap_page_pdf",
     "noise_images_pdf",
     "noise_image_pdf",
+    "type3_font_pdf",
 ]
 
 
@@ -242,3 +243,32 @@ def noise_image_pdf(path: Path, pixels: int, *, seed: int = 0, lines: Sequence[s
     pix = pymupdf.Pixmap(pymupdf.csGRAY, pixels, pixels, samples.tobytes(), False)
     page.insert_image(pymupdf.Rect(0, top, page.rect.width, page.rect.height), pixmap=pix, keep_proportion=False)
     return save_pdf(doc, path)
+
+
+def type3_font_pdf(path: Path, names: Sequence[str], *, body: str, shown: str, to_unicode: bool = False) -> Path:
+    """A letter page of ``body`` in Helvetica and a line ``shown`` (codes from 65 = "A") in a Type 3
+    font whose glyphs (filled boxes) are named ``names`` by its /Encoding /Differences from code 65,
+    with a ToUnicode CMap (to A, B, ...) when ``to_unicode`` (PyMuPDF cannot write a Type 3 font)."""
+    box = b"500 0 0 0 500 700 d1 50 0 400 700 re f"
+    content = b"BT /F1 11 Tf 72 700 Td (%s) Tj ET\nBT /F2 11 Tf 72 670 Td (%s) Tj ET" % (body.encode(), shown.encode())
+    n = len(names)
+    procs = b" ".join(b"/%s 7 0 R" % name.encode() for name in names)
+    cmap = (b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /T3 def "
+            b"1 begincodespacerange <00> <FF> endcodespacerange %d beginbfchar " % n
+            + b" ".join(b"<%02X> <%04X>" % (65 + k, 65 + k) for k in range(n))
+            + b" endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
+    unicode_ref = b" /ToUnicode 8 0 R" if to_unicode else b""
+    return _write(path, raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 500 700] /FontMatrix [0.001 0 0 0.001 0 0] "
+        b"/CharProcs << " + procs + b" >> /Encoding << /Type /Encoding /Differences [65 "
+        + b" ".join(b"/" + name.encode() for name in names) + b"] >> /FirstChar 65 /LastChar %d /Widths [%s] "
+        % (64 + n, b" ".join([b"500"] * n)) + b"/Resources << >>" + unicode_ref + b" >>",
+        b"<< /Length %d >>\nstream\n" % len(box) + box + b"\nendstream",
+        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
+    ]))
