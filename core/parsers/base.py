@@ -324,7 +324,7 @@ class BaseParser(ABC):
         backend_pages = {
             int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
         }
-        kept = postprocess.keep_body_furniture(root, self.drop_types, info.path)
+        kept = postprocess.keep_body_furniture(root, self.drop_types, info.path, info.page_count)
         hierarchy.group_lists(root, self.drop_types)
         dropped = postprocess.dropped_text(root, self.drop_types)
         postprocess.filter_elements(root, self.drop_types)
