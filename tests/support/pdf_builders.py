@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,7 @@ __all__ = [
     "noise_images_pdf",
     "noise_image_pdf",
     "type3_font_pdf",
+    "chart_page_pdf",
 ]
 
 
@@ -272,3 +274,36 @@ def type3_font_pdf(path: Path, names: Sequence[str], *, body: str, shown: str, t
         b"<< /Length %d >>\nstream\n" % len(box) + box + b"\nendstream",
         b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
     ]))
+
+
+CHART_LABELS = ("serum level", "dose 10 mg", "dose 20 mg", "placebo arm", "week 12")
+CHART_LEGEND = ("Legend: treated patients", "Legend: control patients", "Legend: dropped out")
+CHART_CAPTION = "Figure 3. Serum levels over twelve weeks by dose group."
+
+
+def chart_page_pdf(path: Path, *, sideways: bool) -> Path:
+    """A letter page that is one vector chart (frame, a curve) with axis ticks, labels along the curve
+    and legend lines (set sideways, turned 90 degrees, or upright) and an upright caption below it:
+    the layout model boxes the chart as one picture and few or none of its labels as text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    x0, y0, x1, y1 = 90, 80, 520, 700
+    shape = page.new_shape()
+    shape.draw_rect(pymupdf.Rect(x0, y0, x1, y1))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    points = [pymupdf.Point(x0 + 20 + 400 * (0.5 + 0.45 * math.sin(k / 6)), y0 + 10 + k * 10) for k in range(60)]
+    shape.draw_polyline(points)
+    shape.finish(color=(0.8, 0, 0), width=1.5)
+    shape.commit()
+    turn = 90 if sideways else 0
+    for k in range(11):
+        page.insert_text((x0 - 18, y0 + 8 + k * 60), f"{k * 10}", fontsize=7, rotate=turn)
+    for k in range(8):
+        page.insert_text((x0 + 10 + k * 55, y1 + 12), f"{k * 0.5:.1f}", fontsize=7, rotate=turn)
+    for k, label in enumerate(CHART_LABELS):
+        at = points[10 + k * 9]
+        page.insert_text((at.x + 6, at.y), label, fontsize=7, rotate=turn)
+    for k, label in enumerate(CHART_LEGEND):
+        page.insert_text((x1 - 40, y0 + 30 + k * 80), label, fontsize=7, rotate=turn)
+    page.insert_text((72, 740), CHART_CAPTION, fontsize=9)
+    return save_pdf(doc, path)
