@@ -22,6 +22,7 @@ __all__ = [
     "noise_image_pdf",
     "type3_font_pdf",
     "chart_page_pdf",
+    "side_by_side_tables_pdf",
 ]
 
 
@@ -306,4 +307,45 @@ def chart_page_pdf(path: Path, *, sideways: bool) -> Path:
     for k, label in enumerate(CHART_LEGEND):
         page.insert_text((x1 - 40, y0 + 30 + k * 80), label, fontsize=7, rotate=turn)
     page.insert_text((72, 740), CHART_CAPTION, fontsize=9)
+    return save_pdf(doc, path)
+
+
+def side_by_side_tables_pdf(path: Path, *, rules: bool, columns: tuple[int, int] = (4, 4), gutter: float = 50.0) -> Path:
+    """A letter page: heading, paragraph, then two tables of 12 rows set side by side ``gutter``
+    points apart (the left one with a column of drawn symbols), each with horizontal rules when
+    ``rules``, then a paragraph. Without rules the layout model boxes both as one table."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 60), "Results by dose group", fontsize=14, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 75, 540, 130), "Patients received the adjusted dose once daily for twelve "
+                        "weeks; the tables below list the serum levels and adverse events per group.", fontsize=10)
+    heads = (["Group", "Sym", "Level", "Change", "Trough", "Peak"], ["Event", "Grade", "Count", "Share", "Onset", "Days"])
+    colw, top, rows = 55.0, 150.0, 12
+    x = 60.0
+    for t in range(2):
+        n = columns[t]
+        shape = page.new_shape()
+        for r in range(rows + 1):
+            y = top + r * 18
+            if rules:
+                shape.draw_line((x, y - 12), (x + n * colw, y - 12))
+            for c in range(n):
+                at = (x + 3 + c * colw, y)
+                if r == 0:
+                    page.insert_text(at, heads[t][c], fontsize=9, fontname="hebo")
+                elif t == 0 and c == 1:  # a symbol, drawn
+                    cx, cy = at[0] + 6, y - 4
+                    shape.draw_circle((cx, cy), 3.5) if r % 2 else shape.draw_rect(pymupdf.Rect(cx - 3.5, cy - 3.5, cx + 3.5, cy + 3.5))
+                    shape.finish(color=(0, 0, 0), fill=(0.2, 0.2, 0.2))
+                elif t == 0:
+                    page.insert_text(at, f"G{r}" if c == 0 else f"{(r * 7 + c * 3) % 50 + 0.5:.1f}", fontsize=9)
+                else:
+                    page.insert_text(at, ["nausea", "rash", "fatigue", "headache"][r % 4] if c == 0 else f"{(r * 5 + c) % 9}", fontsize=9)
+        if rules:
+            shape.draw_line((x, top + rows * 18 + 6), (x + n * colw, top + rows * 18 + 6))
+        shape.finish(color=(0, 0, 0), width=0.6)
+        shape.commit()
+        x += n * colw + gutter
+    page.insert_textbox(pymupdf.Rect(72, 400, 540, 700), "The serum levels rose in every dose group and fell back "
+                        "after the last dose; adverse events were mild. " * 8, fontsize=10)
     return save_pdf(doc, path)

@@ -44,6 +44,7 @@ from .tables import (
     _running_text,
     _small_print,
     _split_panels,
+    _split_table_gutters,
     _split_table_notes,
     _style_of,
     _table_notes,
@@ -250,7 +251,8 @@ class _TreeBuilder:
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         boxes = _merge_image_strips(page.boxes, layer, pc.page)
-        if not self._turn:  # panels stacked top to bottom as the page is shown
+        if not self._turn:  # two tables side by side in one box; panels stacked top to bottom as shown
+            boxes = _split_table_gutters(boxes, pc, layer)
             boxes = _split_panels(boxes, layer, pc.page)
         if not self._turn:  # a text box over a column gutter: one part per column (scans)
             boxes = split_columns(boxes, pc)
@@ -270,6 +272,8 @@ class _TreeBuilder:
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
             node: ParsingResult | None
             if label == "table":
+                if getattr(box, "gutter_split", False):
+                    meta = {**meta, "split_at_gutter": True}
                 node = self._table(box, pc, claimed, geom, meta, layer)
             elif label == "picture":
                 in_picture[pc.select(x0, y0, x1, y1)] = True
