@@ -83,12 +83,12 @@ FURNITURE_RESCUE_RATIO = 3.0
 FURNITURE_MAX_LINES = 6
 _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 #: On a one-page document no line can repeat, so "repeats nowhere" is no evidence: a header/footer
-#: lying wholly within this share of the page height from the top or the bottom edge ...
+#: lying wholly within this share of the page height from the top or the bottom edge, of at most
+#: :data:`FURNITURE_MAX_LINES` lines, stays furniture when it is set apart from the page's body text ...
 ONE_PAGE_BAND_SHARE = 0.1
-#: ... of at most this many lines stays furniture when it is set apart from the page's body text ...
-ONE_PAGE_FURNITURE_MAX_LINES = 3
 #: ... a font size differing by at least this share of the body's, or bold where the body is not
-#: (or the reverse); without characters to measure (no text layer) the band and the model's label decide.
+#: (or the reverse); without characters to measure (no text layer, or an OCR'd page: Tesseract's
+#: text layer sets every line alike) the band and the model's label decide.
 FURNITURE_SIZE_DIFFERENCE = 0.1
 
 
@@ -140,7 +140,7 @@ def keep_body_furniture(
       element; numbers ignored, near-equal texts match, :func:`.furniture.recurs_in`) is not running
       furniture. A bare page number ("12", "- 3 -") stays furniture. On a one-page document
       (``page_count`` 1) nothing can repeat: there a line in the furniture band set apart from the
-      body (:data:`ONE_PAGE_BAND_SHARE`, :data:`ONE_PAGE_FURNITURE_MAX_LINES`,
+      body (:data:`ONE_PAGE_BAND_SHARE`, :data:`FURNITURE_MAX_LINES`,
       :data:`FURNITURE_SIZE_DIFFERENCE`; ``source``, the
       PDF, is read for the font sizes) stays furniture, as the layout model labelled it.
 
@@ -213,18 +213,22 @@ def keep_body_furniture(
 
 class _SetApart:
     """Whether a header/footer of a one-page document is set apart from the page's body text (see
-    :data:`ONE_PAGE_FURNITURE_MAX_LINES`): font sizes and boldness read from the PDF once."""
+    :data:`ONE_PAGE_BAND_SHARE`): font sizes and boldness read from the PDF once."""
 
     def __init__(self, root: ParsingResult, source: str | Path, drop: frozenset[ParsingResultType]) -> None:
         self.root, self.source, self.drop = root, Path(source), drop
         self._layer: TextLayer | None = None
         self._body: tuple[float, bool] | None = None
         self._read = False
+        pages = root.metadata.get("pages") or []
+        self.ocr_pages = {p.get("page") for p in pages if isinstance(p, dict) and p.get("text_source") == "ocr"}
 
     def furniture(self, node: ParsingResult) -> bool:
         box = node.geom[0]
-        if not (box.bottom <= ONE_PAGE_BAND_SHARE or box.top >= 1.0 - ONE_PAGE_BAND_SHARE) or _lines(node) > ONE_PAGE_FURNITURE_MAX_LINES:
+        if not (box.bottom <= ONE_PAGE_BAND_SHARE or box.top >= 1.0 - ONE_PAGE_BAND_SHARE) or _lines(node) > FURNITURE_MAX_LINES:
             return False
+        if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: no style evidence
+            return True
         body = self._body_style(box.page)
         style = self._style([box]) if body is not None else None
         if body is None or style is None:

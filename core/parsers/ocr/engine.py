@@ -541,13 +541,26 @@ def _short_runs(mask: Any, most: int) -> Any:
 
 
 def rule_mask(gray: Any, dpi: float) -> Any:
-    """Pixels of the page image ``gray`` (darkest channel, uint8) on ruling lines (see
-    :data:`RULE_MIN_INCHES`): long thin horizontal and vertical runs of ink."""
+    """Pixels of the page image ``gray`` (darkest channel, uint8) on a table's ruling lines (see
+    :data:`RULE_MIN_INCHES`): long thin horizontal and vertical runs of ink that cross or touch a
+    run of the other direction (a grid; a lone separator or underline stays)."""
     ink = gray < RULE_INK_GRAY
     least, most = max(1, round(RULE_MIN_INCHES * dpi)), max(1, round(RULE_MAX_INCHES * dpi))
     across = _short_runs(_long_runs(ink, least).T, most).T  # horizontal rules, thin vertically
     down = _short_runs(_long_runs(ink.T, least).T, most)  # vertical rules, thin horizontally
-    return across | down
+    return _touching(across, down, most) | _touching(down.T, across.T, most).T
+
+
+def _touching(lines: Any, other: Any, reach: int) -> Any:
+    """The row runs of ``lines`` that have a pixel of ``other`` within ``reach`` pixels."""
+    import numpy as np
+
+    out = np.zeros_like(lines)
+    rows, starts, ends = _runs(lines)
+    for r, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        if other[max(0, r - reach): r + reach + 1, max(0, a - reach): b + reach].any():
+            out[r, a:b] = True
+    return out
 
 
 def _erase_rules(pix: Any, gray: Any, dpi: float) -> tuple[Any, Any]:
@@ -613,14 +626,15 @@ def _ocr_layers(
             budget.noise_tiles = len(noisy)
             erase_tiles(pix, gray, noisy)
     whole = budget is not None and budget.whole_page
-    if not whole:  # text set tight between table rules is read as text, not merged with them
-        pix, gray = _erase_rules(pix, gray, dpi)
     regions: list[Region] = []
     leaders: list[Leader] = []
     if page.rotation == 0 and not whole:  # sub-rects are placed in unrotated space only (turned scans: whole page)
         regions = page_regions(gray, dpi)
         leaders = dot_leaders(gray, dpi)
         _erase(pix, leaders)
+    if not whole:  # text set tight between table rules is read as text, not merged with them (the
+        # regions are found with the rules: a column rule or a band's rule separates them)
+        pix, gray = _erase_rules(pix, gray, dpi)
     if not regions:
         return [(page.rect, _recognize(pix, dpi, tessdata, checks=not whole))], leaders
     scale = dpi / 72.0
