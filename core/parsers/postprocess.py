@@ -83,7 +83,8 @@ FURNITURE_RESCUE_RATIO = 3.0
 FURNITURE_MAX_LINES = 6
 _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 #: On a one-page document no line can repeat, so "repeats nowhere" is no evidence: a header/footer
-#: lying wholly within this share of the page height from the top or the bottom edge, of at most
+#: lying wholly within this share of the page's height (width) from its top or bottom (left or right: a
+#: page turned by /Rotate) edge, of at most
 #: :data:`FURNITURE_MAX_LINES` lines, stays furniture when it is set apart from the page's body text ...
 ONE_PAGE_BAND_SHARE = 0.1
 #: ... a font size differing by at least this share of the body's, or bold where the body is not
@@ -225,7 +226,9 @@ class _SetApart:
 
     def furniture(self, node: ParsingResult) -> bool:
         box = node.geom[0]
-        if not (box.bottom <= ONE_PAGE_BAND_SHARE or box.top >= 1.0 - ONE_PAGE_BAND_SHARE) or _lines(node) > FURNITURE_MAX_LINES:
+        band = ONE_PAGE_BAND_SHARE  # any edge: on a page turned by /Rotate the running lines run down its sides
+        in_band = box.bottom <= band or box.top >= 1.0 - band or box.right <= band or box.left >= 1.0 - band
+        if not in_band or _lines(node) > FURNITURE_MAX_LINES:
             return False
         if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: no style evidence
             return True
