@@ -324,12 +324,13 @@ class BaseParser(ABC):
         backend_pages = {
             int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
         }
-        kept = postprocess.keep_body_furniture(root, self.drop_types, info.path)
+        kept = postprocess.keep_body_furniture(root, self.drop_types, info.path, info.page_count)
         hierarchy.group_lists(root, self.drop_types)
         dropped = postprocess.dropped_text(root, self.drop_types)
         postprocess.filter_elements(root, self.drop_types)
         report, total = postprocess.page_report(
-            root, info.page_count, info.text_pages, info.damaged_pages, info.page_warnings, dropped
+            root, info.page_count, info.text_pages, info.damaged_pages, info.page_warnings, dropped,
+            info.damage_reasons(),
         )
         if not total:  # checked after filtering: text that was filtered away is not a result
             raise EmptyDocumentError(info.path, _empty_reason(info, self.name))
@@ -357,6 +358,7 @@ class BaseParser(ABC):
                         # the backend's own page warnings (e.g. a page beyond a budget) after MuPDF's
                         "warnings": _page_warnings(report[i + 1], backend_pages.get(i + 1, {})),
                         **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
+                        **({"unmapped_glyphs": info.unmapped_glyphs[i + 1]} if i + 1 in info.unmapped_glyphs else {}),
                     }
                     for i, (w, h) in enumerate(info.page_sizes)
                 ],

@@ -35,6 +35,7 @@ __all__ = [
     "NoTextLayerWarning",
     "PDFDamageWarning",
     "format_pages",
+    "glyph_name_maps",
     "mupdf_quiet",
 ]
 
@@ -73,6 +74,15 @@ _FONT_DAMAGE = re.compile(
 )
 #: at most this many distinct MuPDF messages are kept per page
 _MAX_MESSAGES = 20
+#: A Type 3 font (glyphs drawn by content streams, no font program) without a ToUnicode CMap maps
+#: a character code to Unicode only through the glyph name its /Encoding /Differences gives the
+#: code. A name that is not a standard one (:func:`glyph_name_maps`: Adobe Glyph List, ``uniXXXX``,
+#: ``uXXXX``) maps to no Unicode: MuPDF then guesses ("g3" -> a space, "a12" -> U+000C) or takes the
+#: code itself, so the text is wrong or missing (a hostile-corpus file lost 13 % of its characters).
+#: A page showing such glyphs is damaged (``reason`` says so, ``unmapped_glyphs`` counts them).
+_UNMAPPED_FONT_TYPES = frozenset({"Type3"})
+_UNI_NAME = re.compile(r"uni(?:[0-9A-F]{4})+|u[0-9A-F]{4,6}")
+_DIFF_TOKEN = re.compile(r"/([^\s/\[\]<>()]*)|(-?\d+)")
 
 
 @contextlib.contextmanager
@@ -103,6 +113,78 @@ def _mupdf_messages() -> list[str]:
     return out[:_MAX_MESSAGES]
 
 
+def glyph_name_maps(name: str) -> bool:
+    """Whether glyph ``name`` maps to Unicode by a standard: the Adobe Glyph List (MuPDF's own
+    table), ``uniXXXX[XXXX...]`` or ``uXXXX[XX]``; a suffix after ``.`` or ``_`` parts are judged
+    on the base name ("A.sc", "f_i")."""
+    from pymupdf import mupdf
+
+    name = re.sub(r"#([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), name)
+    base = name.split(".", 1)[0]
+    if not base:
+        return False
+    parts = base.split("_") if "_" in base else [base]
+    return all(
+        bool(part) and (_UNI_NAME.fullmatch(part) is not None or mupdf.fz_unicode_from_glyph_name_strict(part) > 0)
+        for part in parts
+    )
+
+
+def _unmapped_codes(doc: Any, xref: int) -> frozenset[int]:
+    """The character codes of simple font ``xref`` whose glyphs map to no Unicode (see
+    :data:`_UNMAPPED_FONT_TYPES`): none when the font has a ToUnicode CMap."""
+    if doc.xref_get_key(xref, "ToUnicode")[0] != "null":
+        return frozenset()
+    kind, value = doc.xref_get_key(xref, "Encoding/Differences")
+    if kind != "array":
+        return frozenset()
+    codes: set[int] = set()
+    code = 0
+    for name, number in _DIFF_TOKEN.findall(value):
+        if number:
+            code = int(number)
+            continue
+        if not glyph_name_maps(name):
+            codes.add(code)
+        code += 1
+    return frozenset(codes)
+
+
+def _type3_display_name(font: tuple[Any, ...]) -> str:
+    """The span font name MuPDF gives a Type 3 font (its /Name, else ``Type3 (<xref> 0 R)``)."""
+    return str(font[3]) if font[3] else f"Type3 ({font[0]} 0 R)"
+
+
+def _unmapped_glyphs(doc: Any, page: Any, fonts: dict[int, frozenset[int]]) -> tuple[int, int, list[str]]:
+    """Page ``page``'s glyphs that map to no Unicode (see :data:`_UNMAPPED_FONT_TYPES`): (their
+    count, all glyphs shown on the page, the fonts' names); ``fonts`` caches each font's unmapped
+    codes by xref over the document."""
+    suspects: dict[str, frozenset[int]] = {}
+    for font in page.get_fonts(full=False):
+        xref, kind = int(font[0]), str(font[2])
+        if kind not in _UNMAPPED_FONT_TYPES or xref <= 0:
+            continue
+        if xref not in fonts:
+            fonts[xref] = _unmapped_codes(doc, xref)
+        if fonts[xref]:
+            name = _type3_display_name(font)
+            suspects[name] = suspects.get(name, frozenset()) | fonts[xref]
+    if not suspects:
+        return 0, 0, []
+    unmapped = total = 0
+    used: set[str] = set()
+    for span in page.get_texttrace():
+        chars = span.get("chars") or ()
+        total += len(chars)
+        codes = suspects.get(str(span.get("font", "")))
+        if codes:  # a Type 3 glyph's id is its character code
+            hit = sum(1 for ch in chars if ch[1] in codes)
+            if hit:
+                unmapped += hit
+                used.add(str(span.get("font", "")))
+    return unmapped, total, sorted(used)
+
+
 @dataclass
 class PDFInfo:
     """Facts about a readable PDF. ``page_sizes`` are (width, height) in points of the page as
@@ -115,7 +197,8 @@ class PDFInfo:
     ``warnings`` are MuPDF's messages while opening the file (e.g. a repaired xref);
     ``page_warnings`` its messages while reading each 1-based page, and ``damaged_pages`` the
     pages whose content stream could not be read completely or whose fonts are broken
-    (``font_damaged_pages``: only a font, see :func:`_check_damage`).
+    (``font_damaged_pages``: only a font, see :func:`_check_damage`) or that show glyphs mapping to
+    no Unicode (``unmapped_glyphs``: page -> their count, see :data:`_UNMAPPED_FONT_TYPES`).
     """
 
     path: Path
@@ -131,9 +214,27 @@ class PDFInfo:
     page_warnings: dict[int, list[str]] = field(default_factory=dict)
     damaged_pages: list[int] = field(default_factory=list)
     font_damaged_pages: list[int] = field(default_factory=list)
+    unmapped_glyphs: dict[int, int] = field(default_factory=dict)
+    #: damaged pages whose only damage is glyphs without Unicode (MuPDF read them without complaint)
+    glyph_only_pages: list[int] = field(default_factory=list)
     repaired: bool = False
     #: the document information (PyMuPDF's ``Document.metadata``), read while the PDF is open
     doc_info: dict[str, str] = field(default_factory=dict)
+
+    def damage_reasons(self) -> dict[int, str]:
+        """Per damaged 1-based page, why: MuPDF could not read it, and/or its glyphs map to no Unicode."""
+        out = {}
+        for page in self.damaged_pages:
+            reasons = []
+            if page not in self.glyph_only_pages:
+                reasons.append("MuPDF could not read the page's content completely; text may be missing or wrong")
+            if page in self.unmapped_glyphs:
+                reasons.append(
+                    f"{self.unmapped_glyphs[page]} glyph(s) map to no Unicode (a Type 3 font without ToUnicode and "
+                    "with non-standard glyph names): their text is a guess, wrong or missing"
+                )
+            out[page] = "; ".join(reasons)
+        return out
 
     @property
     def image_only_pages(self) -> list[int]:
@@ -235,10 +336,13 @@ def _read_page(doc: Any, index: int) -> tuple[Any, str, str | None, list[str], s
 
 def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
     info = PDFInfo(path=path, sha256=sha256, page_count=int(doc.page_count), warnings=_mupdf_messages())
+    fonts: dict[int, frozenset[int]] = {}  # Type 3 font xref -> its codes without Unicode
     for index in range(info.page_count):
         number = index + 1
         try:
             page, text, verdict, messages, damaged = _read_page(doc, index)
+            unmapped, glyphs, names = _unmapped_glyphs(doc, page, fonts)
+            _mupdf_messages()  # the second read of the page's text adds nothing new
             rect = page.rect  # displayed page: crop box with /Rotate applied
         except Exception as exc:
             raise CorruptPDFError(path, f"page {number} cannot be read ({exc})") from exc
@@ -263,6 +367,14 @@ def _inspect_pages(path: Path, sha256: str, doc: Any) -> PDFInfo:
             info.damaged_pages.append(number)
         if damaged == "font":
             info.font_damaged_pages.append(number)
+        if unmapped:
+            info.unmapped_glyphs[number] = unmapped
+            note = (f"{unmapped} of {glyphs} glyph(s) map to no Unicode: Type 3 font(s) "
+                    f"{', '.join(repr(n) for n in names)} without ToUnicode and with non-standard glyph names")
+            info.page_warnings[number] = [*info.page_warnings.get(number, []), note]
+            if not damaged:
+                info.damaged_pages.append(number)
+                info.glyph_only_pages.append(number)
     info.repaired = bool(doc.is_repaired)  # MuPDF may repair the file while loading a page
     return info
 
@@ -273,12 +385,15 @@ def _check_damage(info: PDFInfo) -> None:
     flagged in the result and a :class:`PDFDamageWarning` names it. A document whose every
     page is damaged raises :class:`CorruptPDFError` -- nothing in it can be trusted. A page whose
     only damage is a broken font (:data:`_FONT_DAMAGE`) is damaged but does not count for "every
-    page": its text was read, its glyphs may be wrong."""
+    page": its text was read, its glyphs may be wrong. So is a page that shows glyphs mapping to no
+    Unicode (:data:`_UNMAPPED_FONT_TYPES`): flagged damaged with its own reason and named in the
+    same warning, never an error."""
     damaged = info.damaged_pages
     if not damaged and not info.repaired:
         return
-    first = next((m for p in damaged for m in info.page_warnings.get(p, [])), None)
-    broken = [p for p in damaged if p not in info.font_damaged_pages]
+    read = [p for p in damaged if p not in info.glyph_only_pages]  # MuPDF's own complaints
+    first = next((m for p in read for m in info.page_warnings.get(p, [])), None)
+    broken = [p for p in read if p not in info.font_damaged_pages]
     if broken and len(broken) == info.page_count:
         raise CorruptPDFError(
             info.path,
@@ -287,10 +402,17 @@ def _check_damage(info: PDFInfo) -> None:
     parts = []
     if info.repaired:
         parts.append("MuPDF had to repair the file's structure")
-    if damaged:
+    if read:
         parts.append(
-            f"{len(damaged)} of {info.page_count} page(s) may be incomplete (pages {format_pages(damaged)}; "
+            f"{len(read)} of {info.page_count} page(s) may be incomplete (pages {format_pages(read)}; "
             f"MuPDF: {first})"
+        )
+    if info.unmapped_glyphs:
+        pages = sorted(info.unmapped_glyphs)
+        parts.append(
+            f"{len(pages)} of {info.page_count} page(s) show glyphs that map to no Unicode, their text is a guess "
+            f"(pages {format_pages(pages)}; {sum(info.unmapped_glyphs.values())} glyph(s) of Type 3 fonts without "
+            "ToUnicode)"
         )
     warnings.warn(f"{escape_controls(str(info.path))}: damaged PDF: " + "; ".join(parts), PDFDamageWarning, stacklevel=3)
 

@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..errors import escape_controls
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
@@ -80,6 +82,15 @@ FURNITURE_RESCUE_RATIO = 3.0
 #: headers and footers are a line or two, a block of many lines is content the model mislabelled.
 FURNITURE_MAX_LINES = 6
 _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
+#: On a one-page document no line can repeat, so "repeats nowhere" is no evidence: a header/footer
+#: lying wholly within this share of the page's height (width) from its top or bottom (left or right: a
+#: page turned by /Rotate) edge, of at most
+#: :data:`FURNITURE_MAX_LINES` lines, stays furniture when it is set apart from the page's body text ...
+ONE_PAGE_BAND_SHARE = 0.1
+#: ... a font size differing by at least this share of the body's, or bold where the body is not
+#: (or the reverse); without characters to measure (no text layer, or an OCR'd page: Tesseract's
+#: text layer sets every line alike) the band and the model's label decide.
+FURNITURE_SIZE_DIFFERENCE = 0.1
 
 
 class FurnitureKeptWarning(UserWarning):
@@ -106,7 +117,10 @@ def _text_nodes(root: ParsingResult) -> Iterable[ParsingResult]:
 
 
 def keep_body_furniture(
-    root: ParsingResult, drop_types: Iterable[ParsingResultType | str], source: str | Path = "document"
+    root: ParsingResult,
+    drop_types: Iterable[ParsingResultType | str],
+    source: str | Path = "document",
+    page_count: int | None = None,
 ) -> dict[int, int]:
     """Relabel the PAGE_HEADER/PAGE_FOOTER nodes that are not page furniture, so the filter does not
     silently remove a page's body. Page furniture repeats from page to page; these rules (documented
@@ -125,7 +139,11 @@ def keep_body_furniture(
       "Heading 3" that the model called section headers) becomes that heading type;
     * **repeats nowhere**: a header/footer with words whose text recurs on no other page (as any
       element; numbers ignored, near-equal texts match, :func:`.furniture.recurs_in`) is not running
-      furniture. A bare page number ("12", "- 3 -") stays furniture.
+      furniture. A bare page number ("12", "- 3 -") stays furniture. On a one-page document
+      (``page_count`` 1) nothing can repeat: there a line in the furniture band set apart from the
+      body (:data:`ONE_PAGE_BAND_SHARE`, :data:`FURNITURE_MAX_LINES`,
+      :data:`FURNITURE_SIZE_DIFFERENCE`; ``source``, the
+      PDF, is read for the font sizes) stays furniture, as the layout model labelled it.
 
     Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
     is kept and ``metadata["relabeled_from"]`` names the old type. One :class:`FurnitureKeptWarning`
@@ -155,6 +173,7 @@ def keep_body_furniture(
             body_chars[page] = body_chars.get(page, 0) + chars
     kept: dict[int, int] = {}
     misread: dict[int, int] = {}  # pages whose body the layout model took for furniture (warned)
+    apart = _SetApart(root, source, drop) if page_count == 1 else None
     for page, nodes in sorted(furniture.items()):
         chars = furniture_chars[page]
         body = body_chars.get(page, 0)
@@ -165,12 +184,16 @@ def keep_body_furniture(
                 misread[page] = misread.get(page, 0) + _solid(node.content)
                 rescued.append((node, T.PARAGRAPH))
             elif (new_type := _not_furniture(node, page, seen, only_text=not body)) is not None:
+                if apart is not None and body and new_type == T.PARAGRAPH and apart.furniture(node):
+                    continue  # a one-page document's header/footer: it cannot repeat
                 rescued.append((node, new_type))
         for node, new_type in rescued:
             node.metadata["relabeled_from"] = node.type.value
             node.type = new_type
         if rescued:
             kept[page] = sum(_solid(n.content) for n, _ in rescued)
+    if apart is not None:
+        apart.close()
     if misread:
         warnings.warn(
             f"{escape_controls(str(source))}: page header/footer text kept as body text on page(s) "
@@ -187,6 +210,72 @@ def keep_body_furniture(
             sorted(set(kept) - set(misread)),
         )
     return kept
+
+
+class _SetApart:
+    """Whether a header/footer of a one-page document is set apart from the page's body text (see
+    :data:`ONE_PAGE_BAND_SHARE`): font sizes and boldness read from the PDF once."""
+
+    def __init__(self, root: ParsingResult, source: str | Path, drop: frozenset[ParsingResultType]) -> None:
+        self.root, self.source, self.drop = root, Path(source), drop
+        self._layer: TextLayer | None = None
+        self._body: tuple[float, bool] | None = None
+        self._read = False
+        pages = root.metadata.get("pages") or []
+        self.ocr_pages = {p.get("page") for p in pages if isinstance(p, dict) and p.get("text_source") == "ocr"}
+
+    def furniture(self, node: ParsingResult) -> bool:
+        box = node.geom[0]
+        band = ONE_PAGE_BAND_SHARE  # any edge: on a page turned by /Rotate the running lines run down its sides
+        in_band = box.bottom <= band or box.top >= 1.0 - band or box.right <= band or box.left >= 1.0 - band
+        if not in_band or _lines(node) > FURNITURE_MAX_LINES:
+            return False
+        if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: no style evidence
+            return True
+        body = self._body_style(box.page)
+        style = self._style([box]) if body is not None else None
+        if body is None or style is None:
+            return True  # nothing to measure: the band and the layout model's label decide
+        size, bold = style
+        return abs(size - body[0]) >= FURNITURE_SIZE_DIFFERENCE * body[0] or bold != body[1]
+
+    def _body_style(self, page: int) -> tuple[float, bool] | None:
+        if not self._read:
+            self._read = True
+            boxes = [b for n in _text_nodes(self.root) if n.type not in self.drop and n.type not in _FURNITURE
+                     and n.type in TEXT_TYPES and n.content.strip() for b in n.geom if b.page == page]
+            if self.source.is_file():
+                try:
+                    self._layer = TextLayer(self.source, cache_pages=1)
+                except (RuntimeError, ValueError, OSError) as exc:  # MuPDF cannot read it: no style evidence
+                    log.debug("%s: no font sizes for one-page furniture (%s)", escape_controls(str(self.source)), exc)
+                else:
+                    self._body = self._style(boxes)
+        return self._body
+
+    def _style(self, boxes: list[ParsingBoundingBox]) -> tuple[float, bool] | None:
+        """The most common font size (rounded to 0.5 pt) and whether most characters are bold."""
+        if self._layer is None or not boxes:
+            return None
+        sizes: list[float] = []
+        bold: list[bool] = []
+        for box in boxes:
+            if not 1 <= box.page <= self._layer.page_count:
+                continue
+            pc = self._layer.page(box.page)
+            chars = pc.select_box(box)
+            chars = chars[pc.solid[chars]]
+            sizes.extend((np.round(pc.size[chars] * 2) / 2).tolist())
+            bold.extend(pc.bold[chars].tolist())
+        if not sizes:
+            return None
+        values, counts = np.unique(sizes, return_counts=True)
+        return float(values[int(np.argmax(counts))]), 2 * sum(bold) >= len(bold)
+
+    def close(self) -> None:
+        if self._layer is not None:
+            self._layer.close()
+            self._layer = None
 
 
 def _block(node: ParsingResult) -> bool:
@@ -274,14 +363,16 @@ def page_report(
     damaged_pages: Iterable[int] = (),
     page_warnings: dict[int, list[str]] | None = None,
     dropped: dict[int, dict[str, int]] | None = None,
+    damage_reasons: dict[int, str] | None = None,
 ) -> tuple[dict[int, dict[str, object]], int]:
     """Per 1-based page: ``status`` (``ok``, ``damaged``, ``no_text_layer``, ``empty`` or
     ``unknown`` when the result has no boxes), a
     ``reason`` unless ok, ``chars`` (non-space characters of the result's text on the page) and
     MuPDF's ``warnings``; and the result's total characters (also text without page boxes).
 
-    ``damaged``: MuPDF could not read the page's content completely (whatever text it has is
-    kept); ``no_text_layer``: the page has no text to extract (image-only or blank);
+    ``damaged``: MuPDF could not read the page's content completely, or its glyphs map to no
+    Unicode (whatever text it has is kept; ``damage_reasons`` gives the page's reason);
+    ``no_text_layer``: the page has no text to extract (image-only or blank);
     ``empty``: the page has a text layer but no text of it is in the result.
     """
     per_page: dict[int, int] = {}
@@ -303,7 +394,9 @@ def page_report(
         entry: dict[str, object] = {"status": "ok", "chars": chars, "warnings": list(messages.get(page, []))}
         if page in damaged:
             entry["status"] = "damaged"
-            entry["reason"] = "MuPDF could not read the page's content completely; text may be missing or wrong"
+            entry["reason"] = (damage_reasons or {}).get(page) or (
+                "MuPDF could not read the page's content completely; text may be missing or wrong"
+            )
         elif chars:
             pass
         elif not located and total:

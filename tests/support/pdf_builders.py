@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +20,9 @@ __all__ = [
     "bitmap_page_pdf",
     "noise_images_pdf",
     "noise_image_pdf",
+    "type3_font_pdf",
+    "chart_page_pdf",
+    "side_by_side_tables_pdf",
 ]
 
 
@@ -241,4 +245,107 @@ def noise_image_pdf(path: Path, pixels: int, *, seed: int = 0, lines: Sequence[s
     samples = (rng.random((pixels, pixels)) > 0.5).astype("uint8") * 255
     pix = pymupdf.Pixmap(pymupdf.csGRAY, pixels, pixels, samples.tobytes(), False)
     page.insert_image(pymupdf.Rect(0, top, page.rect.width, page.rect.height), pixmap=pix, keep_proportion=False)
+    return save_pdf(doc, path)
+
+
+def type3_font_pdf(path: Path, names: Sequence[str], *, body: str, shown: str, to_unicode: bool = False) -> Path:
+    """A letter page of ``body`` in Helvetica and a line ``shown`` (codes from 65 = "A") in a Type 3
+    font whose glyphs (filled boxes) are named ``names`` by its /Encoding /Differences from code 65,
+    with a ToUnicode CMap (to A, B, ...) when ``to_unicode`` (PyMuPDF cannot write a Type 3 font)."""
+    box = b"500 0 0 0 500 700 d1 50 0 400 700 re f"
+    content = b"BT /F1 11 Tf 72 700 Td (%s) Tj ET\nBT /F2 11 Tf 72 670 Td (%s) Tj ET" % (body.encode(), shown.encode())
+    n = len(names)
+    procs = b" ".join(b"/%s 7 0 R" % name.encode() for name in names)
+    cmap = (b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /T3 def "
+            b"1 begincodespacerange <00> <FF> endcodespacerange %d beginbfchar " % n
+            + b" ".join(b"<%02X> <%04X>" % (65 + k, 65 + k) for k in range(n))
+            + b" endbfchar endcmap CMapName currentdict /CMap defineresource pop end end")
+    unicode_ref = b" /ToUnicode 8 0 R" if to_unicode else b""
+    return _write(path, raw_pdf([
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R /F2 6 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Font /Subtype /Type3 /FontBBox [0 0 500 700] /FontMatrix [0.001 0 0 0.001 0 0] "
+        b"/CharProcs << " + procs + b" >> /Encoding << /Type /Encoding /Differences [65 "
+        + b" ".join(b"/" + name.encode() for name in names) + b"] >> /FirstChar 65 /LastChar %d /Widths [%s] "
+        % (64 + n, b" ".join([b"500"] * n)) + b"/Resources << >>" + unicode_ref + b" >>",
+        b"<< /Length %d >>\nstream\n" % len(box) + box + b"\nendstream",
+        b"<< /Length %d >>\nstream\n" % len(cmap) + cmap + b"\nendstream",
+    ]))
+
+
+CHART_LABELS = ("serum level", "dose 10 mg", "dose 20 mg", "placebo arm", "week 12")
+CHART_LEGEND = ("Legend: treated patients", "Legend: control patients", "Legend: dropped out")
+CHART_CAPTION = "Figure 3. Serum levels over twelve weeks by dose group."
+
+
+def chart_page_pdf(path: Path, *, sideways: bool) -> Path:
+    """A letter page that is one vector chart (frame, a curve) with axis ticks, labels along the curve
+    and legend lines (set sideways, turned 90 degrees, or upright) and an upright caption below it:
+    the layout model boxes the chart as one picture and few or none of its labels as text."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    x0, y0, x1, y1 = 90, 80, 520, 700
+    shape = page.new_shape()
+    shape.draw_rect(pymupdf.Rect(x0, y0, x1, y1))
+    shape.finish(color=(0, 0, 0), width=0.8)
+    points = [pymupdf.Point(x0 + 20 + 400 * (0.5 + 0.45 * math.sin(k / 6)), y0 + 10 + k * 10) for k in range(60)]
+    shape.draw_polyline(points)
+    shape.finish(color=(0.8, 0, 0), width=1.5)
+    shape.commit()
+    turn = 90 if sideways else 0
+    for k in range(11):
+        page.insert_text((x0 - 18, y0 + 8 + k * 60), f"{k * 10}", fontsize=7, rotate=turn)
+    for k in range(8):
+        page.insert_text((x0 + 10 + k * 55, y1 + 12), f"{k * 0.5:.1f}", fontsize=7, rotate=turn)
+    for k, label in enumerate(CHART_LABELS):
+        at = points[10 + k * 9]
+        page.insert_text((at.x + 6, at.y), label, fontsize=7, rotate=turn)
+    for k, label in enumerate(CHART_LEGEND):
+        page.insert_text((x1 - 40, y0 + 30 + k * 80), label, fontsize=7, rotate=turn)
+    page.insert_text((72, 740), CHART_CAPTION, fontsize=9)
+    return save_pdf(doc, path)
+
+
+def side_by_side_tables_pdf(path: Path, *, rules: bool, columns: tuple[int, int] = (4, 4), gutter: float = 50.0) -> Path:
+    """A letter page: heading, paragraph, then two tables of 12 rows set side by side ``gutter``
+    points apart (the left one with a column of drawn symbols), each with horizontal rules when
+    ``rules``, then a paragraph. Without rules the layout model boxes both as one table."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=612, height=792)
+    page.insert_text((72, 60), "Results by dose group", fontsize=14, fontname="hebo")
+    page.insert_textbox(pymupdf.Rect(72, 75, 540, 130), "Patients received the adjusted dose once daily for twelve "
+                        "weeks; the tables below list the serum levels and adverse events per group.", fontsize=10)
+    heads = (["Group", "Sym", "Level", "Change", "Trough", "Peak"], ["Event", "Grade", "Count", "Share", "Onset", "Days"])
+    colw, top, rows = 55.0, 150.0, 12
+    x = 60.0
+    for t in range(2):
+        n = columns[t]
+        shape = page.new_shape()
+        for r in range(rows + 1):
+            y = top + r * 18
+            if rules:
+                shape.draw_line((x, y - 12), (x + n * colw, y - 12))
+            for c in range(n):
+                at = (x + 3 + c * colw, y)
+                if r == 0:
+                    page.insert_text(at, heads[t][c], fontsize=9, fontname="hebo")
+                elif t == 0 and c == 1:  # a symbol, drawn
+                    cx, cy = at[0] + 6, y - 4
+                    shape.draw_circle((cx, cy), 3.5) if r % 2 else shape.draw_rect(pymupdf.Rect(cx - 3.5, cy - 3.5, cx + 3.5, cy + 3.5))
+                    shape.finish(color=(0, 0, 0), fill=(0.2, 0.2, 0.2))
+                elif t == 0:
+                    page.insert_text(at, f"G{r}" if c == 0 else f"{(r * 7 + c * 3) % 50 + 0.5:.1f}", fontsize=9)
+                else:
+                    page.insert_text(at, ["nausea", "rash", "fatigue", "headache"][r % 4] if c == 0 else f"{(r * 5 + c) % 9}", fontsize=9)
+        if rules:
+            shape.draw_line((x, top + rows * 18 + 6), (x + n * colw, top + rows * 18 + 6))
+        shape.finish(color=(0, 0, 0), width=0.6)
+        shape.commit()
+        x += n * colw + gutter
+    page.insert_textbox(pymupdf.Rect(72, 400, 540, 700), "The serum levels rose in every dose group and fell back "
+                        "after the last dose; adverse events were mild. " * 8, fontsize=10)
     return save_pdf(doc, path)

@@ -189,7 +189,10 @@ def _split_panels(boxes: Sequence[Any], layer: TextLayer, page: int) -> list[Any
 
     import pymupdf
 
-    pictures = [i for i, b in enumerate(boxes) if b.boxclass == "picture"]
+    tables = [b for b in boxes if b.boxclass == "table"]
+    # a picture inside a table box (a column of symbols the model saw as one picture) is no figure
+    # of stacked panels: cutting it would make one picture per symbol
+    pictures = [i for i, b in enumerate(boxes) if b.boxclass == "picture" and not any(_inside(b, t) for t in tables)]
     if not pictures:
         return list(boxes)
     pdf_page = layer._doc.load_page(page - 1)
@@ -212,6 +215,94 @@ def _split_panels(boxes: Sequence[Any], layer: TextLayer, page: int) -> list[Any
             part.y0, part.y1, part.panel = top, bottom, k + 1
             out.append(part)
     return out
+
+
+def _inside(box: Any, outer: Any) -> bool:
+    """Whether ``box``'s centre lies inside ``outer`` (layout boxes)."""
+    cx, cy = (box.x0 + box.x1) / 2, (box.y0 + box.y1) / 2
+    return bool(outer.x0 <= cx <= outer.x1 and outer.y0 <= cy <= outer.y1)
+
+
+#: A table box holds two tables side by side when a blank vertical gutter runs its full height (no
+#: character, no drawing across it) at least this many glyph heights wide ...
+TABLE_GUTTER_EM = 2.0
+#: ... and at least this many times as wide as the widest gap between the columns of either side
+#: (a table's own column spacing stays whole) ...
+TABLE_GUTTER_RATIO = 1.5
+#: ... each side holding at least this many columns (one column beside a gap is no table).
+TABLE_GUTTER_MIN_COLUMNS = 2
+
+
+def _split_table_gutters(boxes: Sequence[Any], pc: PageChars, layer: TextLayer) -> list[Any]:
+    """Each table box that holds two tables side by side (see :data:`TABLE_GUTTER_EM`) becomes one
+    table box per side (recursively), the layout's cell grid divided between them (a grid cell
+    across the gutter keeps the box whole); other boxes are returned as they are."""
+    if not any(b.boxclass == "table" for b in boxes):
+        return list(boxes)
+    graphics = _graphics(layer, pc.page)
+    out: list[Any] = []
+    for b in boxes:
+        out.extend(_split_table(b, pc, graphics) if b.boxclass == "table" else [b])
+    return out
+
+
+def _graphics(layer: TextLayer, page: int) -> list[tuple[float, float, float, float]]:
+    """The page's drawn paths and images (displayed page space)."""
+    import pymupdf
+
+    pdf_page = layer._doc.load_page(page - 1)
+    m = pdf_page.rotation_matrix
+    graphics = []
+    for kind, rect in pdf_page.get_bboxlog():
+        if kind in ("fill-path", "stroke-path", "fill-image", "fill-imgmask", "fill-shade"):
+            r = (pymupdf.Rect(rect) * m).normalize()
+            if r.is_valid and not r.is_empty:
+                graphics.append((r.x0, r.y0, r.x1, r.y1))
+    return graphics
+
+
+def _split_table(box: Any, pc: PageChars, graphics: Sequence[tuple[float, float, float, float]]) -> list[Any]:
+    import copy
+
+    sel = pc.select(box.x0, box.y0, box.x1, box.y1)
+    sel = sel[pc.solid[sel]]
+    if len(sel) < 2:
+        return [box]
+    em = float(np.median(pc.y1[sel] - pc.y0[sel]))
+    # the columns: x-extents of the characters merged where they touch (less than an em apart)
+    spans = sorted(zip(pc.x0[sel].tolist(), pc.x1[sel].tolist(), strict=True))
+    columns: list[list[float]] = []
+    for a, b in spans:
+        if columns and a < columns[-1][1] + em:
+            columns[-1][1] = max(columns[-1][1], b)
+        else:
+            columns.append([a, b])
+    if len(columns) < 2 * TABLE_GUTTER_MIN_COLUMNS:
+        return [box]
+    gaps = [columns[k + 1][0] - columns[k][1] for k in range(len(columns) - 1)]
+    best = max(range(len(gaps)), key=gaps.__getitem__)
+    left, right = columns[best][1], columns[best + 1][0]
+    others = gaps[:best] + gaps[best + 1:]
+    if (gaps[best] < TABLE_GUTTER_EM * em or (others and gaps[best] < TABLE_GUTTER_RATIO * max(others))
+            or best + 1 < TABLE_GUTTER_MIN_COLUMNS or len(columns) - best - 1 < TABLE_GUTTER_MIN_COLUMNS):
+        return [box]
+    if any(g[0] < left and g[2] > right and g[3] > box.y0 and g[1] < box.y1 for g in graphics):
+        return [box]  # a rule or frame runs across the gutter: one table
+    info = box.table or {}
+    grid = info.get("cells") or []
+    if any(c is not None and c[0] < left and c[2] > right for row in grid for c in row):
+        return [box]  # the layout's grid has a cell across the gutter
+    parts = []
+    for x0, x1 in ((box.x0, left), (right, box.x1)):
+        part = copy.copy(box)
+        part.x0, part.x1 = x0, x1
+        cells = [[(max(c[0], x0), c[1], min(c[2], x1), c[3]) for c in row if c is not None and x0 <= (c[0] + c[2]) / 2 <= x1]
+                 for row in grid]
+        part.table = {**info, "cells": [row for row in cells if row]} if info else None
+        part.gutter_split = True
+        parts.extend(_split_table(part, pc, graphics))
+    log.debug("page %d: a table box split at a blank gutter (x %.0f-%.0f) into %d tables", pc.page, left, right, len(parts))
+    return parts
 
 
 def _panel_cuts(box: Any, graphics: Sequence[tuple[float, float, float, float]]) -> list[float]:

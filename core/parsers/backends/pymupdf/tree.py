@@ -20,13 +20,14 @@ from grounded.parsers.column_split import split_columns
 from grounded.parsers.furniture import furniture_key, has_words, recurs_in
 from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
 from grounded.parsers.reading_order import Rect, reading_order, upright
-from grounded.parsers.textlayer import PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
+from grounded.parsers.textlayer import RIGHT, PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
 
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
     OCR_LEFT_OUT_KEY,
     is_garbage_element,
     readable_unclaimed,
+    reads_as_text,
     text_in_picture,
     text_layer_rects,
 )
@@ -43,6 +44,7 @@ from .tables import (
     _running_text,
     _small_print,
     _split_panels,
+    _split_table_gutters,
     _split_table_notes,
     _style_of,
     _table_notes,
@@ -87,6 +89,14 @@ FALLBACK_MARGIN_SHARE = 0.06
 #: how many pages before and after a page are searched for a margin block's text (running
 #: furniture alternates between odd and even pages: 2)
 FALLBACK_MARGIN_PAGES = 2
+#: When the fallback runs on a born-digital page, text whose centre lies inside a picture box
+#: belongs to the picture (axis ticks, legends, labels along a curve: the FIGURE's ``content``,
+#: ``metadata["picture_text"]``, searchable but no body paragraph) unless the picture is a text
+#: region the model saw as one picture: its characters' boxes cover at least this share of its
+#: area (body text 0.3-0.6, the sideways table of the shared peerj page 9 about 0.1; a chart's
+#: labels about 0.02). A block at the picture's top or bottom edge that reads as text (a caption
+#: the picture swallowed: upright, nothing of the picture's text beyond it) stays body text.
+FALLBACK_PICTURE_TEXT_DENSITY = 0.05
 
 _TEXT_CLASSES = frozenset(
     {"title", "section-header", "text", "list-item", "caption", "footnote", "formula", "page-header", "page-footer"}
@@ -159,6 +169,30 @@ def _insert_boxes(
     return out_boxes, out_small, out_nodes, {moved[k]: moved[v] for k, v in notes.items()}
 
 
+def _edge_text(pc: PageChars, mine: np.ndarray, rects: list[tuple[float, float, float, float]]) -> np.ndarray:
+    """Of a picture's text ``mine``, the text-layer blocks (``rects``) at its top or bottom edge (no
+    other character of ``mine`` above, or below, the block's centre line) set upright that read as
+    text (:func:`reads_as_text` as picture text) or open like a caption ("Figure 3"): a caption or a
+    body line the picture box swallowed, not the picture's labels."""
+    out = np.zeros(len(pc), dtype=bool)
+    cy = (pc.y0 + pc.y1) / 2
+    for rect in rects:
+        sel = pc.select(*rect)
+        sel = sel[mine[sel]]
+        ink = sel[pc.solid[sel]]
+        if not len(ink) or any(pc.line_dir[int(k)] != RIGHT for k in np.unique(pc.line[ink])):
+            continue
+        text = build_lines([pc], [sel]).text
+        if not (reads_as_text(text, in_picture=True) or _FIGURE_CAPTION_START.match(text)):
+            continue
+        rest = mine & pc.solid
+        rest[sel] = False
+        top, bottom = float(pc.y0[ink].min()), float(pc.y1[ink].max())
+        if not (cy[rest] < bottom).any() or not (cy[rest] > top).any():
+            out[sel] = True
+    return out
+
+
 def _layout_lost_text(
     pc: PageChars, claimed: np.ndarray, in_picture: np.ndarray, readable: np.ndarray | None = None
 ) -> bool:
@@ -217,7 +251,8 @@ class _TreeBuilder:
         self._turn = int((getattr(page, "view", None) or {}).get("layout_turn", 0))
         nodes: dict[int, ParsingResult] = {}  # box index -> element; appended in reading order below
         boxes = _merge_image_strips(page.boxes, layer, pc.page)
-        if not self._turn:  # panels stacked top to bottom as the page is shown
+        if not self._turn:  # two tables side by side in one box; panels stacked top to bottom as shown
+            boxes = _split_table_gutters(boxes, pc, layer)
             boxes = _split_panels(boxes, layer, pc.page)
         if not self._turn:  # a text box over a column gutter: one part per column (scans)
             boxes = split_columns(boxes, pc)
@@ -237,6 +272,8 @@ class _TreeBuilder:
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, w, h)
             node: ParsingResult | None
             if label == "table":
+                if getattr(box, "gutter_split", False):
+                    meta = {**meta, "split_at_gutter": True}
                 node = self._table(box, pc, claimed, geom, meta, layer)
             elif label == "picture":
                 in_picture[pc.select(x0, y0, x1, y1)] = True
@@ -285,7 +322,57 @@ class _TreeBuilder:
                 caption = self._captions.pop(id(nodes[i]), None)
                 self.elements.extend([nodes[i]] if caption is None else [caption, nodes[i]])
         if pc.page not in self.ocr_pages and _layout_lost_text(pc, in_output, in_picture):
-            self.elements.extend(self._text_layer_blocks(pc, in_output, text_layer_rects(pc, layer)))
+            rects = text_layer_rects(pc, layer)
+            figures_text = self._figures_keep_text(pc, in_output, [n for n in nodes.values() if n.type == T.FIGURE], rects)
+            self.elements.extend(self._text_layer_blocks(pc, in_output, rects, keep_out=figures_text))
+
+    def _figures_keep_text(
+        self,
+        pc: PageChars,
+        claimed: np.ndarray,
+        figures: list[ParsingResult],
+        rects: list[tuple[float, float, float, float]],
+    ) -> np.ndarray | None:
+        """A born-digital page the layout fallback reads: the unclaimed characters whose centre lies
+        inside a genuine picture box (see :data:`FALLBACK_PICTURE_TEXT_DENSITY`) become that
+        FIGURE's ``content`` (line spans attached, ``metadata["picture_text"]``); returns them (the
+        fallback leaves them out; None: no such picture)."""
+        if not figures:
+            return None
+        cx, cy = (pc.x0 + pc.x1) / 2, (pc.y0 + pc.y1) / 2
+        area = (pc.x1 - pc.x0) * (pc.y1 - pc.y0)
+        owner = np.full(len(pc), -1)
+        owner_area = np.full(len(pc), np.inf)
+        boxes = []
+        for k, figure in enumerate(figures):
+            x0, y0, x1, y1 = figure.geom[0].to_points(pc.width, pc.height)
+            boxes.append((x0, y0, x1, y1))
+            inside = (cx >= x0) & (cx <= x1) & (cy >= y0) & (cy <= y1)
+            size = max((x1 - x0) * (y1 - y0), 1e-6)
+            if float(area[inside & pc.solid].sum()) >= FALLBACK_PICTURE_TEXT_DENSITY * size:
+                continue  # a text region seen as a picture: the fallback reads it as text
+            smaller = inside & ~claimed & (size < owner_area)  # the innermost picture holds it
+            owner[smaller], owner_area[smaller] = k, size
+        if not (owner >= 0).any():
+            return None
+        kept = np.zeros(len(pc), dtype=bool)
+        for k, figure in enumerate(figures):
+            mine = owner == k
+            if not mine.any():
+                continue
+            mine &= ~claimed
+            mine &= ~_edge_text(pc, mine, rects)  # a caption or line the picture swallowed stays body text
+            sel = np.flatnonzero(mine)
+            if not len(sel):
+                continue
+            built = build_lines([pc], [sel])
+            if not built.text.strip():
+                continue
+            kept[sel] = True
+            figure.content = built.text
+            figure.geom[0].spans = lines_to_spans(built.lines, [pc]).get(0, [])
+            figure.metadata["picture_text"] = True
+        return kept if kept.any() else None
 
     def _picture_text(
         self,
