@@ -85,16 +85,21 @@ def pymupdf4llm_loader(pdf: Path) -> list:
 
 
 # -- rows: pdf -> (chunk text, boxes) ------------------------------------------------------------------
-def _li_items(nodes: list) -> Items:
-    from grounded.metadata import boxes_from_metadata
+def _shown(item: Any) -> list:
+    """What ``grounded.attribution.highlight`` draws for a node/Document: its boxes (checked against
+    its text), then the page furniture grounding found for it (running headers the parse drops)."""
+    from grounded.attribution.geometry import chunk_boxes
+    from grounded.metadata import chunk_from_store
 
-    return [(n.text, boxes_from_metadata(n.metadata, text=n.text)) for n in nodes]
+    return chunk_boxes(chunk_from_store(item), "<benchmark>")
+
+
+def _li_items(nodes: list) -> Items:
+    return [(n.text, _shown(n)) for n in nodes]
 
 
 def _lc_items(docs: list) -> Items:
-    from grounded.metadata import boxes_from_metadata
-
-    return [(d.page_content, boxes_from_metadata(d.metadata, text=d.page_content)) for d in docs]
+    return [(d.page_content, _shown(d)) for d in docs]
 
 
 def rows(size: int, cache: str) -> dict[str, tuple[str, Callable[[Path], Items]]]:
