@@ -521,85 +521,6 @@ LEADER_ERASE_PAD = 1
 LEADER_FONT = "helv"
 
 
-#: Tesseract merges a line of text set tight between table rules (a shaded header row with its
-#: cell borders) with the rules: it reads garbage ("[stipe | __[nialatuton" for "Subtype | Clinical
-#: situation") placed half a line off. Before OCR, ruling lines are erased from the page image:
-#: runs of ink (darkest channel below :data:`RULE_INK_GRAY`) at least this long (inches) ...
-RULE_MIN_INCHES = 0.5
-#: ... and at most this thick (inches; thicker runs are solid areas: bars, photos, stay) ...
-RULE_MAX_INCHES = 0.03
-RULE_INK_GRAY = 160
-
-
-def _runs(mask: Any) -> tuple[Any, Any, Any]:
-    """Runs of True along the rows of the 2-D bool ``mask``: (row, start, end) arrays."""
-    import numpy as np
-
-    padded = np.zeros((mask.shape[0], mask.shape[1] + 2), dtype=np.int8)
-    padded[:, 1:-1] = mask
-    d = np.diff(padded, axis=1)
-    rows, starts = np.nonzero(d == 1)
-    _, ends = np.nonzero(d == -1)
-    return rows, starts, ends
-
-
-def _long_runs(mask: Any, least: int) -> Any:
-    """``mask`` with only its row runs of at least ``least`` pixels."""
-    import numpy as np
-
-    out = np.zeros_like(mask)
-    rows, starts, ends = _runs(mask)
-    for r, a, b in zip(*(x[ends - starts >= least] for x in (rows, starts, ends)), strict=True):
-        out[r, a:b] = True
-    return out
-
-
-def _short_runs(mask: Any, most: int) -> Any:
-    """``mask`` with only its row runs of at most ``most`` pixels."""
-    rows, starts, ends = _runs(mask)
-    out = mask.copy()
-    for r, a, b in zip(*(x[ends - starts > most] for x in (rows, starts, ends)), strict=True):
-        out[r, a:b] = False
-    return out
-
-
-def rule_mask(gray: Any, dpi: float) -> Any:
-    """Pixels of the page image ``gray`` (darkest channel, uint8) on a table's ruling lines (see
-    :data:`RULE_MIN_INCHES`): long thin horizontal and vertical runs of ink that cross or touch a
-    run of the other direction (a grid; a lone separator or underline stays)."""
-    ink = gray < RULE_INK_GRAY
-    least, most = max(1, round(RULE_MIN_INCHES * dpi)), max(1, round(RULE_MAX_INCHES * dpi))
-    across = _short_runs(_long_runs(ink, least).T, most).T  # horizontal rules, thin vertically
-    down = _short_runs(_long_runs(ink.T, least).T, most)  # vertical rules, thin horizontally
-    return _touching(across, down, most) | _touching(down.T, across.T, most).T
-
-
-def _touching(lines: Any, other: Any, reach: int) -> Any:
-    """The row runs of ``lines`` that have a pixel of ``other`` within ``reach`` pixels."""
-    import numpy as np
-
-    out = np.zeros_like(lines)
-    rows, starts, ends = _runs(lines)
-    for r, a, b in zip(rows.tolist(), starts.tolist(), ends.tolist(), strict=True):
-        if other[max(0, r - reach): r + reach + 1, max(0, a - reach): b + reach].any():
-            out[r, a:b] = True
-    return out
-
-
-def _erase_rules(pix: Any, gray: Any, dpi: float) -> tuple[Any, Any]:
-    """``pix`` (RGB) and ``gray`` with the ruling lines white (:func:`rule_mask`): new objects, or
-    the same ones when the page has none."""
-    import numpy as np
-    import pymupdf
-
-    mask = rule_mask(gray, dpi)
-    if not mask.any():
-        return pix, gray
-    rgb = np.frombuffer(pix.samples, dtype=np.uint8).reshape(pix.h, pix.w, pix.n).copy()
-    rgb[mask] = 255
-    return pymupdf.Pixmap(pymupdf.csRGB, pix.w, pix.h, rgb.tobytes(), False), np.where(mask, np.uint8(255), gray)
-
-
 def _erase(pix: Any, leaders: Sequence[Leader]) -> None:
     """White out the dots of ``leaders`` in the RGB pixmap ``pix`` (in place)."""
     import pymupdf
@@ -655,9 +576,6 @@ def _ocr_layers(
         regions = page_regions(gray, dpi)
         leaders = dot_leaders(gray, dpi)
         _erase(pix, leaders)
-    if not whole:  # text set tight between table rules is read as text, not merged with them (the
-        # regions are found with the rules: a column rule or a band's rule separates them)
-        pix, gray = _erase_rules(pix, gray, dpi)
     if not regions:
         return [(page.rect, _recognize(pix, dpi, tessdata, checks=not whole))], leaders
     scale = dpi / 72.0
