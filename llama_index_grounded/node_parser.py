@@ -389,7 +389,7 @@ class GroundedNodeParser(NodeParser):
         if self._chunker is None or self._chunker_key != key:
             chunker = build_chunker(
                 self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
-                options=self.strategy_options, owner="GroundedNodeParser", keywords=tuple(sorted(self.model_fields)),
+                options=self.strategy_options, owner="GroundedNodeParser", keywords=tuple(sorted(type(self).model_fields)),
             )
             self._chunker, self._chunker_key, self._budget = chunker, key, {}
         return self._chunker

@@ -43,16 +43,21 @@ def test_no_bar_inside_and_every_setting_restored_after(capsys: pytest.CaptureFi
     pytest.importorskip("transformers")
     import transformers.utils.logging as tlog
 
-    before = _settings()
-    assert tlog.is_progress_bar_enabled()  # the default: bars on
-    with quiet_model_loading():
-        for _ in tlog.tqdm(range(3), desc="Loading weights"):  # the bar transformers draws at a load
-            pass
-        assert not tlog.is_progress_bar_enabled()
-        assert logging.getLogger("transformers").getEffectiveLevel() == logging.ERROR
-        logging.getLogger("transformers.modeling_utils").warning("chatter")
-    assert capsys.readouterr().err == ""
-    assert _settings() == before
+    was_enabled = tlog.is_progress_bar_enabled()  # another test of this process may have changed it
+    tlog.enable_progress_bar()  # the default: bars on
+    try:
+        before = _settings()
+        with quiet_model_loading():
+            for _ in tlog.tqdm(range(3), desc="Loading weights"):  # the bar transformers draws at a load
+                pass
+            assert not tlog.is_progress_bar_enabled()
+            assert logging.getLogger("transformers").getEffectiveLevel() == logging.ERROR
+            logging.getLogger("transformers.modeling_utils").warning("chatter")
+        assert capsys.readouterr().err == ""
+        assert _settings() == before
+    finally:
+        if not was_enabled:
+            tlog.disable_progress_bar()
 
 
 def test_restores_a_users_own_settings_also_when_the_load_raises() -> None:

@@ -33,7 +33,7 @@ def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _probe(out: Path, cache: Path, *args: str) -> tuple[list[dict[str, object]], list[str], str]:
-    env = {**ENV, "GROUNDED_CACHE_DIR": str(cache)}
+    env = {k: v for k, v in {**ENV, "GROUNDED_CACHE_DIR": str(cache)}.items() if k != "GROUNDED_ONNX_DIR"}
     done = subprocess.run([sys.executable, "-c", PROBE, str(out), QUESTION, "--json", *args], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr
@@ -55,6 +55,7 @@ def test_vector_queries_run_on_the_checked_onnx_graph_without_torch(
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("GROUNDED_CACHE_DIR", str(cache))
+    monkeypatch.delenv("GROUNDED_ONNX_DIR", raising=False)  # this test exports into the cache folder itself
     monkeypatch.setattr(query_onnx, "_LOADED", {})  # not the graph another test loaded from another cache
     embed = query_onnx.onnx_query_embedder()  # exported offline from the local weights, then checked
     assert embed is not None
