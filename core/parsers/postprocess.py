@@ -143,8 +143,7 @@ def keep_body_furniture(
       (``page_count`` 1) nothing can repeat: there a line in the furniture band set apart from the
       body (:data:`ONE_PAGE_BAND_SHARE`, :data:`FURNITURE_MAX_LINES`,
       :data:`FURNITURE_SIZE_DIFFERENCE`; ``source``, the
-      PDF, is read for the font sizes) stays furniture, as the layout model labelled it; an OCR'd
-      page gives no such evidence and keeps the line.
+      PDF, is read for the font sizes) stays furniture, as the layout model labelled it.
 
     Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
     is kept and ``metadata["relabeled_from"]`` names the old type. One :class:`FurnitureKeptWarning`
@@ -231,8 +230,8 @@ class _SetApart:
         in_band = box.bottom <= band or box.top >= 1.0 - band or box.right <= band or box.left >= 1.0 - band
         if not in_band or _lines(node) > FURNITURE_MAX_LINES:
             return False
-        if box.page in self.ocr_pages:  # no style evidence (Tesseract sets every line alike): keep the
-            return False  # line as body text, as on longer documents - dropping body text is the worse error
+        if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: no style evidence
+            return True
         body = self._body_style(box.page)
         style = self._style([box]) if body is not None else None
         if body is None or style is None:
