@@ -31,6 +31,7 @@ from grounded.grounding.adapter import (
     chunk_id,
     document_view,
     flatten_metadata,
+    ground_in_view,
     iter_blocks,
     names_source,
     part_fields,
@@ -42,7 +43,6 @@ from grounded.grounding.adapter import (
     text_tree,
     tree_from_payloads,
     unflatten_metadata,
-    with_grounding,
 )
 from grounded.model import Chunk, ChunkRecord, ParsingBoundingBox
 
@@ -295,19 +295,10 @@ class GroundedTextSplitter(TextSplitter):
             yield from self._plain_parts(doc.page_content, meta, name=doc.id or stable_hash(meta))
             return
         chunks = self._text_chunks(doc.page_content, text_key(doc.page_content, name=doc.id or stable_hash(meta)))
-        records = [ChunkRecord.from_chunk(c) for c in chunks]
-        groundings = view.grounder(box_mode=self.box_mode).ground_all([r.content for r in records])
-        refused = [g.reason for g in groundings if not g.ok]
-        if refused:
-            warnings.warn(
-                f"{label}: {len(refused)} of {len(records)} parts could not be found in the PDF and carry no boxes "
-                f"(first reason: {refused[0]})",
-                GroundingWarning,
-                stacklevel=4,
-            )
+        records = ground_in_view(view, [ChunkRecord.from_chunk(c) for c in chunks], label=label, what="parts",
+                                 box_mode=self.box_mode)
         own = {k: v for k, v in meta.items() if k not in _PART_KEYS}
-        for record, g in zip(records, groundings, strict=True):
-            grounded = with_grounding(record.replace(strategy=self.chunker.strategy.name), g)
+        for grounded in records:
             fields = part_fields(grounded, flat=False, line_spans=self.line_boxes)
             metadata: dict[str, Any] = {**copy.deepcopy(own), **fields}
             if grounded.pages:
@@ -315,10 +306,10 @@ class GroundedTextSplitter(TextSplitter):
             elif "page" in meta:
                 metadata["page"] = meta["page"]
             if self._add_start_index:
-                metadata["start_index"] = record.start_char or 0
+                metadata["start_index"] = grounded.start_char or 0
             if self.flat_metadata:
                 metadata = {**metadata, **flatten_metadata({k: v for k, v in metadata.items() if k in fields})}
-            yield Document(page_content=record.content, metadata=metadata, id=record.id)
+            yield Document(page_content=grounded.content, metadata=metadata, id=grounded.id)
 
     # -- documents -----------------------------------------------------------------------------
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:

@@ -45,6 +45,7 @@ from grounded.grounding.adapter import (
     chunk_metadata,
     document_view,
     embed_hidden_keys,
+    ground_in_view,
     llm_hidden_keys,
     names_source,
     repeat_id,
@@ -53,7 +54,6 @@ from grounded.grounding.adapter import (
     strategy_class,
     text_key,
     text_tree,
-    with_grounding,
 )
 from grounded.model import Chunk, ChunkRecord, ParsingResult
 
@@ -489,18 +489,8 @@ class GroundedNodeParser(NodeParser):
     def _grounded(self, view: SourceView, chunks: list[Chunk], name: Any) -> list[Chunk]:
         """Chunks of a text made elsewhere (a framework reader's page, another splitter's part) with
         the boxes of their grounding in the PDF; one warning when some could not be grounded."""
-        records = [ChunkRecord.from_chunk(c) for c in chunks]
-        grounder = view.grounder(box_mode=self.box_mode)
-        groundings = grounder.ground_all([r.body for r in records])
-        refused = [g.reason for g in groundings if not g.ok]
-        if refused:
-            warnings.warn(
-                f"{name}: {len(refused)} of {len(records)} chunks could not be found in the PDF and carry no boxes "
-                f"(first reason: {refused[0]})",
-                GroundingWarning,
-                stacklevel=5,
-            )
-        return [with_grounding(r, g).to_chunk() for r, g in zip(records, groundings, strict=True)]
+        records = ground_in_view(view, [ChunkRecord.from_chunk(c) for c in chunks], label=name, box_mode=self.box_mode)
+        return [r.to_chunk() for r in records]
 
     def _inherited(self, meta: dict[str, Any], *, drop_chunk_keys: bool) -> dict[str, Any]:
         if not self.include_metadata:

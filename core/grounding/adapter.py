@@ -63,7 +63,7 @@ from .sources import (
     page_tree,
     source_view,
 )
-from .stored import boxes_of, chunk_of, record_of
+from .stored import boxes_of, chunk_of, ground_in_view, record_of
 from .wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint, with_grounding
 
 __all__ = [
@@ -77,7 +77,7 @@ __all__ = [
     "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",
     "unflatten_metadata", "with_grounding", "with_ocr", "EmbeddingInputWarning", "warn_long_chunk_size", "warn_long_texts",
-    "check_device", "minilm_embedder",
+    "check_device", "minilm_embedder", "ground_in_view",
 ]
 
 

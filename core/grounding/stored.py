@@ -36,10 +36,10 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
-from .sources import document_view, names_pdf
+from .sources import SourceView, document_view, names_pdf
 from .wrappers import with_grounding
 
-__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata"]
+__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view"]
 
 
 def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
@@ -125,3 +125,22 @@ def chunk_of(item: Any, **options: Any) -> Chunk:
 def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
     """The boxes of ``item``'s own text (:func:`record_of`)."""
     return list(record_of(item, **options).boxes)
+
+
+def ground_in_view(
+    view: SourceView, records: list[ChunkRecord], *, label: object, what: str = "chunks", box_mode: str = "auto"
+) -> list[ChunkRecord]:
+    """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
+    as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
+    (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
+    could not be found. The adapters' drop-in path."""
+    groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in records])
+    refused = [g.reason for g in groundings if not g.ok]
+    if refused:
+        warnings.warn(
+            f"{label}: {len(refused)} of {len(records)} {what} could not be found in the PDF and carry no boxes "
+            f"(first reason: {refused[0]})",
+            GroundingWarning,
+            stacklevel=3,
+        )
+    return [with_grounding(r, g) for r, g in zip(records, groundings, strict=True)]
