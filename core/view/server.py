@@ -243,6 +243,8 @@ class ViewerServer:
         self._closing = threading.Event()
         self._stopped = threading.Event()
         self._stopped.set()
+        #: background threads of this server besides its workers (the query model warm-up), joined on close
+        self.helpers: list[threading.Thread] = []
         self._threads = [threading.Thread(target=self._work, name=f"grounded-view-{i}", daemon=True)
                          for i in range(workers)]
         for thread in self._threads:
@@ -393,7 +395,8 @@ class ViewerServer:
         self._stopped.wait()
 
     def server_close(self) -> None:
-        """Close the listening socket and every open connection, and stop the workers."""
+        """Close the listening socket and every open connection, and stop the workers (waiting for each
+        to finish its request, at most 10 s each)."""
         self._closing.set()
         self._wake()
         self._stopped.wait(5)
@@ -405,6 +408,12 @@ class ViewerServer:
                 conn.shutdown(socket.SHUT_RDWR)
         for _ in self._threads:
             self._jobs.put(None)
+        # workers (and the query model's warm-up) finish before the process exits: a daemon thread still
+        # inside native code (rendering, ONNX Runtime loading the model) at interpreter exit aborts it
+        # with "terminate called without an active exception"
+        for thread in [*self._threads, *self.helpers]:
+            if thread is not threading.current_thread():
+                thread.join(10)
         self._wake_r.close()
         self._wake_w.close()
 
@@ -435,7 +444,9 @@ def make_server(out: str | Path, host: str = "127.0.0.1", port: int = DEFAULT_PO
     app = ViewerApp(out, embedder=embedder, loopback=_is_loopback(host), **kwargs)
     server = ViewerServer((host, port), app, workers=workers)
     if embedder is None and app.index.vector_column is not None:
-        threading.Thread(target=_warm_up, name="grounded-view-warm-up", daemon=True).start()
+        warm = threading.Thread(target=_warm_up, name="grounded-view-warm-up", daemon=True)
+        warm.start()
+        server.helpers.append(warm)
     return server
 
 
