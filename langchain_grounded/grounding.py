@@ -22,7 +22,6 @@ reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -30,26 +29,25 @@ from typing import Any
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
-from grounded.errors import ChunkingError, SchemaError
+from grounded.errors import ChunkingError
 from grounded.grounding.adapter import (
     ELEMENT_KEY,
+    KIND_KEY,
+    SPANS_KEY,
     TREE_KEY,
-    GroundingWarning,
     ParseCache,
-    document_view,
     flatten_metadata,
-    ground_records,
+    ground_parts,
     near_of,
+    page_keys,
     part_fields,
-    refused_records,
     resplit_keys,
     splitter_fingerprint,
     stable_hash,
     unflatten_metadata,
+    warn_refused,
 )
 from grounded.model import ChunkRecord, ParsingResult
-
-from .documents import KIND_KEY, SPANS_KEY, page_keys
 
 __all__ = ["GroundingSplitter"]
 
@@ -127,14 +125,7 @@ class GroundingSplitter(TextSplitter):
             for part in self._split(doc, refused):
                 total += 1
                 out.append(part)
-        if refused:
-            first = refused[0]
-            warnings.warn(
-                f"{len(refused)} of {total} parts could not be grounded and carry no boxes "
-                f"(grounding_status='refused'; first reason: {first})",
-                GroundingWarning,
-                stacklevel=2,
-            )
+        warn_refused(refused, total, "parts", stacklevel=2)
         return out
 
     # -- internals --------------------------------------------------------------------------------
@@ -153,18 +144,12 @@ class GroundingSplitter(TextSplitter):
         parent = unflatten_metadata(doc.metadata)
         parts = self._parts(doc)
         texts = [p.page_content for p in parts]
-        try:
-            view, why = document_view(parent, tree=self.tree, cache=self.cache, password=self._options["password"])
-        except SchemaError as exc:
-            view, why = None, f"its parse tree cannot be read ({exc})"
-        strategy = f"grounding:{self._name}"
-        if view is None:
-            records = refused_records(texts, why, key=stable_hash([doc.id, doc.page_content], 24), fingerprint=self.fingerprint,
-                                      strategy=strategy)
-        else:
-            grounder = view.grounder(box_mode=self._options["box_mode"], min_score=self._options.get("min_score"),
-                                     tokenizer=self._options["tokenizer"], password=self._options["password"])
-            records = ground_records(grounder, texts, fingerprint=self.fingerprint, strategy=strategy, near=near_of(parent, SPANS_KEY))
+        records = ground_parts(
+            parent, texts, tree=self.tree, cache=self.cache, password=self._options["password"], fingerprint=self.fingerprint,
+            strategy=f"grounding:{self._name}", refused_key=stable_hash([doc.id, doc.page_content], 24),
+            near=near_of(parent, SPANS_KEY), box_mode=self._options["box_mode"], min_score=self._options.get("min_score"),
+            tokenizer=self._options["tokenizer"],
+        )
         for part, text, (record, g) in zip(parts, texts, records, strict=True):
             if not g.ok:
                 refused.append(g.reason)

@@ -5,148 +5,39 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import Any, Literal
 
 from langchain_core.document_loaders import BaseBlobParser, BaseLoader
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
-from grounded.errors import ChunkingError, InputError
 from grounded.grounding.adapter import (
     BaseParser,
     Chunker,
+    DocPart,
+    LoaderPipeline,
     OCRMode,
     ParseCache,
-    SourceView,
-    cached_parse,
-    get_parser,
-    load_tokenizer,
-    parser_class,
-    pdf_metadata,
-    public_options,
-    source_info,
-    with_ocr,
-)
-from grounded.model import ParsingResult
-
-from .documents import (
-    chunk_document,
-    element_documents,
-    page_documents,
-    single_document,
-    source_metadata,
+    PDFInput,
+    aliased,
+    pdf_inputs,
+    read_input,
 )
 
 __all__ = ["GroundedPDFLoader", "GroundedPDFParser", "Mode"]
 
 Mode = Literal["chunks", "elements", "page", "single"]
-MODES = ("chunks", "elements", "page", "single")
-PDFInput = str | Path | bytes | bytearray | memoryview | IO[bytes]
 
 
-class _Pipeline:
-    """What the loader and the blob parser share: parse one PDF, build the Documents of a mode."""
-
-    def __init__(
-        self,
-        *,
-        mode: str,
-        parser: str | BaseParser,
-        parser_options: Mapping[str, Any] | None,
-        ocr: str | None,
-        password: str | None,
-        strategy: Any,
-        max_tokens: int,
-        overlap: int | float,
-        box_mode: str,
-        tokenizer: Any,
-        flat_metadata: bool,
-        line_boxes: bool,
-        add_start_index: bool,
-        cache: ParseCache | str | Path | bool | None,
-        element_payload: bool,
-        use_cache: bool,
-        strategy_options: Mapping[str, Any],
-    ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(repr(m) for m in MODES)}, got {mode!r}")
-        if isinstance(parser, BaseParser) and (parser_options or ocr is not None):
-            raise ValueError("parser_options and ocr cannot be combined with a built parser (configure the parser)")
-        self.mode = mode
-        self._parser = parser if isinstance(parser, BaseParser) else None
-        self.parser_name = parser.name if isinstance(parser, BaseParser) else parser
-        self.parser_options = with_ocr(parser_options, ocr)
-        if self._parser is None:  # options the parser does not declare fail now (OptionError), not at the first PDF
-            parser_class(self.parser_name).check_options(self.parser_options)
-        self.password = password
-        self.box_mode = box_mode
-        self.flat_metadata = flat_metadata
-        self.line_boxes = line_boxes
-        self.add_start_index = add_start_index
-        # built now so bad chunking parameters fail before any PDF is parsed
-        self.chunker: Chunker | None = None
-        if mode == "chunks":
-            self.chunker = Chunker(strategy, max_tokens, overlap, tokenizer=tokenizer, box_mode=box_mode, **strategy_options)
-        elif strategy_options:
-            raise ChunkingError(f"chunking options {sorted(strategy_options)} apply to mode='chunks' only (mode={mode!r})")
-        self._tokenizer_spec = tokenizer
-        self.element_payload = element_payload or cache is False
-        self.use_cache = use_cache
-        if cache is False:
-            self.cache: ParseCache | None = None
-        elif cache is None or cache is True:
-            self.cache = ParseCache()
-        elif isinstance(cache, ParseCache):
-            self.cache = cache
-        else:
-            self.cache = ParseCache(cache)
-
-    @property
-    def parser(self) -> BaseParser:
-        if self._parser is None:
-            self._parser = get_parser(self.parser_name, **self.parser_options)
-        return self._parser
-
-    def documents(self, pdf: str | Path | bytes | ParsingResult, name: str | None = None) -> Iterator[Document]:
-        if isinstance(pdf, ParsingResult):  # parsed before: its PDF's information when the file is here
-            root = pdf
-            path = source_info(root)["path"]
-            readable = path if path and Path(path).is_file() else None
-            info = pdf_metadata(readable, password=self.password, root=root)
-        else:
-            cache = self.cache if self.use_cache else None
-            options = self.parser_options or None
-            root = cached_parse(self.parser, pdf, cache=cache, options=options, password=self.password, name=name)
-            info = pdf_metadata(pdf, password=self.password, root=root)
-        ref = None
-        if self.cache is not None and _has_sha(root):
-            ref = self.cache.put(root, self.parser_options or None)
-        source = source_metadata(root, info, tree_ref=ref, parser_options=public_options(self.parser_name, self.parser_options))
-        if isinstance(pdf, (str, Path)):  # a cached parse may have read the same bytes elsewhere
-            source["source"] = source["file_path"] = str(Path(pdf))
-            source["file_name"] = Path(pdf).name
-        elif isinstance(pdf, bytes) and name:
-            source["source"] = source["file_path"] = source["file_name"] = name
-        flat, spans = self.flat_metadata, self.line_boxes
-        if self.mode == "elements":
-            yield from element_documents(root, source, flat=flat, line_spans=spans, payload=self.element_payload or ref is None)
-        elif self.mode == "chunks":
-            assert self.chunker is not None
-            for chunk in self.chunker.iter_chunks(root):
-                yield chunk_document(chunk, source, flat=flat, line_spans=spans, add_start_index=self.add_start_index)
-        else:
-            view = SourceView(root)
-            if self.mode == "page":
-                tokenizer = load_tokenizer(self._tokenizer_spec)
-                yield from page_documents(root, source, view, tokenizer=tokenizer, box_mode=self.box_mode, flat=flat, line_spans=spans)
-            else:
-                yield single_document(root, source, view.text, flat=flat)
+def as_document(part: DocPart) -> Document:
+    """A core part as a LangChain Document."""
+    return Document(page_content=part.text, metadata=part.metadata, id=part.id)
 
 
 class _Configured:
     """What a loader and a blob parser show of their settings."""
 
-    _pipeline: _Pipeline
+    _pipeline: LoaderPipeline
 
     @property
     def mode(self) -> str:
@@ -188,7 +79,7 @@ class GroundedPDFLoader(_Configured, BaseLoader):
     * ``"single"``: one Document per PDF (its whole text, no boxes); ``GroundedTextSplitter`` chunks
       it with boxes from its parse tree.
 
-    Metadata (see :mod:`langchain_grounded.documents`): ``PyMuPDFLoader``'s keys (``source``,
+    Metadata (see :mod:`grounded.grounding.documents`): ``PyMuPDFLoader``'s keys (``source``,
     ``file_path``, ``page`` **0-based**, ``total_pages``, ``title``, ``author``, ``creationdate``,
     ``moddate``, ...) plus grounded's ``pages``/``page_start``/``page_end`` (1-based), ``section``,
     ``heading_path``, ``boxes``, ``text_hash`` and ids. By default every value is a scalar (lists as
@@ -229,11 +120,11 @@ class GroundedPDFLoader(_Configured, BaseLoader):
         chunk_overlap: int | float | None = None,
         **strategy_options: Any,
     ) -> None:
-        max_tokens = _alias("max_tokens", max_tokens, "chunk_size", chunk_size, 256)
-        overlap = _alias("overlap", overlap, "chunk_overlap", chunk_overlap, 0)
-        self.inputs = _inputs(file_path)
+        max_tokens = aliased("max_tokens", max_tokens, "chunk_size", chunk_size, 256)
+        overlap = aliased("overlap", overlap, "chunk_overlap", chunk_overlap, 0)
+        self.inputs = pdf_inputs(file_path)
         self.name = name
-        self._pipeline = _Pipeline(
+        self._pipeline = LoaderPipeline(
             mode=mode,
             parser=parser,
             parser_options=parser_options,
@@ -259,8 +150,8 @@ class GroundedPDFLoader(_Configured, BaseLoader):
 
     def lazy_load(self) -> Iterator[Document]:
         for item in self.inputs:
-            pdf, name = _read_input(item, self.name)
-            yield from self._pipeline.documents(pdf, name)
+            pdf, name = read_input(item, self.name)
+            yield from map(as_document, self._pipeline.parts(pdf, name))
 
 
 class GroundedPDFParser(_Configured, BaseBlobParser):
@@ -277,44 +168,7 @@ class GroundedPDFParser(_Configured, BaseBlobParser):
 
     def lazy_parse(self, blob: Blob) -> Iterator[Document]:
         if blob.data is None and blob.path is not None:
-            yield from self._pipeline.documents(Path(str(blob.path)))
+            yield from map(as_document, self._pipeline.parts(Path(str(blob.path))))
             return
         name = str(blob.source) if blob.source else None
-        yield from self._pipeline.documents(blob.as_bytes(), name)
-
-
-def _alias(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
-    """``value`` or its LangChain spelling ``alias`` (``chunk_size`` / ``chunk_overlap``, as the
-    splitters take them); both given with different values is a :class:`~grounded.errors.ChunkingError`."""
-    if alias_value is None:
-        return default if value is None else value
-    if value is not None and value != alias_value:
-        raise ChunkingError(f"{name}={value!r} and {alias}={alias_value!r} contradict each other: pass one of them")
-    return alias_value
-
-
-def _has_sha(root: ParsingResult) -> bool:
-    return bool(source_info(root)["sha256"])
-
-
-def _inputs(file_path: Any) -> list[Any]:
-    if isinstance(file_path, (str, Path, bytes, bytearray, memoryview, ParsingResult)) or hasattr(file_path, "read"):
-        return [file_path]
-    try:
-        return list(file_path)
-    except TypeError as exc:
-        raise TypeError(f"file_path must be a path, bytes, a binary file or an iterable of these, got {type(file_path).__name__}") from exc
-
-
-def _read_input(item: Any, name: str | None) -> tuple[str | Path | bytes | ParsingResult, str | None]:
-    """A path or tree as is; bytes and file objects as bytes (named by ``name`` or the file's name)."""
-    if isinstance(item, (str, Path, ParsingResult)):
-        return item, None
-    if isinstance(item, (bytes, bytearray, memoryview)):
-        return bytes(item), name
-    if hasattr(item, "read"):
-        data = item.read()
-        if not isinstance(data, (bytes, bytearray)):
-            raise InputError(str(getattr(item, "name", "<file object>")), "a text-mode file: open the PDF in binary mode ('rb')")
-        return bytes(data), name or (Path(str(item.name)).name if isinstance(getattr(item, "name", None), str) else None)
-    raise TypeError(f"cannot load a PDF from {type(item).__name__}")
+        yield from map(as_document, self._pipeline.parts(blob.as_bytes(), name))

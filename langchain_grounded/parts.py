@@ -4,7 +4,7 @@ LangChain's own splitters (``RecursiveCharacterTextSplitter`` over the loader's 
 Documents) copy the parent's metadata onto every part: its ``boxes``, ``token_count``,
 ``start_char``/``end_char`` and pages describe the parent. :class:`GroundedParts` (a document
 transformer to run after any splitter) rewrites each part's metadata by the chunk field table
-(:mod:`grounded.io.chunk_fields`): the part's own boxes from the parse tree (resolved through the
+(:mod:`grounded.model.chunk_fields`): the part's own boxes from the parse tree (resolved through the
 parse cache, as the splitter does), offsets, pages, LangChain's 0-based ``page`` and token count;
 what cannot be recomputed is withheld, with one warning naming the actual cause.
 """
@@ -17,19 +17,14 @@ from typing import Any
 from langchain_core.documents import BaseDocumentTransformer, Document
 
 from grounded.grounding.adapter import (
-    TEXT_HASH_KEY,
     ParseCache,
     Tokenizer,
     flatten_metadata,
     load_tokenizer,
-    names_pdf,
-    part_metadata,
-    record_of,
-    text_hash,
+    own_part_metadata,
+    page_keys,
     unflatten_metadata,
 )
-
-from .documents import page_keys
 
 __all__ = ["GroundedParts"]
 
@@ -50,18 +45,14 @@ class GroundedParts(BaseDocumentTransformer):
         """``doc`` with the metadata of its own text (unchanged when it already has it, or when its
         metadata names no PDF): offsets, boxes, pages located or grounded in the PDF behind it
         (:func:`grounded.grounding.stored.record_of`), withheld with one warning when impossible."""
-        recorded = doc.metadata.get(TEXT_HASH_KEY)
         text = doc.page_content
-        if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(doc.metadata)):
+        made = own_part_metadata(doc, text, unflatten_metadata(doc.metadata), self.tokenizer, cache=self.cache, box_mode=self.box_mode)
+        if made is None:
             return doc
-        meta = unflatten_metadata(doc.metadata)
-        tokens = self.tokenizer.count(text)
-        record = record_of(doc, cache=self.cache, box_mode=self.box_mode)
-        if record.start_char is None or record.end_char is None:
-            out = part_metadata(meta, text, token_count=tokens)
+        out, pages = made
+        if pages is None:
             out.pop("page", None)
         else:
-            span = (record.start_char, record.end_char)
-            out = {**part_metadata(meta, text, span=span, boxes=record.boxes, token_count=tokens), **page_keys(record.pages)}
+            out.update(page_keys(pages))
         flat = any(isinstance(doc.metadata.get(k), str) for k in ("pages", "boxes"))
         return Document(page_content=text, metadata=flatten_metadata(out) if flat else out, id=doc.id)

@@ -30,21 +30,8 @@ from .reader import GroundedPDFReader
 from .retriever import GroundedRetriever
 
 __all__ = [
-    "EmbeddingInputWarning",
-    "GroundedParts",
-    "part_node_metadata",
-    "graph_to_nodes",
-    "GroundedPDFReader",
-    "GroundedRetriever",
-    "GroundedNodeParser",
-    "GroundedTextNode",
-    "GroundingNodeParser",
-    "MiniLMEmbedding",
-    "node_boxes",
-    "GroundingWarning",
-    "ParseCache",
-    "TREE_REF_KEY",
-    "boxes_from_metadata",
-    "boxes_to_metadata",
-    "unflatten_metadata",
+    "EmbeddingInputWarning", "GroundedParts", "part_node_metadata", "graph_to_nodes", "GroundedPDFReader",
+    "GroundedRetriever", "GroundedNodeParser", "GroundedTextNode", "GroundingNodeParser", "MiniLMEmbedding",
+    "node_boxes", "GroundingWarning", "ParseCache", "TREE_REF_KEY", "boxes_from_metadata",
+    "boxes_to_metadata", "unflatten_metadata"
 ]

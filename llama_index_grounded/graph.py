@@ -1,15 +1,5 @@
-"""A :class:`~grounded.graph.NodeGraph` as LlamaIndex nodes with real relationships.
-
-Every graph node becomes a ``TextNode`` (QA nodes an ``IndexNode`` whose ``index_id`` is the node
-they ask about, so a ``RecursiveRetriever`` follows a matched question to its table or section)
-with ``NodeRelationship.PARENT`` / ``CHILD`` / ``NEXT`` / ``PREVIOUS`` as in the graph and
-``SOURCE`` = the Document node. Put all nodes in the docstore and index the leaves to use an
-``AutoMergingRetriever`` (retrieved Text nodes merge into their Header). Metadata is
-:func:`grounded.graph.export.node_metadata`; box payload is hidden from embedder and LLM, read
-boxes back with :func:`~llama_index_grounded.node_boxes`. A Page or Document node with a summary has
-the summary as its text (:func:`grounded.graph.export.export_text`, seed 002: its embedding is made
-from the summary); the ``summary`` key is then hidden from the embedder (it would repeat the text).
-"""
+"""A :class:`~grounded.graph.NodeGraph` as LlamaIndex nodes with real PARENT/CHILD/NEXT/PREVIOUS
+relationships (QA nodes as ``IndexNode``); see docs/adapters.md#graph_to_nodes."""
 
 from __future__ import annotations
 

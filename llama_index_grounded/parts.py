@@ -1,13 +1,5 @@
-"""Parts of re-split chunk nodes get their own numbers in metadata.
-
-A LlamaIndex splitter run over :class:`~llama_index_grounded.GroundedNodeParser` nodes
-(``SentenceSplitter(chunk_size=128)`` in an ``IngestionPipeline``, ``CitationQueryEngine``'s
-citation chunks) copies the parent's metadata onto every part: its ``boxes``, ``token_count`` and
-``start_char`` describe the parent. :func:`part_metadata` / :class:`GroundedParts` rewrite a part's
-metadata by the chunk field table (:mod:`grounded.io.chunk_fields`): the part's own boxes (from the
-parse tree, as :func:`~llama_index_grounded.node_boxes`), offsets, pages and token count; the
-parent's heading path and source keys are kept; what cannot be recomputed is withheld.
-"""
+"""Parts of re-split chunk nodes get their own boxes, offsets, pages and token count in metadata
+(another splitter copied the parent's); see docs/adapters.md#groundedparts."""
 
 from __future__ import annotations
 
@@ -17,12 +9,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
 from grounded.grounding.adapter import (
-    TEXT_HASH_KEY,
-    load_tokenizer,
-    names_pdf,
-    part_metadata,
-    record_of,
-    text_hash,
+    own_part_metadata,
 )
 
 __all__ = ["GroundedParts", "part_node_metadata"]
@@ -35,16 +22,9 @@ def part_node_metadata(node: Any, *, cache_dir: str | None = None, box_mode: str
     (:func:`grounded.grounding.stored.record_of`: located or grounded in the PDF behind it; withheld,
     with one :class:`GroundingWarning` naming why, when that is impossible)."""
     inner = getattr(node, "node", node)
-    meta = dict(inner.metadata)
     text = inner.get_content(metadata_mode=MetadataMode.NONE)
-    recorded = meta.get(TEXT_HASH_KEY)
-    if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
-        return meta
-    tokens = load_tokenizer(None).count(text)
-    record = record_of(node, cache=cache_dir, box_mode=box_mode)
-    if record.start_char is None or record.end_char is None:
-        return part_metadata(meta, text, token_count=tokens)
-    return part_metadata(meta, text, span=(record.start_char, record.end_char), boxes=record.boxes, token_count=tokens)
+    made = own_part_metadata(node, text, dict(inner.metadata), cache=cache_dir, box_mode=box_mode)
+    return dict(inner.metadata) if made is None else made[0]
 
 
 class GroundedParts(TransformComponent):

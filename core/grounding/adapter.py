@@ -20,7 +20,6 @@ from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..chunking.nlp import minilm_embedder
 from ..errors import ChunkingError, OptionError
-from ..io.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys, resplit_keys
 from ..io.chunk_metadata import (
     BOXES_KEY,
     PAYLOAD_KEYS,
@@ -40,6 +39,7 @@ from ..io.chunk_metadata import (
     text_tree,
     unflatten_metadata,
 )
+from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys, resplit_keys
 from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
 from ..parsers.ocr.engine import OCRMode
@@ -52,6 +52,42 @@ from ..text.ids import chunk_id, repeat_id, source_key, stable_hash, text_key
 from ..text.stream import document_text
 from ..text.tokenizer import OFFLINE_ENCODINGS, CallableTokenizer, Tokenizer, load_tokenizer
 from .blocks import ELEMENT_KEY, Block, iter_blocks, page_runs, tree_from_payloads
+from .documents import KIND_KEY, PAGE_JOINER, SOURCE_KEYS, SPANS_KEY, DocPart, page_keys
+from .loading import (
+    MODES,
+    LoaderPipeline,
+    ParserChoice,
+    PDFInput,
+    aliased,
+    given_parser,
+    pdf_inputs,
+    read_input,
+)
+from .nodes import (
+    ALIASES,
+    CHUNK_KEYS,
+    GROUNDING_HIDDEN,
+    NodeChunker,
+    check_fields,
+    chunker_fields,
+    file_info,
+    grounded_node_fields,
+    hidden_keys,
+    keep_unique,
+    node_text_and_metadata,
+    section_of,
+    setting_identity,
+    sort_keywords,
+    without_defaults,
+)
+from .reader_documents import (
+    DOCUMENT_KEYS,
+    LLM_VISIBLE_KEYS,
+    ReaderPart,
+    pdf_source,
+    read_stream,
+    reader_parts,
+)
 from .sources import (
     PAGE_KEY,
     SourceView,
@@ -63,7 +99,17 @@ from .sources import (
     page_tree,
     source_view,
 )
-from .stored import boxes_of, chunk_of, ground_in_view, record_of
+from .splitting import PartSplitter, check_base_keywords, tokenizer_for
+from .stored import (
+    boxes_of,
+    chunk_of,
+    ground_in_view,
+    ground_parts,
+    hit_fields,
+    own_part_metadata,
+    record_of,
+    warn_refused,
+)
 from .wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint, with_grounding
 
 __all__ = [
@@ -77,7 +123,12 @@ __all__ = [
     "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",
     "unflatten_metadata", "with_grounding", "with_ocr", "EmbeddingInputWarning", "warn_long_chunk_size", "warn_long_texts",
-    "check_device", "minilm_embedder", "ground_in_view",
+    "check_device", "minilm_embedder", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "grounded_node_fields", "GROUNDING_HIDDEN",
+    "KIND_KEY", "PAGE_JOINER", "SOURCE_KEYS", "SPANS_KEY", "DocPart", "page_keys", "MODES", "LoaderPipeline", "PDFInput",
+    "aliased", "pdf_inputs", "read_input", "ParserChoice", "given_parser", "PartSplitter", "check_base_keywords", "tokenizer_for",
+    "ALIASES", "CHUNK_KEYS", "NodeChunker", "check_fields", "chunker_fields", "file_info", "hidden_keys",
+    "node_text_and_metadata", "section_of", "sort_keywords", "keep_unique", "setting_identity", "without_defaults",
+    "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS", "ReaderPart", "pdf_source", "read_stream", "reader_parts",
 ]
 
 

@@ -25,9 +25,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..errors import SchemaError
 from ..io.chunk_metadata import (
     TEXT_HASH_KEY,
     GroundingWarning,
+    chunk_metadata,
+    part_metadata,
     record_from_store,
     text_hash,
     unflatten_metadata,
@@ -36,10 +39,12 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
+from ..text.tokenizer import load_tokenizer
+from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf
-from .wrappers import with_grounding
+from .wrappers import ground_records, refused_records, with_grounding
 
-__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view"]
+__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
 
 
 def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
@@ -119,7 +124,7 @@ def _unplaced(record: ChunkRecord) -> ChunkRecord:
 
 def chunk_of(item: Any, **options: Any) -> Chunk:
     """:func:`record_of` as a :class:`~grounded.model.Chunk` (for ``highlight``/``render``)."""
-    return record_of(item, **options).to_chunk()
+    return record_of(item, **options)
 
 
 def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
@@ -144,3 +149,75 @@ def ground_in_view(
             stacklevel=3,
         )
     return [with_grounding(r, g) for r, g in zip(records, groundings, strict=True)]
+
+
+def ground_parts(
+    meta: Mapping[str, Any],
+    texts: list[str],
+    *,
+    tree: Any = None,
+    cache: ParseCache | str | Path | None = None,
+    password: str | None = None,
+    fingerprint: str,
+    strategy: str,
+    refused_key: str,
+    near: int | None = None,
+    **grounder_options: Any,
+) -> list[tuple[ChunkRecord, Grounding]]:
+    """The grounding wrappers' step (LlamaIndex ``GroundingNodeParser``, LangChain
+    ``GroundingSplitter``): the parts another splitter made of one Document (``meta``: its metadata)
+    grounded in the PDF behind it (``tree=`` for a Document that names none), each a record with
+    its grounding; every part refused with the cause when there is no readable tree."""
+    try:
+        view, why = document_view(meta, tree=tree, cache=cache, password=password)
+    except SchemaError as exc:
+        view, why = None, f"its parse tree cannot be read ({exc})"
+    if view is None:
+        return refused_records(texts, why, key=refused_key, fingerprint=fingerprint, strategy=strategy)
+    grounder = view.grounder(password=password, **grounder_options)
+    return ground_records(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
+
+
+def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) -> None:
+    """One :class:`GroundingWarning` for the parts of a call that could not be grounded (none: quiet)."""
+    if reasons:
+        warnings.warn(
+            f"{len(reasons)} of {total} {what} could not be grounded and carry no boxes "
+            f"(grounding_status='refused'; first reason: {reasons[0]})",
+            GroundingWarning,
+            stacklevel=stacklevel + 1,
+        )
+
+
+def hit_fields(
+    hit: Any, record: ChunkRecord, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A search hit's metadata for LlamaIndex's retriever: every field of the chunk field table (of
+    the row's ``record``, but ``drop``), the page keys of ``pages``, then the indexed PDF
+    (``file_name``, ``file_path``, ``source_sha256``) and the ingest configuration (``config_fingerprint``)."""
+    fields = chunk_metadata(record, flat=flat, line_spans=line_spans, text=record.content)
+    return {
+        **{k: v for k, v in fields.items() if k not in drop}, **(pages or {}),
+        "file_name": Path(hit.source_path).name, "file_path": hit.source_path,
+        "source_sha256": hit.source_sha256, "config_fingerprint": hit.config,
+    }
+
+
+def own_part_metadata(
+    item: Any, text: str, meta: Mapping[str, Any], tokenizer: Any = None, **options: Any
+) -> tuple[dict[str, Any], list[int] | None] | None:
+    """The metadata ``item`` (a part another splitter made of a grounded chunk: its ``text`` under
+    its parent's ``meta``) should carry for its own text, by the field table's re-split rules
+    (:func:`~grounded.io.chunk_metadata.part_metadata`), and its pages (``None``: not located).
+    Offsets and boxes are located or grounded in the PDF behind it (:func:`record_of`; ``options``
+    go there), withheld with one warning when impossible. ``None`` when ``meta`` already describes
+    ``text`` or names no PDF (nothing to change); ``tokenizer`` (default MiniLM) counts ``token_count``."""
+    recorded = meta.get(TEXT_HASH_KEY)
+    if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
+        return None
+    tokens = (tokenizer or load_tokenizer(None)).count(text)
+    record = record_of(item, **options)
+    if record.start_char is None or record.end_char is None:
+        return part_metadata(meta, text, token_count=tokens), None
+    span = (record.start_char, record.end_char)
+    return part_metadata(meta, text, span=span, boxes=record.boxes, token_count=tokens), record.pages

@@ -27,10 +27,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ChunkingError
-from ..io.chunk_fields import STORED_KEYS
 from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
+from ..model.chunk_fields import STORED_KEYS
 from ..model.elements import ParsingResult
 from ..model.record import ChunkRecord
 from ..text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
@@ -167,7 +167,7 @@ def grounded_chunk(text: str, g: Grounding, **fields: Any) -> Chunk:
     """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring), built by
     the record: :func:`grounded_record` (``fields``: its keywords ``key``, ``fingerprint``,
     ``strategy``, ``token_count``), then :meth:`~grounded.model.record.ChunkRecord.to_chunk`."""
-    return grounded_record(text, g, **fields).to_chunk()
+    return grounded_record(text, g, **fields)
 
 
 def with_grounding(record: ChunkRecord, g: Grounding) -> ChunkRecord:
@@ -260,7 +260,7 @@ def ground_chunks(
     texts = [text_of(item) for item in items]
     name = "text" if splitter is None else type(splitter).__name__
     records = ground_records(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
-    return [record.to_chunk() for record, _ in records]
+    return [record for record, _ in records]
 
 
 def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:

@@ -1,7 +1,7 @@
 """Arrow schemas of the ingest output and the conversion of chunks to rows.
 
 One row per chunk (``chunks/part-*.parquet``), written from the chunk record: one column per field
-of the chunk field table (:mod:`grounded.io.chunk_fields`; read a row back with
+of the chunk field table (:mod:`grounded.model.chunk_fields`; read a row back with
 :func:`grounded.metadata.chunk_from_store`); boxes are a nested column: a list of
 ``struct{page, left, top, right, bottom, mode, heading, element_id, spans: list<struct{left, top,
 right, bottom}>}`` (LTRB fractions of the page, origin top-left, as in
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..io.chunk_fields import FIELDS
 from ..io.chunk_metadata import record_to_row
 from ..model.chunk import Chunk
+from ..model.chunk_fields import FIELDS
 
 
 def _pa() -> Any:
@@ -54,7 +54,7 @@ def box_type() -> Any:
 
 
 def _arrow_type(name: str) -> Any:
-    """The Arrow type of a field-table ``arrow`` name (:mod:`grounded.io.chunk_fields`)."""
+    """The Arrow type of a field-table ``arrow`` name (:mod:`grounded.model.chunk_fields`)."""
     pa = _pa()
     simple = {"string": pa.string(), "int32": pa.int32(), "int64": pa.int64(), "float64": pa.float64(),
               "bool": pa.bool_(), "json": pa.string(), "list<int32>": pa.list_(pa.int32()),

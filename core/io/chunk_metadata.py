@@ -36,10 +36,10 @@ import numpy as np
 from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
+from ..model.chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys, resplit_keys
+from ..model.chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from ..model.elements import ParsingResult, ParsingResultType
 from ..model.record import ChunkRecord, text_hash
-from .chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys, resplit_keys
-from .chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from .codec import dumps_parsing_result, loads_parsing_result
 
 __all__ = [
@@ -208,7 +208,7 @@ def boxes_from_metadata(meta_or_value: Any, text: str | None = None) -> list[Par
 
 def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
     """The metadata an adapter attaches to a chunk's node/document: every stored field of the
-    field table (:mod:`grounded.io.chunk_fields`) that has a value - ``chunk_id``, ``strategy``,
+    field table (:mod:`grounded.model.chunk_fields`) that has a value - ``chunk_id``, ``strategy``,
     ``strategy_params``, ``token_count``, ``start_char``/``end_char`` (body offsets in the document
     text), ``body_start`` (body offset inside the chunk content), ``pages``, ``page_start``/``page_end``
     (1-based ints, for range filters), ``section`` (heading path joined with " > "),

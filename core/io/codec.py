@@ -288,23 +288,25 @@ def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
     return stored_chunk_dict(chunk)
 
 
-def _checked(chunk: Chunk, version: int, source: str) -> Chunk:
-    """A chunk read from chunks JSON ``version``: version 2 records ``text_hash`` of the content,
-    which is checked (content edited after writing: its boxes show another text, so
-    :class:`SchemaError`) and dropped (it is derived, see :attr:`ChunkRecord.text_hash`)."""
-    if version > 1:
-        recorded = chunk.metadata.pop("text_hash", None)
-        if recorded is not None and recorded != text_hash(chunk.content):
+def _checked(raw: Any, version: int, source: str) -> None:
+    """A chunk dict read from chunks JSON ``version``: version 2 records ``text_hash`` of the
+    content, which is checked (content edited after writing: its boxes show another text, so
+    :class:`SchemaError`); the chunk does not keep it (derived, see :attr:`Chunk.text_hash`)."""
+    if version > 1 and isinstance(raw, dict) and isinstance(raw.get("metadata"), dict):
+        recorded = raw["metadata"].get("text_hash")
+        content = raw.get("content")
+        if recorded is not None and isinstance(content, str) and recorded != text_hash(content):
             raise SchemaError(
-                f"{source}: chunk {chunk.id!r}: its content differs from the text it was written with "
+                f"{source}: chunk {raw.get('id')!r}: its content differs from the text it was written with "
                 "(metadata 'text_hash'): edited after writing, its boxes would show another text"
             )
-    return chunk
 
 
 def _chunk_of(data: Any, version: int, where: str, source: str) -> Chunk:
     """A chunk of chunks JSON ``version`` (1 and 2: the metadata as it was written)."""
-    return _checked(Chunk.from_dict(data, where), version, source)
+    chunk = Chunk.from_dict(data, where)
+    _checked(data, version, source)
+    return chunk
 
 
 def loads_chunking_result(text: str | bytes, source: str = "<string>") -> ChunkingResult:
@@ -313,8 +315,10 @@ def loads_chunking_result(text: str | bytes, source: str = "<string>") -> Chunki
         if isinstance(text, (bytes, bytearray)):
             text = bytes(text).decode("utf-8")
         data = _check(json.loads(text), CHUNKS_SCHEMA, source)
-        result = ChunkingResult.from_dict(_payload(data, "result", source))
-        result.chunks = [_checked(c, data["version"], source) for c in result.chunks]
+        payload = _payload(data, "result", source)
+        result = ChunkingResult.from_dict(payload)
+        for raw in payload.get("chunks") or ():
+            _checked(raw, data["version"], source)
         return result
 
 

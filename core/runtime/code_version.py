@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 PARSE_CODE: tuple[str, ...] = ("model", "parsers")
 #: the code that makes a chunk (text, ids, boxes, row metadata) from a tree
 CHUNK_CODE: tuple[str, ...] = (
-    "text", "chunking", "grounding", "llm", "io/chunk_fields.py", "io/chunk_metadata.py", "ingest/rows.py",
+    "model", "text", "chunking", "grounding", "llm", "io/chunk_metadata.py", "ingest/rows.py",
 )
 #: parts covered by neither fingerprint, and why their changes cannot change a stored tree or chunk
 OUTSIDE: dict[str, str] = {

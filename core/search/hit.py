@@ -165,4 +165,4 @@ def hit_chunk(hit: Hit, pages: Sequence[int] | None = None) -> Chunk:
         pages=[p for p in hit.pages if keep is None or p in keep],
         heading_path=list(hit.heading_path),
         boxes=geom,
-    ).to_chunk()
+    )

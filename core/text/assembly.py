@@ -270,7 +270,7 @@ class ChunkAssembler:
             strategy_params=dict(params or {}),
             index=index,
             boxes=geom,
-        ).to_chunk()
+        )
 
     # -- arbitrary character spans (grounding, re-split parts) ---------------------------------
     def boxes_for_chars(self, start: int, end: int) -> list[ParsingBoundingBox]:

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from grounded.errors import SchemaError
-from grounded.io.chunk_fields import FIELDS, LIST_KEYS, embed_hidden_keys, llm_hidden_keys
 from grounded.io.codec import load_chunking_result, save_chunking_result, write_chunks_jsonl
 from grounded.metadata import (
     boxes_from_metadata,
@@ -26,6 +25,7 @@ from grounded.metadata import (
     text_hash,
 )
 from grounded.model import Chunk, ChunkingResult, ParsingBoundingBox
+from grounded.model.chunk_fields import FIELDS, LIST_KEYS, embed_hidden_keys, llm_hidden_keys
 from grounded.model.record import ChunkRecord
 
 

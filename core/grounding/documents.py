@@ -1,5 +1,6 @@
-"""Parse trees and chunks -> LangChain ``Document`` objects (shared by the loader, the blob parser
-and the splitter).
+"""The Documents of grounded's LangChain loader as framework-free parts (:class:`DocPart`: text,
+metadata, id): what ``langchain_grounded`` wraps into ``Document`` objects (loader, blob parser,
+splitter).
 
 Metadata conventions (every mode):
 
@@ -23,45 +24,50 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.documents import Document
-
-from grounded.grounding.adapter import (
+from ..io.chunk_metadata import (
     BOXES_KEY,
-    ELEMENT_KEY,
-    PARSER_OPTIONS_KEY,
     PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
-    TREE_REF_KEY,
-    Block,
-    BoundedCache,
-    SourceView,
-    Tokenizer,
     boxes_to_metadata,
     chunk_metadata,
     flatten_metadata,
-    iter_blocks,
-    page_runs,
     source_info,
-    stable_hash,
     text_hash,
 )
-from grounded.model import Chunk, ChunkRecord, ParsingResult
+from ..model import Chunk, ParsingResult
+from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from ..runtime.bounded import BoundedCache
+from ..text.ids import stable_hash
+from ..text.tokenizer import Tokenizer
+from .blocks import ELEMENT_KEY, Block, iter_blocks, page_runs
+from .sources import SourceView
 
 __all__ = [
+    "DocPart",
     "KIND_KEY",
     "SPANS_KEY",
     "SOURCE_KEYS",
     "PAGE_JOINER",
     "source_metadata",
-    "chunk_document",
-    "element_documents",
-    "page_documents",
-    "single_document",
+    "chunk_part",
+    "element_parts",
+    "page_parts",
+    "single_part",
     "page_keys",
     "block_index",
 ]
+
+@dataclass
+class DocPart:
+    """A Document before a framework wraps it: its text, metadata and id (``None``: the framework's)."""
+
+    text: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+    id: str | None = None
+
 
 #: "chunk", "element", "page" or "single": which loader mode produced a document
 KIND_KEY = "grounded_kind"
@@ -125,28 +131,28 @@ def _finish(metadata: dict[str, Any], flat: bool) -> dict[str, Any]:
     return flatten_metadata(metadata) if flat else metadata
 
 
-def chunk_document(
+def chunk_part(
     chunk: Chunk,
     source: Mapping[str, Any],
     *,
     flat: bool = True,
     line_spans: bool = True,
     add_start_index: bool = False,
-) -> Document:
+) -> DocPart:
     """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
     hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
     + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
-    record = ChunkRecord.from_chunk(chunk)
+    record = chunk
     meta = chunk_metadata(record, flat=False, line_spans=line_spans)
     metadata: dict[str, Any] = {**source, **meta, "page": max(record.page_start - 1, 0), KIND_KEY: "chunk"}
     if add_start_index and record.start_char is not None:
         metadata["start_index"] = record.start_char
-    return Document(page_content=chunk.content, metadata=_finish(metadata, flat), id=chunk.id)
+    return DocPart(chunk.content, _finish(metadata, flat), id=chunk.id)
 
 
-def element_documents(
+def element_parts(
     root: ParsingResult, source: Mapping[str, Any], *, flat: bool = True, line_spans: bool = True, payload: bool = False
-) -> Iterator[Document]:
+) -> Iterator[DocPart]:
     """One Document per block (text element, or a whole table/list), in reading order, with its
     boxes. :class:`~langchain_grounded.GroundedTextSplitter` re-chunks them from the parse tree
     (``grounded_tree_ref``); ``payload=True`` also stores each block's lossless subtree
@@ -175,10 +181,10 @@ def element_documents(
         }
         if payload:
             metadata[ELEMENT_KEY] = block.payload()
-        yield Document(
-            page_content=block.text,
-            metadata=_finish(metadata, flat),
-            id=f"{sha}-{key}-element-{node.id}" if sha else None,
+        yield DocPart(
+            block.text,
+            _finish(metadata, flat),
+            f"{sha}-{key}-element-{node.id}" if sha else None,
         )
 
 
@@ -190,7 +196,7 @@ def block_index(view: SourceView) -> dict[str, Block]:
 _BLOCKS: BoundedCache[dict[str, Block]] = BoundedCache(4)
 
 
-def page_documents(
+def page_parts(
     root: ParsingResult,
     source: Mapping[str, Any],
     view: SourceView,
@@ -199,7 +205,7 @@ def page_documents(
     box_mode: str = "auto",
     flat: bool = True,
     line_spans: bool = True,
-) -> Iterator[Document]:
+) -> Iterator[DocPart]:
     """One Document per page (``mode="page"``): the page's text in reading order (its runs of the
     document text joined by a blank line), its exact boxes, ``page`` (0-based) and ``char_spans``."""
     doc = view.doc
@@ -225,10 +231,10 @@ def page_documents(
             BOXES_KEY: boxes_to_metadata(geom, line_spans=line_spans),
             TEXT_HASH_KEY: text_hash(text),
         }
-        yield Document(page_content=text, metadata=_finish(metadata, flat), id=f"{sha}-{key}-page-{page}" if sha else None)
+        yield DocPart(text, _finish(metadata, flat), f"{sha}-{key}-page-{page}" if sha else None)
 
 
-def single_document(root: ParsingResult, source: Mapping[str, Any], text: str, *, flat: bool = True) -> Document:
+def single_part(root: ParsingResult, source: Mapping[str, Any], text: str, *, flat: bool = True) -> DocPart:
     """The whole PDF as one Document (``mode="single"``): the document text, no boxes (a whole
     document's boxes would be megabytes); :class:`~langchain_grounded.GroundedTextSplitter` chunks
     it from its parse tree (``grounded_tree_ref``) with exact boxes."""
@@ -241,4 +247,4 @@ def single_document(root: ParsingResult, source: Mapping[str, Any], text: str, *
         "end_char": len(text),
         TEXT_HASH_KEY: text_hash(text),
     }
-    return Document(page_content=text, metadata=_finish(metadata, flat), id=f"{sha}-{key}-single" if sha else None)
+    return DocPart(text, _finish(metadata, flat), f"{sha}-{key}-single" if sha else None)

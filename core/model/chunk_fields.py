@@ -30,7 +30,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from ..model.record import ChunkRecord
+from .chunk import Chunk as ChunkRecord
 
 __all__ = [
     "FieldSpec",
