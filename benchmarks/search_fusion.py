@@ -1,18 +1,20 @@
-"""Fusion methods for ``grounded search --mode hybrid`` on Chroma's corpora, cross-validated by corpus
-(issue 32 item 2; a first, partial measurement).
+"""Fusion methods for ``grounded search --mode hybrid`` on Chroma's corpora and on the development
+question set over the shared PDFs, cross-validated by corpus (issue 32 item 2).
 
-The chunks, table and questions of ``benchmarks/search_modes.py`` (recursive, N = 256, no overlap;
-LanceDB BM25 and MiniLM cosine through :func:`grounded.search.search`). For every question the
-full-text and the vector list (top 50 each, with their scores) are fetched once; the fusions are
-then computed offline from those two lists:
+Chroma: the chunks, table and questions of ``benchmarks/search_modes.py`` (recursive, N = 256, no
+overlap; LanceDB BM25 and MiniLM cosine through :func:`grounded.search.search`). The question set:
+the lists ``benchmarks/search_questions.py`` writes (``--lists``, default in the temp folder: run it
+first), context on. For every question the full-text and the vector list (top 50 each, with their
+scores) are fetched once; the fusions are then computed offline from those two lists:
 
-* ``rrf``: reciprocal-rank fusion, K = 60, equal weights (today's hybrid);
+* ``rrf``: reciprocal-rank fusion, K = 60, equal weights;
 * ``wrrf(w)``: RRF with the full-text list weighted ``w`` and the vector list ``1 - w``;
-* ``norm(a)``: min-max normalised scores of each list, ``a * bm25 + (1 - a) * cosine``;
+* ``norm(a)``: min-max normalised scores of each list, ``a * bm25 + (1 - a) * cosine`` (the engine's hybrid);
 * ``bm25-first``: the full-text list, the vector list when the full-text list is empty.
 
-The weight of ``wrrf`` / ``norm`` is chosen by **leave-one-corpus-out** cross-validation: for each
-corpus, the weight with the best mean recall@5 on the other four corpora is applied to it. Never
+The weight of ``wrrf`` / ``norm`` is chosen by **leave-one-corpus-out** cross-validation over the 11
+corpora (5 Chroma corpora + each PDF): for each corpus, the weight with the best mean recall@5 over the
+other corpora's questions is applied to it. Never
 tuned on the corpus it is scored on. Question vectors: the ONNX MiniLM query path
 (:mod:`grounded.search.query_onnx`, checked equal to sentence-transformers at cosine >= 0.999),
 also used for the chunks here (no torch needed).
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     n_chroma = len(lists)
     corpus_of = [q.corpus_id for q in questions]
     q_lists, q_corpora, q_covers = question_set_lists(args.questions)
-    lists += q_lists  # type: ignore[arg-type]
+    lists += q_lists
     corpus_of += q_corpora
 
     def recall(order: Sequence[Any], qi: int) -> float:
@@ -196,9 +198,9 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {c} | {len(idx)} | {better} | {diff.mean():+.1f} | [{lo:+.1f}, {hi:+.1f}] |")
     lines.append("")
     for set_name, ix in sets.items():
-        idx = np.array(ix)
-        lines += [f"Paired difference against the better single list per question set ({set_name}; 95% bootstrap "
-                  "interval of the mean, 2000 resamples, seed 0):", "",
+        sel = np.array(ix)
+        lines += [f"Paired differences against text and against vector ({set_name}; 95% bootstrap "
+                  "interval of the mean, 2000 resamples, seed 0; won / tied / lost against text):", "",
                   "| method − text | mean (points) | 95% interval | won / tied / lost | method − vector | 95% interval |",
                   "|---|---|---|---|---|---|"]
         for name in shown:
@@ -206,8 +208,8 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             cells = []
             for other in ("text", "vector"):
-                diff = 100 * (per_q[name][idx] - per_q[other][idx])
-                means = diff[rng.integers(0, len(idx), size=(2000, len(idx)))].mean(axis=1)
+                diff = 100 * (per_q[name][sel] - per_q[other][sel])
+                means = diff[rng.integers(0, len(sel), size=(2000, len(sel)))].mean(axis=1)
                 lo, hi = np.percentile(means, [2.5, 97.5])
                 cells.append((diff, lo, hi))
             (d1, lo1, hi1), (d2, lo2, hi2) = cells

@@ -236,7 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                                    "vector": [[h.chunk_id, h.score] for h in vector],
                                    "covers": sorted(c for c, ok in hit_cover.items() if ok)})
                 for mode, hits in (("text", text), ("vector", vector), ("hybrid", hybrid)):
-                    scores = per_q.setdefault((context, mode), {f"recall@{k}": [] for k in KS} | {"hit@1": [], "precision": []})
+                    empty: dict[str, list[float]] = {name: [] for name in [*(f"recall@{k}" for k in KS), "hit@1", "precision"]}
+                    scores = per_q.setdefault((context, mode), empty)
                     ok = [hit_cover.get(h.chunk_id, False) for h in hits]
                     for k in KS:
                         scores[f"recall@{k}"].append(float(any(ok[:k])))
