@@ -207,6 +207,7 @@ def test_no_embeddings_and_no_text_index(out: Path, tmp_path: Path) -> None:
     with pytest.raises(NoTextIndexError, match="full-text index"):
         search(unindexed, QUESTION, mode="text")
     assert search(unindexed, QUESTION, 3, mode="vector")
+    assert default_mode(SearchIndex(unindexed)) == "vector" and search(unindexed, QUESTION, 3)[0].mode == "vector"
 
 
 def test_embeddings_as_fixed_or_variable_lists(out: Path, tmp_path: Path) -> None:
