@@ -13,7 +13,7 @@ the exact cosine ranking of the chunking evaluation (numpy, same vectors).
 
 Run from the repository root (a few minutes cold on 2 cores; vectors are cached)::
 
-    python benchmarks/search_modes.py [--data ../shared/data] [--save docs/results/search_modes.md]
+    python benchmarks/search_modes.py [--data ../shared/data] [--save docs/results/search_modes_chroma.md]
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         for qi, q in enumerate(questions):
             for mode in MODES:
                 t0 = time.perf_counter()
-                hits = search(index, q.text, max(KS), mode=mode, embedder=embedder.embed)  # type: ignore[arg-type]
+                hits = search(index, q.text, max(KS), mode=mode, embedder=embedder.embed)
                 seconds[mode] += time.perf_counter() - t0
                 ids = [int(h.chunk_id) for h in hits]
                 if mode == "vector":
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     lines = [
         "# Search modes: hybrid vs vector vs BM25 (`grounded search`)",
         "",
-        "Command: `python benchmarks/search_modes.py --save docs/results/search_modes.md` "
+        "Command: `python benchmarks/search_modes.py --save docs/results/search_modes_chroma.md` "
         f"({time.perf_counter() - started:.0f} s on the shared 2-core machine; chunking {chunk_seconds:.0f} s, "
         f"embedding {embed_seconds:.0f} s: MiniLM vectors come from the on-disk cache when warm; cold, embedding "
         "the chunks took about 9 min here).",

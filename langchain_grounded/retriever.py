@@ -27,7 +27,7 @@ from grounded.grounding.adapter import (
     chunk_metadata,
 )
 from grounded.model import ChunkRecord
-from grounded.search import DEFAULT_MODE, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
+from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
 
@@ -35,8 +35,9 @@ __all__ = ["GroundedRetriever"]
 class GroundedRetriever(BaseRetriever):
     """Retrieve chunks of an ingest output folder ``out`` with their exact source boxes.
 
-    ``mode``: ``text`` (BM25, the default; never loads the embedding model), ``vector`` or
-    ``hybrid`` (MiniLM, needs ``grounded ingest --embed minilm``), as :func:`grounded.search.search`.
+    ``mode``: ``text`` (BM25; never loads the embedding model), ``vector`` or ``hybrid`` (MiniLM,
+    needs ``grounded ingest --embed minilm``), as :func:`grounded.search.search`; None (the default):
+    the index's default mode (hybrid, or text when it has no embeddings).
     ``pages``: only chunks touching one of these 1-based pages; ``page_range=(first, last)``: the
     chunks touching that inclusive range (one or the other). ``config``: the ingest configuration
     (fingerprint or prefix) when ``out`` holds several. ``embedder``: the query embedder of the
@@ -53,7 +54,7 @@ class GroundedRetriever(BaseRetriever):
 
     out: Path = Field(description="An output folder of `grounded ingest ... --sink lancedb`.")
     k: int = Field(default=5, ge=1, description="Number of Documents to return.")
-    mode: Mode = Field(default=DEFAULT_MODE, description="text (BM25), vector or hybrid.")
+    mode: Mode | None = Field(default=None, description="text (BM25), vector or hybrid; None: the index's default.")
     pages: list[int] | None = Field(default=None, description="Only chunks touching one of these 1-based pages.")
     page_range: tuple[int, int] | None = Field(default=None, description="Only chunks touching these 1-based pages (inclusive).")
     config: str | None = Field(default=None, description="Ingest configuration fingerprint (or prefix).")

@@ -16,7 +16,7 @@ from grounded.grounding.adapter import (
     llm_hidden_keys,
 )
 from grounded.model import ChunkRecord
-from grounded.search import DEFAULT_MODE, MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
+from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
 
@@ -28,7 +28,8 @@ _LLM_HIDDEN = (*llm_hidden_keys(), *_SOURCE_HIDDEN)
 
 class GroundedRetriever(BaseRetriever):
     """Retrieve chunks of an ingest output folder ``out`` with their exact source boxes: ``mode``
-    text | vector | hybrid (as :func:`grounded.search.search`), ``pages`` or ``page_range``
+    text | vector | hybrid, None: the index's default (hybrid, text without embeddings; as
+    :func:`grounded.search.search`), ``pages`` or ``page_range``
     (1-based), ``config``, ``embedder``, ``flat_metadata``, ``line_boxes``. ``out`` is opened here
     (typed :class:`~grounded.errors.GroundedError` when it is missing or not an index)."""
 
@@ -36,7 +37,7 @@ class GroundedRetriever(BaseRetriever):
         self,
         out: str | Path | SearchIndex,
         similarity_top_k: int = 5,
-        mode: Mode = DEFAULT_MODE,
+        mode: Mode | None = None,
         *,
         pages: Iterable[int] | None = None,
         page_range: tuple[int, int] | None = None,
@@ -47,13 +48,13 @@ class GroundedRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if mode not in MODES:
+        if mode is not None and mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1:
             raise ValueError(f"similarity_top_k must be an integer >= 1, got {similarity_top_k!r}")
         self.index = out if isinstance(out, SearchIndex) else SearchIndex(out)
         self.similarity_top_k = similarity_top_k
-        self.mode: Mode = mode
+        self.mode: Mode | None = mode
         self.pages = page_numbers(pages, page_range)
         self.config = config
         self.embedder = embedder

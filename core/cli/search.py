@@ -18,10 +18,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "search",
         help="search an ingest output (BM25, vector or hybrid) and print the hits with their boxes",
         description=(
-            "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). text (default; best on "
-            "Chroma's corpora, docs/results/search_modes.md) ranks by BM25 over the full-text index; vector by "
-            "all-MiniLM-L6-v2 cosine similarity (offline; needs --embed minilm at ingest); hybrid fuses both lists "
-            "by their normalised scores (full-text 0.8, vector 0.2; docs/results/search_fusion.md). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
+            "Search the LanceDB table of `grounded ingest --sink lancedb` (OUT/lancedb). hybrid (default when OUT "
+            "has embeddings, else text; best on Chroma's corpora and the PDF question set, docs/results/search_modes.md) "
+            "fuses the BM25 and the vector list by their normalised scores (full-text 0.7, vector 0.3); text ranks by "
+            "BM25 over the full-text index (heading path + chunk body); vector by all-MiniLM-L6-v2 cosine similarity "
+            "(offline; needs --embed minilm at ingest). Each hit: rank, score, chunk id, source PDF + sha256, configuration "
             "fingerprint, pages, line boxes, heading path, text. Nothing is written into OUT."
         ),
     )
@@ -29,7 +30,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("question", help="the question (quote it); its words are searched as plain words: quotes, "
                    "AND/OR/NOT, * and field: are no operators")
     p.add_argument("-k", type=int, default=5, help="number of hits (default: 5; at most the rows of the index)")
-    p.add_argument("--mode", choices=MODES, default=DEFAULT_MODE, help=f"retrieval mode (default: {DEFAULT_MODE})")
+    p.add_argument("--mode", choices=MODES, default=None,
+                   help=f"retrieval mode (default: {DEFAULT_MODE}, or text when OUT has no embeddings)")
     p.add_argument("--config", default=None, metavar="FINGERPRINT",
                    help="the ingest configuration to search when OUT holds several (a fingerprint or a unique prefix)")
     p.add_argument("--json", action="store_true", help="one JSON object per hit per line (with all boxes and spans)")

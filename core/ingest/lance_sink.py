@@ -16,7 +16,9 @@ publish of the manifest:
   commit and the manifest leaves the table ahead of the manifest, and the next run restores the
   recorded version before applying its changes (never rows of a superseded version next to the
   new ones: the old rows of a path go in the same commit that adds its new ones);
-* indexes: a full-text (BM25) index on ``text`` after every sync, so hybrid search can use it; a
+* ``search_text``: the text search reads (:func:`grounded.ingest.rows.search_text`: the section
+  heading path, then the body), a column of this table only (the Parquet rows stay as they are);
+* indexes: a full-text (BM25) index on ``search_text`` after every sync, so hybrid search can use it; a
   vector index (IVF-HNSW-SQ, cosine) once the table has :data:`VECTOR_INDEX_MIN_ROWS` rows -- below
   that LanceDB's brute-force search is exact and takes tens of milliseconds
   (``benchmarks/lancedb_vector_index.py``). Both are brought up to date by
@@ -37,15 +39,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import BackendUnavailableError, OutputError
+from ..model.chunk_fields import search_keys
 from .manifest import Manifest
-from .rows import _pa, chunk_schema
+from .rows import _pa, chunk_schema, search_text
 
-__all__ = ["TABLE", "VECTOR_INDEX_MIN_ROWS", "lancedb_module", "sync_lancedb", "lance_schema"]
+__all__ = ["TABLE", "SEARCH_COLUMN", "VECTOR_INDEX_MIN_ROWS", "lancedb_module", "sync_lancedb", "lance_schema"]
 
 log = logging.getLogger(__name__)
 
 #: the table's name in ``OUT/lancedb``
 TABLE = "chunks"
+#: the column the full-text index is built on (:func:`grounded.ingest.rows.search_text`)
+SEARCH_COLUMN = "search_text"
 #: rows from which a vector index is built (below, brute force is exact and fast enough)
 VECTOR_INDEX_MIN_ROWS = 10_000
 #: at most this many replaced paths per merge (the delete condition names each)
@@ -65,7 +70,7 @@ def lance_schema(dim: int | None) -> Any:
     vector column, so ``search(vector)`` needs no column name), or without it when not embedding."""
     pa = _pa()
     schema = chunk_schema(dim)
-    schema = schema.remove(schema.get_field_index("embedding"))
+    schema = schema.remove(schema.get_field_index("embedding")).append(pa.field(SEARCH_COLUMN, pa.string()))
     return schema if dim is None else schema.append(pa.field("vector", pa.list_(pa.float32(), dim)))
 
 
@@ -77,6 +82,8 @@ def _batches(parts: Iterable[Path], dim: int | None) -> Iterator[Any]:
         table = pq.read_table(part).cast(chunk_schema(dim))
         vectors = table.column("embedding")
         table = table.drop_columns(["embedding"])
+        rows = table.select(["text", "body_start", *search_keys()]).to_pylist()
+        table = table.append_column(schema.field(SEARCH_COLUMN), _pa().array([search_text(r) for r in rows], _pa().string()))
         if dim is not None:
             table = table.append_column(schema.field("vector"), vectors)
         yield from table.to_batches()
@@ -97,8 +104,9 @@ def _has_index(table: Any, column: str, kind: str | None = None) -> bool:
 def _ensure_indexes(table: Any, dim: int | None) -> None:
     from lancedb.index import FTS, HnswSq
 
-    if not _has_index(table, "text", "FTS"):
-        table.create_index("text", config=FTS())
+    column = SEARCH_COLUMN if SEARCH_COLUMN in table.schema.names else "text"  # a table of an older version: text
+    if not _has_index(table, column, "FTS"):
+        table.create_index(column, config=FTS())
     if dim is not None and not _has_index(table, "vector") and table.count_rows() >= VECTOR_INDEX_MIN_ROWS:
         log.info("ingest: building the vector index of %s (%d rows)", TABLE, table.count_rows())
         table.create_index("vector", config=HnswSq(distance_type="cosine"))

@@ -10,7 +10,7 @@ right, bottom}>}`` (LTRB fractions of the page, origin top-left, as in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -18,7 +18,18 @@ import numpy as np
 from ..errors import BackendUnavailableError
 from ..io.chunk_metadata import record_to_row
 from ..model.chunk import Chunk
-from ..model.chunk_fields import FIELDS
+from ..model.chunk_fields import FIELDS, search_keys
+
+
+def search_text(row: Mapping[str, Any]) -> str:
+    """What search reads of a chunk row (``text``, ``body_start`` and the field table's
+    :func:`~grounded.model.chunk_fields.search_keys`): each non-empty context value on its own line
+    (the section, i.e. the heading path ``A > B``), then the body (``text[body_start:]``). The
+    LanceDB table's full-text index is built on it (column ``search_text``) and ``--embed`` embeds
+    it; the stored ``text`` is unchanged. Without context it is the body itself."""
+    body = str(row.get("text") or "")[int(row.get("body_start") or 0) :]
+    context = [str(row[k]) for k in search_keys() if row.get(k)]
+    return "\n".join([*context, body])
 
 
 def _pa() -> Any:

@@ -263,7 +263,8 @@ def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[.
 def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | None) -> DocResult:
     """The second half of :func:`document_result`: embed (``embed_map`` over
     :func:`embed_slices`) and tabulate a chunked document; never raises."""
-    from .rows import chunk_rows
+    from ..io.chunk_metadata import record_to_row
+    from .rows import chunk_rows, search_text
 
     seconds = dict(staged.seconds)
     try:
@@ -271,7 +272,7 @@ def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | No
         if embed_map is not None:
             started = time.perf_counter()
             if staged.chunks:
-                vectors = embed_document([c.content for c in staged.chunks], embed_map)
+                vectors = embed_document([search_text(record_to_row(c)) for c in staged.chunks], embed_map)
             seconds["embed"] = time.perf_counter() - started
         started = time.perf_counter()
         table = chunk_rows(

@@ -21,7 +21,10 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
   twice under two names), :func:`grounded.io.chunk_metadata.record_from_metadata` fills it in;
   store rows keep every column;
 * ``derived``: computed from other fields (written for filters and readers, never read back;
-  ``text_hash`` is read to check the text it came with).
+  ``text_hash`` is read to check the text it came with);
+* ``search``: the field's value is context in what search reads -- written on its own line before
+  the chunk body in the text the full-text (BM25) index holds and ``grounded ingest --embed`` embeds
+  (:func:`grounded.ingest.rows.search_text`); the stored chunk text stays as it is.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     "embed_hidden_keys",
     "llm_hidden_keys",
     "resplit_keys",
+    "search_keys",
 ]
 
 Kind = Literal["scalar", "json", "boxes", "text"]
@@ -60,11 +64,12 @@ class FieldSpec:
     resplit: Resplit
     derived: bool = False
     implied_by: str = ""
+    search: bool = False
 
 
 def _f(attr: str, kind: Kind, arrow: str, resplit: Resplit, *, key: str | None = None, sees: bool = False,
-       derived: bool = False, implied_by: str = "") -> FieldSpec:
-    return FieldSpec(attr, key or attr, kind, arrow, sees, sees, resplit, derived, implied_by)
+       derived: bool = False, implied_by: str = "", search: bool = False) -> FieldSpec:
+    return FieldSpec(attr, key or attr, kind, arrow, sees, sees, resplit, derived, implied_by, search)
 
 
 #: the field table: order is the column order of the Parquet rows
@@ -78,7 +83,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     _f("page_start", "scalar", "int32", "recompute", derived=True),
     _f("page_end", "scalar", "int32", "recompute", derived=True),
     _f("boxes", "boxes", "boxes", "recompute"),
-    _f("section", "scalar", "string", "inherit", sees=True, derived=True),
+    _f("section", "scalar", "string", "inherit", sees=True, derived=True, search=True),
     _f("heading_path", "json", "list<string>", "inherit", implied_by="section"),
     _f("heading_ids", "json", "list<string>", "inherit"),
     _f("element_ids", "json", "list<string>", "recompute"),
@@ -123,6 +128,11 @@ def llm_hidden_keys() -> tuple[str, ...]:
 def resplit_keys(rule: Resplit) -> tuple[str, ...]:
     """Metadata keys a re-split part treats by ``rule``."""
     return tuple(f.key for f in FIELDS if f.kind != "text" and f.resplit == rule)
+
+
+def search_keys() -> tuple[str, ...]:
+    """Keys whose value search reads as context before the body (the ``search`` column)."""
+    return tuple(f.key for f in FIELDS if f.search)
 
 
 def _check_table() -> None:

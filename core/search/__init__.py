@@ -1,7 +1,7 @@
 """Search an ingest output (``grounded ingest --sink lancedb``): BM25, vector or hybrid retrieval with
 exact source boxes.
 
-``grounded.search.search(out, question, k=5, mode="text") -> list[Hit]``; each :class:`Hit`
+``grounded.search.search(out, question, k=5, mode=None) -> list[Hit]`` (None: hybrid, or text without embeddings); each :class:`Hit`
 carries the chunk id, score, source path + sha256, configuration fingerprint, pages, boxes with
 line spans, heading path and text. ``render_hits`` draws them on their pages (PNG);
 ``source_pdf`` reads a hit's PDF after checking it is the one indexed. See
@@ -16,6 +16,7 @@ from .engine import (
     Mode,
     QueryEmbedder,
     candidates,
+    default_mode,
     page_numbers,
     pages_filter,
     query_embedder,
@@ -47,6 +48,7 @@ __all__ = [
     "Mode",
     "MODES",
     "DEFAULT_MODE",
+    "default_mode",
     "RRF_K",
     "SearchIndex",
     "candidates",

@@ -1,20 +1,24 @@
 """``search(out, question, k, mode)``: full-text (BM25), vector (MiniLM cosine) or hybrid retrieval
 over an ingest output.
 
-* ``text`` (default): LanceDB's full-text search over the FTS-indexed chunk text (BM25 scores).
+* ``hybrid`` (default): both lists, each cut at :func:`candidates` ``(k)`` rows, fused by their min-max
+  normalised scores, full-text weight :data:`~grounded.search.fusion.TEXT_WEIGHT` (0.7), vector weight
+  0.3 (:mod:`grounded.search.fusion`; ``fusion="rrf"``: reciprocal rank, ``K = 60``, the fusion
+  before). A question without words the full-text index can match is answered from the vector list alone.
+* ``text``: LanceDB's full-text search over the FTS-indexed ``search_text`` (the heading path, then
+  the chunk body: :func:`grounded.ingest.rows.search_text`; ``text`` in outputs of older versions), BM25 scores.
 * ``vector``: the question embedded with all-MiniLM-L6-v2 -- the model ``grounded ingest --embed
   minilm`` embeds the chunks with, offline -- and the nearest chunk vectors by cosine distance.
-* ``hybrid``: both lists, each cut at :func:`candidates` ``(k)`` rows, fused by their min-max
-  normalised scores, full-text weight 0.8, vector weight 0.2 (:mod:`grounded.search.fusion`;
-  ``fusion="rrf"``: reciprocal rank, ``K = 60``, the fusion before). A question without words the
-  full-text index can match is answered from the vector list alone.
 
-``text`` is the default. On Chroma's corpora (same chunks, ``docs/results/search_fusion.md``,
-``python benchmarks/search_fusion.py``) the score fusion, its weight chosen by leave-one-corpus-out
-cross-validation (0.8 in every fold), measured recall@5 89.9 % against 88.1 % (text; paired
-+1.8 points, 95 % CI +0.4..+3.3), 85.8 % (RRF) and 77.8 % (vector), and at least the better single
-list on 4 of 5 corpora (finance: -0.5). It is not the default yet: the development question set
-over the shared PDFs (issue 32 item 1), needed to confirm it beyond Chroma, does not exist yet.
+``mode=None`` (the default) is :func:`default_mode` of the index: ``hybrid`` when it has both a
+full-text index and MiniLM vectors, else ``text`` (an output ingested without ``--embed``), else
+``vector``. An explicit mode the index cannot serve is a typed error.
+
+Why hybrid: measured on Chroma's 5 corpora and on the development question set over 6 shared PDFs
+(``docs/results/search_fusion.md``, ``python benchmarks/search_fusion.py``), its weight chosen by
+leave-one-corpus-out cross-validation over the 11 corpora (0.7 in every fold): recall@5 89.7 % vs
+88.1 % (text) and 77.8 % (vector) on Chroma, 75.4 % vs 72.3 % and 61.5 % on the question set, and
+no corpus where it is below the better single list beyond noise (paired 95 % intervals all reach 0).
 
 Every search is restricted to one ingest configuration (:meth:`SearchIndex.choose_config`), so hits
 of two configurations are never mixed.
@@ -37,18 +41,27 @@ from .index import SearchIndex, sql_string
 
 __all__ = [
     "search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM", "query_operators",
-    "unsearchable_reason", "pages_filter", "page_numbers",
+    "unsearchable_reason", "pages_filter", "page_numbers", "default_mode",
 ]
 
 Mode = Literal["hybrid", "vector", "text"]
 MODES: tuple[Mode, ...] = ("hybrid", "vector", "text")
 Fusion = Literal["score", "rrf"]
 FUSIONS: tuple[Fusion, ...] = ("score", "rrf")
-DEFAULT_MODE: Mode = "text"  # measured best, see the module doc
+DEFAULT_MODE: Mode = "hybrid"  # measured best, see the module doc; default_mode() falls back
 #: the size of all-MiniLM-L6-v2 vectors (what ``grounded ingest --embed minilm`` stores)
 MINILM_DIM = 384
 QueryEmbedder = Callable[[Sequence[str]], np.ndarray]
 _LOADING = threading.Lock()
+
+
+def default_mode(index: SearchIndex) -> Mode:
+    """The mode a search without one uses on ``index``: :data:`DEFAULT_MODE` (hybrid) when the index
+    has a full-text index and vectors, else ``text`` (no embeddings), else ``vector`` (no full-text index)."""
+    has_text = index.text_index() is not None
+    if index.vector_column is None:
+        return "text"
+    return DEFAULT_MODE if has_text else "vector"
 
 
 def candidates(k: int) -> int:
@@ -107,7 +120,7 @@ def search(
     question: str,
     k: int = 5,
     *,
-    mode: Mode = DEFAULT_MODE,
+    mode: Mode | None = None,
     config: str | None = None,
     embedder: QueryEmbedder | None = None,
     rrf_k: int = RRF_K,
@@ -117,7 +130,8 @@ def search(
     """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
     for ``question``, best first.
 
-    ``mode``: ``hybrid`` | ``vector`` | ``text`` (module doc). ``config``: the ingest configuration
+    ``mode``: ``hybrid`` | ``vector`` | ``text`` (module doc); None: :func:`default_mode` of the
+    index (hybrid, or text when it has no embeddings). ``config``: the ingest configuration
     fingerprint (or a unique prefix) to search when the table holds several; by default the
     table's only one. ``embedder``: texts -> unit vectors, default MiniLM (:func:`query_embedder`);
     it must be the model the chunks were embedded with. ``fusion`` (hybrid): ``"score"`` (default:
@@ -131,7 +145,7 @@ def search(
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
     index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
     """
-    if mode not in MODES:
+    if mode is not None and mode not in MODES:
         raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
@@ -142,7 +156,8 @@ def search(
     page_where = pages_filter(pages) if pages is not None else None
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
     with index.reading():  # a damaged table file: a typed error naming it
-        return _search(index, question, k, mode, config, embedder, rrf_k, fusion, page_where)
+        chosen = default_mode(index) if mode is None else mode
+        return _search(index, question, k, chosen, config, embedder, rrf_k, fusion, page_where)
 
 
 def _search(

@@ -73,8 +73,10 @@ class Hit:
     BM25 score in text mode, the cosine similarity in vector mode (higher is better in every mode); ``rank`` is 1-based.
     ``text_rank`` / ``vector_rank`` are the chunk's ranks in the full-text and vector lists that
     were fused (None when it was not among a list's candidates, or the mode did not run that list).
-    ``config`` is the ingest configuration fingerprint of the row; ``text`` the chunk text as
-    embedded and indexed (prepended headings included), ``body_start`` where its body begins.
+    ``config`` is the ingest configuration fingerprint of the row; ``text`` the stored chunk text
+    (prepended headings included when the strategy prepends them), ``body_start`` where its body
+    begins. What BM25 and the embedder read is the row's ``search_text`` (the heading path, then the
+    body: :func:`grounded.ingest.rows.search_text`), never returned here.
     """
 
     chunk_id: str

@@ -145,7 +145,7 @@ class SearchIndex:
 
     # -- what the table holds (cached per table version) --------------------------------------
     def text_column(self) -> str | None:
-        """The column with a full-text index (``text`` preferred) in the published version, or None."""
+        """The column with a full-text index (``search_text``, then ``text`` preferred) in the published version, or None."""
         found = self.text_index()
         return found[0] if found else None
 
@@ -155,7 +155,8 @@ class SearchIndex:
         with self.reading():
             indexes = [(c, dict(getattr(ix, "index_details", None) or {}))
                        for ix in self.table.list_indices() if str(ix.index_type).upper() == "FTS" for c in ix.columns]
-        return next((i for i in indexes if i[0] == "text"), indexes[0] if indexes else None)
+        preferred = {"search_text": 0, "text": 1}  # ingest's context + body column, else (older tables) the text
+        return min(indexes, key=lambda i: preferred.get(i[0], 2)) if indexes else None
 
     def query_terms(self, question: str, settings: Mapping[str, Any] | None = None) -> list[str]:
         """The words of ``question`` a full-text index with ``settings`` (:meth:`text_index`) matches:

@@ -42,7 +42,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 from ..attribution import highlight, render_pages
 from ..errors import GroundedError, InputError
 from ..runtime.memory import release_memory
-from ..search import DEFAULT_MODE, MODES, Hit, SearchIndex, hit_chunk, hit_from_row, search, source_pdf
+from ..search import MODES, Hit, SearchIndex, default_mode, hit_chunk, hit_from_row, search, source_pdf
 from ..search.errors import (
     EmptyQueryError,
     MixedConfigurationsError,
@@ -196,14 +196,14 @@ class ViewerApp:
             "configs": self.index.configs(),
             "documents": len(self.index.sources()),
             "modes": list(MODES),
-            "default_mode": DEFAULT_MODE,
+            "default_mode": default_mode(self.index),  # hybrid, or text when the index has no embeddings
             "text_index": self.index.text_column() is not None,
             "vectors": self.index.vector_column is not None,
         })
 
     def search(self, query: Mapping[str, str]) -> Response:
         question = query.get("q", "")
-        mode = query.get("mode") or DEFAULT_MODE
+        mode = query.get("mode") or default_mode(self.index)
         if mode not in MODES:
             return Response.error(400, f"mode must be one of {', '.join(MODES)}")
         try:

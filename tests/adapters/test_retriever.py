@@ -170,19 +170,21 @@ def test_both_retrievers_run_async(out: Path) -> None:
 
 # -- page filters, applied in the search ------------------------------------------------------------
 def test_page_filters_select_in_the_search(out: Path) -> None:
-    unfiltered = [n.node.node_id for n in _llama(out, similarity_top_k=50, query=BROAD)]
-    pages_of = {n.node.node_id: n.node.metadata["pages"] for n in _llama(out, similarity_top_k=50, query=BROAD)}
+    # text mode: one ranked list, so the filtered order is the unfiltered one restricted (hybrid, the
+    # default, normalises the scores over the candidates it fuses, which a page filter changes)
+    unfiltered = [n.node.node_id for n in _llama(out, similarity_top_k=50, query=BROAD, mode="text")]
+    pages_of = {n.node.node_id: n.node.metadata["pages"] for n in _llama(out, similarity_top_k=50, query=BROAD, mode="text")}
     assert any(len(p) > 1 and 2 in p for p in pages_of.values())  # a chunk crossing into page 2 is among them
     for kwargs, wanted in (({"pages": [2]}, {2}), ({"page_range": (2, 3)}, {2, 3}), ({"pages": range(3, 5)}, {3, 4})):
-        nodes = [n.node.node_id for n in _llama(out, similarity_top_k=50, query=BROAD, **kwargs)]
-        docs = [d.id for d in _lang(out, BROAD, k=50, **{k: list(v) if isinstance(v, range) else v for k, v in kwargs.items()})]
+        nodes = [n.node.node_id for n in _llama(out, similarity_top_k=50, query=BROAD, mode="text", **kwargs)]
+        docs = [d.id for d in _lang(out, BROAD, k=50, mode="text", **{k: list(v) if isinstance(v, range) else v for k, v in kwargs.items()})]
         # exactly the chunks touching those pages, in the unfiltered order (the filter runs before the cut)
         assert nodes == docs == [i for i in unfiltered if wanted & set(pages_of[i])], kwargs
     # k=1: the best chunk touching page 2 comes back, though the unfiltered best is on page 1
     assert 2 not in pages_of[unfiltered[0]]
-    (best,) = _llama(out, similarity_top_k=1, query=BROAD, pages=[2])
+    (best,) = _llama(out, similarity_top_k=1, query=BROAD, pages=[2], mode="text")
     assert 2 in best.node.metadata["pages"] and llama_index_grounded.node_boxes(best)
-    (doc,) = _lang(out, BROAD, k=1, page_range=(2, 2))
+    (doc,) = _lang(out, BROAD, k=1, page_range=(2, 2), mode="text")
     assert doc.id == best.node.node_id and boxes_from_metadata(doc.metadata, text=doc.page_content)
     assert _llama(out, query=BROAD, pages=[99]) == [] and _lang(out, BROAD, pages=[99]) == []
 

@@ -37,6 +37,7 @@ from grounded.ingest import (
     open_lancedb,
 )
 from grounded.ingest.manifest import read_manifest
+from grounded.ingest.rows import search_text
 from grounded.samples import write_sample_pdf
 from tests.support.data import REPO, shared
 
@@ -416,12 +417,12 @@ def test_lancedb_is_updated_incrementally_with_indexes(
     assert_clean(out)
     table = open_lancedb(out)
     kinds = {i.index_type: i.columns for i in table.list_indices()}
-    assert kinds["FTS"] == ["text"] and kinds["IvfHnswSq"] == ["vector"], kinds
+    assert kinds["FTS"] == ["search_text"] and kinds["IvfHnswSq"] == ["vector"], kinds  # heading path + body
     stats = table.index_stats(next(i.name for i in table.list_indices() if i.index_type == "FTS"))
     assert stats.num_indexed_rows == table.count_rows() and stats.num_unindexed_rows == 0
     rows = live_rows(out)
     target = next(r for r in rows if r["source_path"].endswith("other.pdf"))
-    (hit,) = table.search(minilm_embedder()([target["text"]])[0]).limit(1).to_list()
+    (hit,) = table.search(minilm_embedder()([search_text(target)])[0]).limit(1).to_list()  # what ingest embeds
     assert hit["chunk_id"] == target["chunk_id"] and hit["boxes"] == target["boxes"]
     words = " ".join(re.findall(r"[A-Za-z]{5,}", target["text"])[:12])
     assert target["chunk_id"] in [h["chunk_id"] for h in table.search(words, query_type="fts").limit(3).to_list()]

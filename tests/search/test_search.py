@@ -27,6 +27,7 @@ from grounded.search import (
     NoTextIndexError,
     SearchIndex,
     SourceChangedError,
+    default_mode,
     hit_chunk,
     normalized_score_fusion,
     reciprocal_rank_fusion,
@@ -105,6 +106,8 @@ def test_modes_and_the_fusion(out: Path) -> None:
             expected += sum(weight * (x.score - low) / (high - low) for x in hits if x.chunk_id == h.chunk_id)
         assert h.score == pytest.approx(expected, abs=1e-6)
     assert scored[0].pages == (ANSWER_PAGE,) and 0 < scored[-1].score <= scored[0].score <= 1
+    assert default_mode(index) == DEFAULT_MODE == "hybrid"  # an index with vectors: the default is hybrid
+    assert [(h.chunk_id, h.mode) for h in search(index, QUESTION, 5)] == [(h.chunk_id, h.mode) for h in scored]
     with pytest.raises(ValueError, match="fusion"):
         search(index, QUESTION, fusion="max")
 
@@ -197,11 +200,14 @@ def test_no_embeddings_and_no_text_index(out: Path, tmp_path: Path) -> None:
     with pytest.raises(NoEmbeddingsError):
         search(plain, QUESTION, mode="hybrid")  # hybrid needs both
     assert search(plain, QUESTION, 1, mode="text")[0].pages == (ANSWER_PAGE,)
-    assert search(plain, QUESTION, 1)[0].mode == DEFAULT_MODE == "text"  # the default needs no embeddings
+    assert DEFAULT_MODE == "hybrid" and default_mode(SearchIndex(plain)) == "text"
+    assert search(plain, QUESTION, 1)[0].mode == "text"  # the default falls back: it needs no embeddings
+    assert main(["search", str(plain), QUESTION, "-k", "1"]) == 0  # the CLI's default too
     unindexed = derived_index(tmp_path / "unindexed", rows, text_index=False)
     with pytest.raises(NoTextIndexError, match="full-text index"):
         search(unindexed, QUESTION, mode="text")
     assert search(unindexed, QUESTION, 3, mode="vector")
+    assert default_mode(SearchIndex(unindexed)) == "vector" and search(unindexed, QUESTION, 3)[0].mode == "vector"
 
 
 def test_embeddings_as_fixed_or_variable_lists(out: Path, tmp_path: Path) -> None:

@@ -36,9 +36,10 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], args: list[str], message
 
 
 def test_quotes_and_operators_are_plain_words(out: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    plain = [h.chunk_id for h in search(out, "patients treatment", 5)]
-    assert [h.chunk_id for h in search(out, '"patients treatment"', 5)] == plain  # was a LanceDB phrase-query traceback
-    assert [h.chunk_id for h in search(out, 'patients* OR "treatment" NOT title:', 5)] == plain
+    plain = [h.chunk_id for h in search(out, "patients treatment", 5, mode="text")]  # the full-text list reads them
+    assert [h.chunk_id for h in search(out, '"patients treatment"', 5, mode="text")] == plain  # was a phrase-query traceback
+    assert [h.chunk_id for h in search(out, 'patients* OR "treatment" NOT title:', 5, mode="text")] == plain
+    assert search(out, '"patients treatment"', 5)  # the default (hybrid) too
     assert main(["search", str(out), '"patients treatment"', "-k", "2"]) == 0
     captured = capsys.readouterr()
     assert captured.err.count("\n") == 1 and "searched as plain words" in captured.err, captured.err
@@ -48,7 +49,8 @@ def test_quotes_and_operators_are_plain_words(out: Path, capsys: pytest.CaptureF
     for question in ("*", "OR", "NOT", ":", '"the" AND "of"'):  # was a silent 0 hits
         with pytest.raises(NoSearchableWordsError, match="no word the full-text index can match"):
             search(out, question, mode="text")
-        _one_line_error(capsys, [str(out), question], "--mode vector")
+        _one_line_error(capsys, [str(out), question, "--mode", "text"], "--mode vector")
+        assert search(out, question, 2)  # the default (hybrid) answers it from the vector list
 
 
 def test_a_huge_k_is_bounded_by_the_rows(out: Path, capsys: pytest.CaptureFixture[str]) -> None:

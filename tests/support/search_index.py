@@ -25,14 +25,16 @@ SHARED_PDF = ("pdfs", "docling_groundtruth", "2305.03393v1-pg9.pdf")
 
 
 def ensure_text_index(out: Path) -> None:
-    """Build the full-text index on ``text`` when ingest did not (older ingest versions)."""
+    """Build the full-text index (on ``search_text``, else ``text``) when ingest did not (older ingest versions)."""
     import lancedb
     from lancedb.index import FTS
 
     from grounded.search import SearchIndex
 
     if SearchIndex(out).text_column() is None:
-        lancedb.connect(str(out / "lancedb")).open_table("chunks").create_index("text", config=FTS(), replace=True)
+        table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
+        column = "search_text" if "search_text" in table.schema.names else "text"  # what ingest indexes
+        table.create_index(column, config=FTS(), replace=True)
 
 
 def build_guideline_index(root: Path) -> Path:
