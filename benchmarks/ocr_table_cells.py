@@ -5,7 +5,7 @@ the repository root, the tree to measure on PYTHONPATH). The sample guideline
 (``grounded.samples.write_sample_pdf``; or the pages of ``--pdf``) is scanned at 200 dpi
 (``tests.support.scanned.scanned_pdf``, every page an image) and parsed with ``ocr="always"``; the
 born-digital copy with ``ocr="never"`` is the truth. ``--no-table-reread`` measures the parse
-without the second reading of table regions (``grounded.parsers.ocr.engine.TABLE_REREAD``). Each born-digital table cell is paired with the
+without the second reading of table regions (``grounded.parsers.ocr.tables.TABLE_REREAD``). Each born-digital table cell is paired with the
 OCR'd cell whose box overlaps it most: CER (Levenshtein / characters, whitespace collapsed) over all
 cells, over header cells (grid row 0) and over each page's header cells, and the vertical offset (points) between the centres of
 the two cells' first line spans. Prints one JSON line.
@@ -36,11 +36,11 @@ def main() -> int:
 
     from grounded.model import ParsingResultType as T
     from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
-    from grounded.parsers.ocr import engine
+    from grounded.parsers.ocr import tables as ocr_tables
     from grounded.samples import write_sample_pdf
     from tests.support.scanned import scanned_pdf
 
-    engine.TABLE_REREAD = not opts.no_table_reread
+    ocr_tables.TABLE_REREAD = not opts.no_table_reread
     warnings.simplefilter("ignore")
     with tempfile.TemporaryDirectory() as tmp:
         pages = [int(p) for p in opts.pages.split(",") if p.strip()] or None

@@ -2,7 +2,7 @@
 cell borders with the borders: garbage ("[stipe | __[nialatuton" for "Subtype | Clinical
 situation") placed half a line too high. The TABLE regions the layout model finds on an OCR'd page
 are read again from an image of the region alone, rules erased and shading whitened
-(:func:`grounded.parsers.ocr.engine.reocr_tables`); nothing outside table regions is touched (a
+(:func:`grounded.parsers.ocr.tables.reocr_tables`); nothing outside table regions is touched (a
 picture's frame erased as a grid lost figure captions: tests/parse/test_ocr_pictures.py).
 
 A constructed page (a paragraph, then a ruled table whose header row is shaded, set as the sample
@@ -19,8 +19,9 @@ import pytest
 
 from grounded.model import ParsingResultType as T
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
-from grounded.parsers.ocr import engine
-from grounded.parsers.ocr.engine import ocr_available, table_rule_mask
+from grounded.parsers.ocr import tables as ocr_tables
+from grounded.parsers.ocr.engine import ocr_available
+from grounded.parsers.ocr.tables import table_rule_mask
 from tests.support.scanned import scanned_pdf
 
 HEADER = ["Subtype", "Clinical situation", "Preferred regimen", "Duration", "Evidence"]
@@ -92,5 +93,5 @@ def test_shaded_header_between_rules_is_read_on_its_line(tmp_path, monkeypatch):
     assert [text for text, _ in header] == HEADER
     for (text, got), (_, want) in zip(header, truth, strict=True):  # the boxes sit on the words' line
         assert abs(got - want) < 2.5, (text, got, want)
-    monkeypatch.setattr(engine, "TABLE_REREAD", False)  # the page as Tesseract reads it whole: garbage
+    monkeypatch.setattr(ocr_tables, "TABLE_REREAD", False)  # the page as Tesseract reads it whole: garbage
     assert [text for text, _ in _header(scan, "always")] != HEADER

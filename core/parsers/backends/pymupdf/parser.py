@@ -42,10 +42,10 @@ from grounded.parsers.ocr.engine import (
     ocr_copy,
     pages_needing_ocr,
     plan_ocr,
-    reocr_tables,
     require_ocr,
     tessdata_dir,
 )
+from grounded.parsers.ocr.tables import reocr_tables
 from grounded.parsers.pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
@@ -342,12 +342,12 @@ class PyMuPDFParser(BaseParser):
         self, source: Path, ocr_pdf: Path, pages: Sequence[Any], ocr_pages: dict[int, str], done: OCRCopy
     ) -> Path | None:
         """Read the TABLE regions the layout model found on the OCR'd pages again, rules erased and
-        shading whitened (:func:`~grounded.parsers.ocr.engine.reocr_tables`, issue #34.21): the path
+        shading whitened (:func:`~grounded.parsers.ocr.tables.reocr_tables`, issue #34.21): the path
         of the new copy, or None when no page has a table. Pages OCR'd whole under an OCR budget
         (many images, noise) are left as they are."""
-        from grounded.parsers.ocr import engine
+        from grounded.parsers.ocr import tables as ocr_tables
 
-        if not engine.TABLE_REREAD:
+        if not ocr_tables.TABLE_REREAD:
             return None
         whole = {p + 1 for p, budget in done.budgets.items() if budget.whole_page}
         tables = {
