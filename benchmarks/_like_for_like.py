@@ -106,7 +106,7 @@ def side_ours_inprocess(files: list[Path]) -> dict:
     _minilm()
     wall, cpu = time.perf_counter(), _cpu()
     with tempfile.TemporaryDirectory(prefix="grounded-lfl-") as out:
-        report = ingest(files, out, workers=0, embed="minilm", progress=False)
+        report = ingest(files, out, workers=0, embed="minilm", progress=False, parse_cache=False)  # every round parses (no parse cache)
     if not report.ok:
         raise SystemExit(f"ingest failed: {report.errors}")
     return {"pages": report.pages, "chunks": report.chunks, "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,
@@ -196,7 +196,7 @@ def side_pool_ours(files: list[Path], workers: int) -> dict:
     folder = files[0].parent
     wall, cpu = time.perf_counter(), _cpu()
     with tempfile.TemporaryDirectory(prefix="grounded-lfl-") as out:
-        report = ingest(folder, out, workers=workers, embed="minilm", progress=False)
+        report = ingest(folder, out, workers=workers, embed="minilm", progress=False, parse_cache=False)  # every round parses (no parse cache)
     if not report.ok:
         raise SystemExit(f"ingest failed: {report.errors}")
     return {"pages": report.pages, "chunks": report.chunks, "wall": time.perf_counter() - wall, "cpu": _cpu() - cpu,

@@ -98,7 +98,8 @@ def measure_ours(corpus: Path, workers: int, embed: bool, engine: str = "local")
 
     with tempfile.TemporaryDirectory(prefix="grounded-ingest-bench-") as out:
         report = ingest(
-            corpus, out, workers=workers, embed="minilm" if embed else "none", progress=False, engine=engine  # type: ignore[arg-type]
+            corpus, out, workers=workers, embed="minilm" if embed else "none", progress=False, engine=engine,  # type: ignore[arg-type]
+            parse_cache=False,  # every round parses: a cache filled by round 1 would serve round 2's trees
         )
     if not report.ok:
         raise SystemExit(f"ingest failed: {report.errors}")

@@ -31,6 +31,7 @@ SHARED = [  # (module, function, label): the layout pass both sides run
     ("pymupdf4llm.helpers.document_layout", "ParsedDocument.to_markdown", "ParsedDocument.to_markdown"),
 ]
 OURS = [
+    ("grounded.runtime.memory", "_text_page_fonts", "  of the layout model: font walk (font-ref balance)"),
     ("grounded.parsers.source", "inspect_pdf", "inspect_pdf (input check)"),
     ("grounded.parsers.backends.pymupdf.parser", "PyMuPDFParser._parse", "_parse (views + layout pass)"),
     ("grounded.parsers.backends.pymupdf.layout", "_prepare_views", "  _prepare_views (turn, scale, budget)"),

@@ -66,19 +66,10 @@ def shared_parses(tmp_path_factory: pytest.TempPathFactory) -> SharedParses:
     return SharedParses(run_directory(tmp_path_factory, "shared-parses"))
 
 
-_ONE_PAGE_OCR = (
-    "issue 34.20 (session 10): on a one-page OCR'd document the layout model labels the first scanned lin"
-    "e a page header in the top band and the one-page furniture rule keeps it out; the noise handling this test is about works, the line placement collides with #20's rule - mend the rule or the page layout"
-)
-
-
 #: node id -> reason: a test that fails on the merged tree and cannot be mended before the merge ends.
 #: The reason names the known gap, which the closing note of its issue names too; the mark is a
 #: non-strict xfail, so a fix shows as XPASS. Remove an entry when its cause is fixed; empty is normal.
-KNOWN_FAILURES: dict[str, str] = {
-    "tests/parse/test_ocr_noise.py::test_a_page_of_1000_noise_images_is_bounded_flagged_and_reads_its_lines": _ONE_PAGE_OCR,
-    "tests/parse/test_ocr_noise.py::test_one_huge_noise_image_is_erased_before_ocr": _ONE_PAGE_OCR,
-}
+KNOWN_FAILURES: dict[str, str] = {}
 
 
 #: Test files that take minutes though they hold few tests (worker pools, subprocesses, notebooks,

@@ -88,9 +88,16 @@ _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 #: :data:`FURNITURE_MAX_LINES` lines, stays furniture when it is set apart from the page's body text ...
 ONE_PAGE_BAND_SHARE = 0.1
 #: ... a font size differing by at least this share of the body's, or bold where the body is not
-#: (or the reverse); without characters to measure (no text layer, or an OCR'd page: Tesseract's
-#: text layer sets every line alike) the band and the model's label decide.
+#: (or the reverse); without characters to measure (no text layer) the band and the model's label decide.
 FURNITURE_SIZE_DIFFERENCE = 0.1
+#: On an OCR'd page Tesseract's text layer sets every line alike (no size or weight to compare), so
+#: there a band line is set apart when the blank between it and the nearest body element (across the
+#: band's edge: vertical for the top/bottom band, horizontal for a side band) is at least this many of
+#: its own line heights. Measured on the scanned shared pages: running headers/footers stand 1.4-7.4
+#: line heights off the body (Federal Register p. 14, Clinical Science p. 2, PeerJ p. 1); a page's
+#: scanned first line labelled a header by the layout model stands at its line spacing, 0.6
+#: (tests/parse/test_ocr_noise.py).
+ONE_PAGE_OCR_GAP_LINES = 1.0
 
 
 class FurnitureKeptWarning(UserWarning):
@@ -142,8 +149,9 @@ def keep_body_furniture(
       furniture. A bare page number ("12", "- 3 -") stays furniture. On a one-page document
       (``page_count`` 1) nothing can repeat: there a line in the furniture band set apart from the
       body (:data:`ONE_PAGE_BAND_SHARE`, :data:`FURNITURE_MAX_LINES`,
-      :data:`FURNITURE_SIZE_DIFFERENCE`; ``source``, the
-      PDF, is read for the font sizes) stays furniture, as the layout model labelled it.
+      :data:`FURNITURE_SIZE_DIFFERENCE`; ``source``, the PDF, is read for the font sizes; on an
+      OCR'd page, a blank of :data:`ONE_PAGE_OCR_GAP_LINES` line heights to the body) stays
+      furniture, as the layout model labelled it.
 
     Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
     is kept and ``metadata["relabeled_from"]`` names the old type. One :class:`FurnitureKeptWarning`
@@ -230,14 +238,35 @@ class _SetApart:
         in_band = box.bottom <= band or box.top >= 1.0 - band or box.right <= band or box.left >= 1.0 - band
         if not in_band or _lines(node) > FURNITURE_MAX_LINES:
             return False
-        if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: no style evidence
-            return True
+        if box.page in self.ocr_pages:  # Tesseract's text layer sets every line alike: the blank decides
+            return self._gap_lines(node) >= ONE_PAGE_OCR_GAP_LINES
         body = self._body_style(box.page)
         style = self._style([box]) if body is not None else None
         if body is None or style is None:
             return True  # nothing to measure: the band and the layout model's label decide
         size, bold = style
         return abs(size - body[0]) >= FURNITURE_SIZE_DIFFERENCE * body[0] or bold != body[1]
+
+    def _gap_lines(self, node: ParsingResult) -> float:
+        """The blank between ``node`` (a band line) and the nearest body element of its page, in
+        ``node``'s line heights, measured across the band's edge (vertical for the top/bottom band,
+        horizontal for a side band); infinite when the page holds no body element."""
+        box = node.geom[0]
+        band = ONE_PAGE_BAND_SHARE
+        vertical = box.bottom <= band or box.top >= 1.0 - band
+        lines = [s for b in node.geom for s in (b.spans or [b])]
+        heights = sorted((s.bottom - s.top) if vertical else (s.right - s.left) for s in lines)
+        line = heights[len(heights) // 2]
+        gaps = [
+            max(0.0, b.top - box.bottom, box.top - b.bottom) if vertical else max(0.0, b.left - box.right, box.left - b.right)
+            for n in _text_nodes(self.root)
+            if n.type not in self.drop and n.type not in _FURNITURE and n.content.strip()
+            for b in n.geom
+            if b.page == box.page
+        ]
+        if not gaps:
+            return float("inf")
+        return min(gaps) / line if line > 0 else float("inf")
 
     def _body_style(self, page: int) -> tuple[float, bool] | None:
         if not self._read:

@@ -83,7 +83,9 @@ def release_memory() -> None:
 
 def _text_page_fonts(stext_page: Any) -> dict[int, Any]:
     """address -> ``fz_font`` (low-level) of every character of a ``pymupdf.TextPage``, text
-    blocks nested in structure blocks included (depth-first block walk)."""
+    blocks nested in structure blocks included (depth-first block walk). The characters of a line
+    are followed by their low-level ``next`` links (no class-aware wrapper per character: 2.7x
+    less CPU than iterating ``FzStextLine``, which ran inside every page's layout pass)."""
     from pymupdf import mupdf
 
     fonts: dict[int, Any] = {}
@@ -93,10 +95,16 @@ def _text_page_fonts(stext_page: Any) -> dict[int, Any]:
         block = walk.block
         if block.type == text:
             for line in mupdf.FzStextBlock(block):
-                for char in line:
-                    font = char.m_internal.font
+                char = line.m_internal.first_char
+                last = None
+                while char is not None:
+                    font = char.font
                     if font is not None:
-                        fonts.setdefault(int(font.this), font)
+                        address = int(font.this)
+                        if address != last:  # runs of one font: one lookup
+                            fonts.setdefault(address, font)
+                            last = address
+                    char = char.next
         walk = mupdf.ll_fz_stext_page_block_iterator_next_dfs(walk)
     return fonts
 

@@ -81,3 +81,18 @@ def test_outside_the_band_or_with_other_pages_the_old_rules_hold(tmp_path):
     root = _tree(0.03)  # a longer document: a line shown on one page only repeats nowhere, kept
     postprocess.keep_body_furniture(root, [T.PAGE_HEADER, T.PAGE_FOOTER], path, page_count=3)
     assert root.children[0].type == T.PARAGRAPH
+
+
+@pytest.mark.parametrize(("gap", "furniture"), [(0.015, False), (0.05, True)], ids=["at-line-spacing", "set-apart"])
+def test_one_page_ocr_band_line_is_furniture_when_a_blank_sets_it_apart(tmp_path, gap, furniture):
+    """An OCR'd page has no font sizes to compare (Tesseract sets every line alike): a band line
+    labelled a header stands apart by the blank below it (:data:`postprocess.ONE_PAGE_OCR_GAP_LINES`
+    line heights). A scanned page's first line at the body's line spacing is body text (issue #34.20:
+    test_ocr_noise's scanned lines), a running header 2.5 line heights off the body is furniture."""
+    path = _band_line_pdf(tmp_path / "band.pdf", 8, False)
+    root = _tree(0.03)  # header line 0.03-0.05: 0.02 high
+    body = root.children[1]
+    body.geom = [ParsingBoundingBox(1, 0.1, 0.05 + gap, 0.9, 0.6)]
+    root.metadata["pages"] = [{"page": 1, "text_source": "ocr"}]
+    postprocess.keep_body_furniture(root, [T.PAGE_HEADER, T.PAGE_FOOTER], path, page_count=1)
+    assert (root.children[0].type == T.PAGE_HEADER) is furniture

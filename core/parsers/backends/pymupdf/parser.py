@@ -45,6 +45,7 @@ from grounded.parsers.ocr.engine import (
     require_ocr,
     tessdata_dir,
 )
+from grounded.parsers.ocr.tables import reocr_tables
 from grounded.parsers.pdf_input import NoTextLayerWarning, PDFInfo, format_pages, mupdf_quiet
 from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
@@ -273,6 +274,12 @@ class PyMuPDFParser(BaseParser):
                 body_sizes.update(sizes)
                 if self.progress is not None:
                     self.progress(len(pages), count)
+        if ocr_pages and scratch is not None:
+            reading = time.perf_counter()
+            reread = self._reocr_tables(source, pdf_path, pages, ocr_pages, done)
+            ocr_seconds += time.perf_counter() - reading
+            if reread is not None:  # the tables' text changed: pages are built from the new copy
+                pdf_path, prebuilt, body_sizes = reread, {}, Counter()
         # header levels as pymupdf4llm computes them, but over the whole document
         fontsizes = {b.max_fontsize for p in pages for b in p.boxes if b.boxclass in ("title", "section-header")}
         if fontsizes:
@@ -330,6 +337,31 @@ class PyMuPDFParser(BaseParser):
         # a page the document's image budget left un-OCR'd reads its own text layer (none)
         reasons = {p + 1: why for p, why in plan.reasons.items() if not (p in done.budgets and done.budgets[p].skipped)}
         return reasons, scratch, target, done
+
+    def _reocr_tables(
+        self, source: Path, ocr_pdf: Path, pages: Sequence[Any], ocr_pages: dict[int, str], done: OCRCopy
+    ) -> Path | None:
+        """Read the TABLE regions the layout model found on the OCR'd pages again, rules erased and
+        shading whitened (:func:`~grounded.parsers.ocr.tables.reocr_tables`, issue #34.21): the path
+        of the new copy, or None when no page has a table. Pages OCR'd whole under an OCR budget
+        (many images, noise) are left as they are."""
+        from grounded.parsers.ocr import tables as ocr_tables
+
+        if not ocr_tables.TABLE_REREAD:
+            return None
+        whole = {p + 1 for p, budget in done.budgets.items() if budget.whole_page}
+        tables = {
+            p.page_number - 1: [(b.x0, b.y0, b.x1, b.y1) for b in p.boxes if b.boxclass == "table"]
+            for p in pages
+            if p.page_number in ocr_pages and p.page_number not in whole
+        }
+        tables = {p: rects for p, rects in tables.items() if rects}
+        if not tables:
+            return None
+        target = ocr_pdf.with_name("ocr-tables.pdf")
+        with mupdf_quiet():
+            reocr_tables(source, ocr_pdf, target, tables, dpi=self.ocr_dpi, tessdata=self._tessdata)
+        return target
 
     def _layout_iter(
         self, doc: Any, pdf_path: Path, count: int, ocr_pages: frozenset[int] = frozenset()
