@@ -63,9 +63,7 @@ import logging
 import os
 import re
 import stat
-import threading
 import warnings
-from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -77,6 +75,7 @@ from ..model.elements import ParsingResult
 
 if TYPE_CHECKING:
     from . import BaseParser
+from ..runtime.bounded import BoundedCache
 from ..runtime.code_version import parser_code_version
 
 __all__ = [
@@ -209,30 +208,20 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 # -- in-process LRU (shared by every ParseCache of the process: references are content addresses) --
-_memory: OrderedDict[str, ParsingResult] = OrderedDict()
-_lock = threading.Lock()
+_memory: BoundedCache[ParsingResult] = BoundedCache(MEMORY_SIZE)
 
 
 def _remember(ref: str, root: ParsingResult) -> None:
-    with _lock:
-        _memory[ref] = root
-        _memory.move_to_end(ref)
-        while len(_memory) > MEMORY_SIZE:
-            _memory.popitem(last=False)
+    _memory.put(ref, root)
 
 
 def _recall(ref: str) -> ParsingResult | None:
-    with _lock:
-        root = _memory.get(ref)
-        if root is not None:
-            _memory.move_to_end(ref)
-        return root
+    return _memory.get(ref)
 
 
 def clear_memory() -> None:
     """Forget the decoded trees of this process (the disk cache is kept)."""
-    with _lock:
-        _memory.clear()
+    _memory.clear()
 
 
 #: cache directories already reported as unusable (one warning each per process)
@@ -439,8 +428,7 @@ class ParseCache:
 
     def remove(self, ref: str) -> None:
         ref = str(parse_ref(ref))
-        with _lock:
-            _memory.pop(ref, None)
+        _memory.discard(ref)
         self._discard(self.path(ref), None)
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import functools
 import math
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from ..model.boxes import ParsingBoundingBox
+from ..runtime.bounded import BoundedCache
 from .hyphenation import DROP, Lexicon, decide
 
 __all__ = [
@@ -321,8 +321,7 @@ class TextLayer:
         self.path = Path(pdf_path)
         self._own = document is None
         self._doc = pymupdf.open(self.path) if document is None else document
-        self._cache: OrderedDict[int, PageChars] = OrderedDict()
-        self._cache_pages = max(1, cache_pages)
+        self._cache: BoundedCache[PageChars] = BoundedCache(max(1, cache_pages))
 
     @property
     def page_count(self) -> int:
@@ -330,15 +329,7 @@ class TextLayer:
 
     def page(self, number: int) -> PageChars:
         """Characters of 1-based page ``number``."""
-        hit = self._cache.get(number)
-        if hit is not None:
-            self._cache.move_to_end(number)
-            return hit
-        chars = PageChars.from_page(self._doc.load_page(number - 1), number)
-        self._cache[number] = chars
-        while len(self._cache) > self._cache_pages:
-            self._cache.popitem(last=False)
-        return chars
+        return self._cache.get_or_make(number, lambda: PageChars.from_page(self._doc.load_page(number - 1), number))
 
     def close(self) -> None:
         self._cache.clear()

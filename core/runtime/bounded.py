@@ -67,6 +67,13 @@ class BoundedCache(Generic[V]):
         """The summed weight held now (the entry count without ``weigh``); always ``<= size``."""
         return self._total
 
+    def discard(self, key: Hashable) -> None:
+        """Forget ``key`` (nothing when it is not held)."""
+        with self._lock:
+            item = self._items.pop(key, None)
+            if item is not None:
+                self._total -= item[1]
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
