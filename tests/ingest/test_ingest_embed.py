@@ -37,6 +37,8 @@ def test_minilm_embeddings_and_split_document_embeddings_are_identical(tmp_path:
 # -- the LanceDB sink ---------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
+    """``--sink lancedb`` from the CLI; ``--workers 0`` (the in-process engine, the rows of a worker
+    run: tests/ingest/test_ingest_inprocess.py) embeds with the MiniLM this test's query uses."""
     import lancedb
 
     from grounded.chunking.strategies.semantic import minilm_embedder
@@ -45,7 +47,7 @@ def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
     make_pdf(folder / "one.pdf", 2, 7)
     make_pdf(folder / "two.pdf", 1, 8)
     out = tmp_path / "out"
-    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
+    assert main(["ingest", str(folder), "-o", str(out), "--workers", "0", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
     expected = {r["chunk_id"]: r for rows in parts(out).values() for r in rows}
     table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
     assert table.count_rows() == len(expected) > 1
@@ -56,5 +58,5 @@ def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
     assert hit["boxes"] == target["boxes"] and hit["boxes"][0]["spans"]  # nested exact boxes survive
     assert hit["pages"] == target["pages"] and hit["source_sha256"] == target["source_sha256"]
     # a re-run adds no duplicate rows (the table is rebuilt from the done parts)
-    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
+    assert main(["ingest", str(folder), "-o", str(out), "--workers", "0", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
     assert lancedb.connect(str(out / "lancedb")).open_table("chunks").count_rows() == len(expected)
