@@ -1,6 +1,10 @@
 """``grounded ingest``: folder/glob/list -> Parquet rows; resume, failure isolation, determinism.
 The long shared PDFs are in test_ingest_long.py, the embeddings and the LanceDB sink in
-test_ingest_embed.py (files of their own, so both xdist workers share the ingest tests)."""
+test_ingest_embed.py (files of their own, so both xdist workers share the ingest tests). Tests of
+the output folder's bookkeeping (a removed part, a new version of a file, changed chunking code, a
+torn record) run the in-process engine (``workers=0``: the rows of a worker run,
+tests/ingest/test_ingest_inprocess.py), with no worker process to start; the worker-pool tests
+here and in test_ingest_index.py run processes."""
 
 from __future__ import annotations
 
@@ -102,11 +106,11 @@ def test_second_run_does_no_work(corpus: Path, run2) -> None:
 
 def test_a_removed_part_is_made_again(corpus: Path, tmp_path: Path) -> None:
     pdf = corpus / "b.PDF"
-    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    first = ingest(pdf, tmp_path, workers=0, progress=False)
     (part,) = (tmp_path / "chunks").glob("part-*.parquet")
     rows = pq.read_table(part).to_pylist()
     part.unlink()
-    again = ingest(pdf, tmp_path, workers=1, progress=False)
+    again = ingest(pdf, tmp_path, workers=0, progress=False)
     assert (first.done, again.done, again.skipped) == (1, 1, 0)
     assert pq.read_table(part).to_pylist() == rows
     assert len(pq.read_table(tmp_path / "documents.parquet")) == 1
@@ -319,13 +323,13 @@ def test_changed_chunking_code_is_not_resumed(corpus: Path, tmp_path: Path, monk
     from grounded.ingest import ConfigurationMismatchError
 
     pdf = corpus / "b.PDF"
-    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    first = ingest(pdf, tmp_path, workers=0, progress=False)
     first_fp = pq.read_table(tmp_path / "documents.parquet").column("config_fingerprint").to_pylist()[0]
     monkeypatch.setattr(config, "chunking_code_version", lambda: "another-version")
     with pytest.raises(ConfigurationMismatchError, match="grounded's chunking code .* -> another-") as refused:
-        ingest(pdf, tmp_path, workers=1, progress=False)
+        ingest(pdf, tmp_path, workers=0, progress=False)
     assert "--replace" in str(refused.value)
-    again = ingest(pdf, tmp_path, workers=1, progress=False, replace=True)
+    again = ingest(pdf, tmp_path, workers=0, progress=False, replace=True)
     assert (first.done, again.done, again.skipped, again.retired) == (1, 1, 0, 1)
     documents = pq.read_table(tmp_path / "documents.parquet").to_pylist()
     assert len(documents) == 1 and documents[0]["config_fingerprint"] != first_fp
@@ -338,9 +342,9 @@ def test_a_new_version_of_a_file_replaces_its_rows(tmp_path: Path) -> None:
     make_pdf(folder / "guideline.pdf", 2, 1)
     make_pdf(folder / "other.pdf", 2, 2)
     out = tmp_path / "out"
-    first = ingest(folder, out, workers=1, progress=False)
+    first = ingest(folder, out, workers=0, progress=False)
     make_pdf(folder / "guideline.pdf", 3, 4)  # version 2 of the guideline
-    again = ingest(folder / "guideline.pdf", out, workers=1, progress=False)
+    again = ingest(folder / "guideline.pdf", out, workers=0, progress=False)
     assert (first.done, again.done, again.retired) == (2, 1, 1)
     documents = {Path(d["path"]).name: d for d in pq.read_table(out / "documents.parquet").to_pylist()}
     assert sorted(documents) == ["guideline.pdf", "other.pdf"]
@@ -389,7 +393,7 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     make_pdf(folder / "a.pdf", 1, 1)
     make_pdf(folder / "b.pdf", 1, 2)
     out = tmp_path / "out"
-    assert ingest(folder, out, workers=1, progress=False).done == 2
+    assert ingest(folder, out, workers=0, progress=False).done == 2
     # the state a run killed after b's record and before publishing leaves: b not in the manifest
     manifest = json.loads((out / MANIFEST).read_text())
     manifest["documents"] = [d for d in manifest["documents"] if not d["path"].endswith("b.pdf")]
@@ -400,7 +404,7 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     intact = record.read_bytes()
     record.write_bytes(intact[: len(intact) // 2])  # torn (written by something that is not ingest)
     with caplog.at_level("WARNING", logger="grounded.ingest"):
-        again = ingest(folder, out, workers=1, progress=False)
+        again = ingest(folder, out, workers=0, progress=False)
     named = [r.getMessage() for r in caplog.records if str(record) in r.getMessage()]
     assert len(named) == 1 and "damaged manifest record" in named[0], caplog.text
     assert (again.done, again.skipped) == (1, 1)
