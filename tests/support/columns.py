@@ -5,9 +5,10 @@ a column-2 box before a column-1 box of its band, in the model's order and in
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grounded.parsers.reading_order import reading_order
 
@@ -16,7 +17,7 @@ __all__ = ["ColumnCount", "column_violations", "count_column_order"]
 _BODY_SKIP = frozenset({"page-header", "page-footer", "footnote"})
 
 
-def column_violations(boxes, order: list[int], width: float) -> int:  # type: ignore[no-untyped-def]
+def column_violations(boxes: Sequence[Any], order: list[int], width: float) -> int:
     """Pairs (column-2 box, column-1 box) of the same band with the column-2 box read first.
     Defined from the boxes alone: column 1 ends left of the page's middle, column 2 starts right
     of it, a box crossing the middle starts a new band (by its top)."""
