@@ -1,6 +1,9 @@
 """The larger seeded fuzz run of issues #14 and #21: every bad-input kind, ~200 byte-flip mutants, API + CLI.
 
-Run: ``python benchmarks/fuzz_run.py --cases 320 --seed 0 --save docs/results/fuzz.md``.
+Run: ``python benchmarks/fuzz_run.py --cases 320 --seed 0 --save docs/results/fuzz.md``;
+``python benchmarks/fuzz_run.py --suite-corpus --cli all`` runs the CLI on every file of the suite's
+corpus (tests/fuzz/test_fuzz.py runs it on the first file of each kind; the other files' CLI cases
+moved here in issue #30.7, ~2 s of subprocess each).
 The corpus (``tests/fuzz/corpus.py``) is generated into a temporary folder from the shared PDFs;
 each file goes through ``get_parser("pymupdf").run`` + ``Chunker("recursive", 64).chunk`` +
 ``ParseOutput.save`` in this process and through ``grounded parse FILE -o DIR`` in a subprocess
@@ -32,7 +35,7 @@ for _key, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("T
 
 import grounded  # noqa: E402  (before pymupdf: grounded's offline defaults first)
 from tests.fuzz.contract import GOOD, VIOLATIONS, Outcome, _chars, check_api, check_cli, expected_text  # noqa: E402
-from tests.fuzz.corpus import KINDS, Case, build_corpus, full_counts  # noqa: E402
+from tests.fuzz.corpus import KINDS, TEST_COUNTS, Case, build_corpus, full_counts  # noqa: E402
 
 
 def _git_head() -> str:
@@ -103,6 +106,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=320, help="number of generated files (mutants fill up; default 320)")
     ap.add_argument("--seed", type=int, default=0, help="corpus seed (default 0)")
+    ap.add_argument("--suite-corpus", action="store_true",
+                    help="the suite's corpus (TEST_COUNTS of tests/fuzz/corpus.py) instead of --cases: with --cli all, "
+                         "the CLI on every file tests/fuzz/test_fuzz.py runs through the API (the suite runs the CLI "
+                         "on the first file of each kind)")
     ap.add_argument("--cli", choices=("all", "sample", "none"), default="all",
                     help="CLI subprocess for every file, for non-mutants + every 5th mutant, or never")
     ap.add_argument("--kinds", default="", help="comma-separated kinds to run (default: all 22)")
@@ -121,7 +128,8 @@ def main() -> int:
     excluded = {k.strip() for k in args.exclude.split(",") if k.strip()}
     kinds = [k for k in kinds if k not in excluded]
     started = time.perf_counter()
-    cases = build_corpus(work / "in", seed=args.seed, counts=full_counts(args.cases), kinds=kinds)
+    counts = TEST_COUNTS if args.suite_corpus else full_counts(args.cases)
+    cases = build_corpus(work / "in", seed=args.seed, counts=counts, kinds=kinds)
     generated = time.perf_counter() - started
     # the image bombs (#21.8) first, every other kind next, then the mutants, the 1000 pages last:
     # a --budget cut trims the mutants first
@@ -191,7 +199,8 @@ def main() -> int:
         from grounded.serialization import atomic_write_text
 
         report = "\n".join(printed)
-        command = f"python benchmarks/fuzz_run.py --cases {args.cases} --seed {args.seed} --cli {args.cli}"
+        size = "--suite-corpus" if args.suite_corpus else f"--cases {args.cases}"
+        command = f"python benchmarks/fuzz_run.py {size} --seed {args.seed} --cli {args.cli}"
         command += f" --exclude {args.exclude}" if args.exclude else ""
         command += f" --kinds {args.kinds}" if args.kinds else ""
         command += f" --budget {args.budget:g}" if args.budget else ""

@@ -169,16 +169,19 @@ def test_ingest_options_reach_the_workers(pdf: Path, files: dict[str, Path], tmp
 
 def test_ingest_records_strategy_options_and_refuses_others(pdf: Path, tmp_path: Path,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    # --workers 0: the in-process engine (the rows of a worker run, tests/ingest/test_ingest_inprocess.py)
+    # loads MiniLM once for the ingest and the comparison below; options reaching worker processes:
+    # test_ingest_options_reach_the_workers
     out = tmp_path / "semantic"
-    code, err, _ = _cli(capsys, "ingest", pdf, "-o", out, "-s", "semantic", "--percentile", "0.8", "--workers", "1", "-q")
+    code, err, _ = _cli(capsys, "ingest", pdf, "-o", out, "-s", "semantic", "--percentile", "0.8", "--workers", "0", "-q")
     assert code == 0, err
     assert _settings(out)["strategy_options"] == {"percentile": 0.8}
     chunker = Chunker("semantic", 256, percentile=0.8)
     assert _settings(out)["chunker"] == chunker.fingerprint != Chunker("semantic", 256).fingerprint
-    made_here = chunker.chunk(get_parser("pymupdf").parse(pdf)).chunks  # the worker used the same chunker
+    made_here = chunker.chunk(get_parser("pymupdf").parse(pdf)).chunks  # the ingest used the same chunker
     assert sorted(r["chunk_id"] for r in _rows(out)) == sorted(c.id for c in made_here)
     capsys.readouterr()  # the model's loading bar of the line above
-    code, err, _ = _cli(capsys, "ingest", pdf, "-o", out, "-s", "semantic", "--percentile", "0.7", "--workers", "1", "-q")
+    code, err, _ = _cli(capsys, "ingest", pdf, "-o", out, "-s", "semantic", "--percentile", "0.7", "--workers", "0", "-q")
     assert code == 1 and len(err) == 1 and "strategy options" in err[0] and "percentile=0.8 -> percentile=0.7" in err[0]
 
 

@@ -1,4 +1,10 @@
-"""``grounded ingest``: folder/glob/list -> Parquet rows; resume, failure isolation, determinism."""
+"""``grounded ingest``: folder/glob/list -> Parquet rows; resume, failure isolation, determinism.
+The long shared PDFs are in test_ingest_long.py, the embeddings and the LanceDB sink in
+test_ingest_embed.py (files of their own, so both xdist workers share the ingest tests). Tests of
+the output folder's bookkeeping (a removed part, a new version of a file, changed chunking code, a
+torn record) run the in-process engine (``workers=0``: the rows of a worker run,
+tests/ingest/test_ingest_inprocess.py), with no worker process to start; the worker-pool tests
+here and in test_ingest_index.py run processes."""
 
 from __future__ import annotations
 
@@ -19,61 +25,8 @@ import ray.data  # noqa: F401  (the ray extra: the Ray engine tests below)
 from grounded.cli.main import main
 from grounded.errors import InputNotFoundError
 from grounded.ingest import expand_inputs, ingest
-from tests.support.data import LONG_PDFS, REPO, shared  # noqa: E402
-
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-
-WORDS = ["guideline", "patients", "treatment", "dose", "renal", "hepatic", "monitoring", "therapy", "evidence", "recommendation", "trial", "outcome", "adverse", "event", "clinical", "review", "cohort", "baseline", "follow-up", "analysis", "protocol"]
-
-
-def make_pdf(path: Path, pages: int, seed: int) -> Path:
-    """A text PDF: a title, then per page a section header and three paragraphs."""
-    import pymupdf  # imported after grounded (which sets the ONNX Runtime offline defaults first)
-
-    doc = pymupdf.open()
-    for p in range(pages):
-        page = doc.new_page()
-        y = 72
-        if p == 0:
-            page.insert_text((72, y), f"Document {seed} clinical guideline", fontsize=18)
-            y += 36
-        page.insert_text((72, y), f"{p + 1}. Section {seed}.{p + 1}", fontsize=13)
-        y += 24
-        for k in range(3):
-            words = [WORDS[(seed * 7 + p * 5 + k * 3 + i) % len(WORDS)] for i in range(70)]
-            text = " ".join(words).capitalize() + "."
-            rect = pymupdf.Rect(72, y, 523, y + 150)
-            page.insert_textbox(rect, text, fontsize=10)
-            y += 160
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(path)
-    doc.close()
-    return path
-
-
-def make_bad(folder: Path) -> tuple[Path, Path]:
-    """A truncated PDF (header and a few bytes of a body, no objects) and a password-protected one."""
-    import pymupdf
-
-    folder.mkdir(parents=True, exist_ok=True)
-    good = make_pdf(folder / "_source.tmp", 2, 99).read_bytes()
-    (folder / "_source.tmp").unlink()
-    corrupt = folder / "truncated.pdf"
-    corrupt.write_bytes(good[:400])
-    encrypted = folder / "encrypted.pdf"
-    doc = pymupdf.open()
-    doc.new_page().insert_text((72, 72), "secret text " * 20)
-    doc.save(encrypted, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="user", owner_pw="owner")
-    doc.close()
-    return corrupt, encrypted
-
-
-def parts(out: Path) -> dict[str, list[dict]]:
-    return {p.name: pq.read_table(p).to_pylist() for p in sorted((out / "chunks").glob("part-*.parquet"))}
-
-
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+from tests.support.data import REPO
+from tests.support.ingest_corpus import ENV, make_bad, make_pdf, parts, sha256
 
 
 @pytest.fixture(scope="module")
@@ -153,11 +106,11 @@ def test_second_run_does_no_work(corpus: Path, run2) -> None:
 
 def test_a_removed_part_is_made_again(corpus: Path, tmp_path: Path) -> None:
     pdf = corpus / "b.PDF"
-    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    first = ingest(pdf, tmp_path, workers=0, progress=False)
     (part,) = (tmp_path / "chunks").glob("part-*.parquet")
     rows = pq.read_table(part).to_pylist()
     part.unlink()
-    again = ingest(pdf, tmp_path, workers=1, progress=False)
+    again = ingest(pdf, tmp_path, workers=0, progress=False)
     assert (first.done, again.done, again.skipped) == (1, 1, 0)
     assert pq.read_table(part).to_pylist() == rows
     assert len(pq.read_table(tmp_path / "documents.parquet")) == 1
@@ -211,75 +164,6 @@ def test_job_errors_are_refused_before_work(tmp_path: Path, corpus: Path) -> Non
     assert not (tmp_path / "chunks").exists()
 
 
-# -- the shared long PDFs (slow: ~45 pages through the layout model several times) ------------------
-@pytest.fixture(scope="module")
-def long_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    shared("long")
-    root = tmp_path_factory.mktemp("long")
-    listing = root / "inputs.txt"
-    corrupt, encrypted = make_bad(root / "bad")
-    listing.write_text("\n".join(str(p) for p in [*LONG_PDFS, corrupt, encrypted]) + "\n")
-    return listing
-
-
-@pytest.fixture(scope="module")
-def long_run(long_corpus: Path, tmp_path_factory: pytest.TempPathFactory):
-    out = tmp_path_factory.mktemp("long-out")
-    return ingest(long_corpus, out, workers=2, progress=False), out
-
-
-@pytest.mark.slow
-def test_long_pdfs_and_bad_files(long_run) -> None:
-    report, out = long_run
-    assert (report.done, report.failed) == (len(LONG_PDFS), 2)
-    assert {r["error_type"] for r in pq.read_table(out / "errors.parquet").to_pylist()} >= {"EncryptedPDFError"}
-    tables = parts(out)
-    assert len(tables) == len(LONG_PDFS)
-    ids = [r["chunk_id"] for rows in tables.values() for r in rows]
-    assert len(ids) == len(set(ids)) == report.chunks
-
-
-@pytest.mark.slow
-def test_killed_run_resumes_without_duplicates(long_corpus: Path, long_run, tmp_path: Path) -> None:
-    _, reference = long_run
-    out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "grounded.cli", "ingest", str(long_corpus), "-o", str(out), "--workers", "1"]
-    proc = subprocess.Popen(cmd, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 300
-    try:
-        while not list((out / "chunks").glob("part-*.parquet")):
-            assert proc.poll() is None, "the run ended before its first part file"
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-    finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert 1 <= len(list((out / "chunks").glob("part-*.parquet"))) < len(LONG_PDFS)
-    restarted = subprocess.run(cmd, cwd=REPO, env=ENV, capture_output=True, text=True, timeout=600)
-    assert restarted.returncode == 1, restarted.stderr  # the bad files failed
-    assert parts(out) == parts(reference)
-    ids = [r["chunk_id"] for rows in parts(out).values() for r in rows]
-    assert len(ids) == len(set(ids))
-    assert len(pq.read_table(out / "documents.parquet")) == len(LONG_PDFS)
-    assert len(pq.read_table(out / "errors.parquet")) == 2
-
-
-@pytest.mark.slow
-def test_minilm_embeddings(tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "in" / "small.pdf", 1, 5)
-    report = ingest(pdf, tmp_path / "out", embed="minilm", workers=1, progress=False)
-    assert report.ok and report.done == 1 and report.stage_seconds.get("embed", 0) > 0
-    (rows,) = parts(tmp_path / "out").values()
-    import numpy as np
-
-    vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)
-    assert vectors.shape == (len(rows), 384)
-    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
-    plain = ingest(pdf, tmp_path / "plain", workers=1, progress=False)
-    (plain_rows,) = parts(tmp_path / "plain").values()
-    assert plain.ok and [r["chunk_id"] for r in plain_rows] == [r["chunk_id"] for r in rows]
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds the worker processes through /proc")
 def test_a_killed_worker_loses_nothing(
     corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -331,14 +215,6 @@ def test_ray_engine_writes_the_same_files(corpus: Path, run2, tmp_path: Path) ->
     assert (again.done, again.skipped) == (0, 5)
 
 
-@pytest.mark.slow
-def test_ray_engine_long_pdfs(long_corpus: Path, long_run, tmp_path: Path) -> None:
-    _, reference = long_run
-    assert main(["ingest", str(long_corpus), "-o", str(tmp_path), "--engine", "ray", "--workers", "2"]) == 1
-    assert parts(tmp_path) == parts(reference)
-    assert len(pq.read_table(tmp_path / "errors.parquet")) == 2
-
-
 # -- fewer documents than workers: one document spread over the workers by pages ------------------------
 def test_one_document_is_split_over_the_workers(corpus: Path, run2, tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     _, reference = run2
@@ -349,27 +225,6 @@ def test_one_document_is_split_over_the_workers(corpus: Path, run2, tmp_path: Pa
     assert (report.done, report.failed, report.pages) == (1, 0, 3)
     (name,) = parts(tmp_path)
     assert parts(tmp_path)[name] == parts(reference)[name]  # same rows (ids included) as a whole-document task
-
-
-@pytest.mark.slow
-def test_split_document_embeddings_are_identical(tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "in" / "four.pdf", 4, 6)
-    one = ingest(pdf, tmp_path / "one", embed="minilm", workers=1, progress=False)
-    two = ingest(pdf, tmp_path / "two", embed="minilm", workers=2, progress=False)
-    assert one.ok and two.ok and one.chunks == two.chunks > 0
-    rows = parts(tmp_path / "two")
-    assert rows == parts(tmp_path / "one")  # embeddings bit for bit: the same slices, one thread each
-    assert all(len(r["embedding"]) == 384 for part in rows.values() for r in part)
-
-
-@pytest.mark.slow
-def test_split_long_pdf_matches_one_worker(long_run, tmp_path: Path) -> None:
-    _, reference = long_run
-    pdf = LONG_PDFS[0]
-    report = ingest(pdf, tmp_path, workers=2, progress=False)
-    assert report.ok and report.pages > 2
-    (name,) = parts(tmp_path)
-    assert parts(tmp_path)[name] == parts(reference)[name]
 
 
 @pytest.mark.slow
@@ -461,32 +316,6 @@ def test_progress_bar_on_a_terminal_only(corpus: Path, tmp_path: Path) -> None:
     assert piped.returncode == 0 and "%" not in piped.stderr and "1 done, 0 skipped, 0 failed" in piped.stderr
 
 
-# -- the LanceDB sink ---------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_lancedb_sink_is_searchable_with_boxes(tmp_path: Path) -> None:
-    import lancedb
-
-    from grounded.chunking.strategies.semantic import minilm_embedder
-
-    folder = tmp_path / "in"
-    make_pdf(folder / "one.pdf", 2, 7)
-    make_pdf(folder / "two.pdf", 1, 8)
-    out = tmp_path / "out"
-    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
-    expected = {r["chunk_id"]: r for rows in parts(out).values() for r in rows}
-    table = lancedb.connect(str(out / "lancedb")).open_table("chunks")
-    assert table.count_rows() == len(expected) > 1
-    target = next(r for r in expected.values() if r["source_path"].endswith("two.pdf"))
-    query = minilm_embedder()([target["text"]])[0]
-    (hit,) = table.search(query).limit(1).to_list()
-    assert hit["chunk_id"] == target["chunk_id"] and hit["_distance"] < 1e-4
-    assert hit["boxes"] == target["boxes"] and hit["boxes"][0]["spans"]  # nested exact boxes survive
-    assert hit["pages"] == target["pages"] and hit["source_sha256"] == target["source_sha256"]
-    # a re-run adds no duplicate rows (the table is rebuilt from the done parts)
-    assert main(["ingest", str(folder), "-o", str(out), "--workers", "1", "--embed", "minilm", "--sink", "lancedb", "-q"]) == 0
-    assert lancedb.connect(str(out / "lancedb")).open_table("chunks").count_rows() == len(expected)
-
-
 def test_changed_chunking_code_is_not_resumed(corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Rows made by other chunking code are never mixed into a folder (their ids/boxes may differ):
     the run is refused naming what changed, and ``replace=True`` re-indexes the folder."""
@@ -494,13 +323,13 @@ def test_changed_chunking_code_is_not_resumed(corpus: Path, tmp_path: Path, monk
     from grounded.ingest import ConfigurationMismatchError
 
     pdf = corpus / "b.PDF"
-    first = ingest(pdf, tmp_path, workers=1, progress=False)
+    first = ingest(pdf, tmp_path, workers=0, progress=False)
     first_fp = pq.read_table(tmp_path / "documents.parquet").column("config_fingerprint").to_pylist()[0]
     monkeypatch.setattr(config, "chunking_code_version", lambda: "another-version")
     with pytest.raises(ConfigurationMismatchError, match="grounded's chunking code .* -> another-") as refused:
-        ingest(pdf, tmp_path, workers=1, progress=False)
+        ingest(pdf, tmp_path, workers=0, progress=False)
     assert "--replace" in str(refused.value)
-    again = ingest(pdf, tmp_path, workers=1, progress=False, replace=True)
+    again = ingest(pdf, tmp_path, workers=0, progress=False, replace=True)
     assert (first.done, again.done, again.skipped, again.retired) == (1, 1, 0, 1)
     documents = pq.read_table(tmp_path / "documents.parquet").to_pylist()
     assert len(documents) == 1 and documents[0]["config_fingerprint"] != first_fp
@@ -513,9 +342,9 @@ def test_a_new_version_of_a_file_replaces_its_rows(tmp_path: Path) -> None:
     make_pdf(folder / "guideline.pdf", 2, 1)
     make_pdf(folder / "other.pdf", 2, 2)
     out = tmp_path / "out"
-    first = ingest(folder, out, workers=1, progress=False)
+    first = ingest(folder, out, workers=0, progress=False)
     make_pdf(folder / "guideline.pdf", 3, 4)  # version 2 of the guideline
-    again = ingest(folder / "guideline.pdf", out, workers=1, progress=False)
+    again = ingest(folder / "guideline.pdf", out, workers=0, progress=False)
     assert (first.done, again.done, again.retired) == (2, 1, 1)
     documents = {Path(d["path"]).name: d for d in pq.read_table(out / "documents.parquet").to_pylist()}
     assert sorted(documents) == ["guideline.pdf", "other.pdf"]
@@ -564,7 +393,7 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     make_pdf(folder / "a.pdf", 1, 1)
     make_pdf(folder / "b.pdf", 1, 2)
     out = tmp_path / "out"
-    assert ingest(folder, out, workers=1, progress=False).done == 2
+    assert ingest(folder, out, workers=0, progress=False).done == 2
     # the state a run killed after b's record and before publishing leaves: b not in the manifest
     manifest = json.loads((out / MANIFEST).read_text())
     manifest["documents"] = [d for d in manifest["documents"] if not d["path"].endswith("b.pdf")]
@@ -575,7 +404,7 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     intact = record.read_bytes()
     record.write_bytes(intact[: len(intact) // 2])  # torn (written by something that is not ingest)
     with caplog.at_level("WARNING", logger="grounded.ingest"):
-        again = ingest(folder, out, workers=1, progress=False)
+        again = ingest(folder, out, workers=0, progress=False)
     named = [r.getMessage() for r in caplog.records if str(record) in r.getMessage()]
     assert len(named) == 1 and "damaged manifest record" in named[0], caplog.text
     assert (again.done, again.skipped) == (1, 1)
@@ -583,20 +412,3 @@ def test_a_torn_record_is_reported_with_its_file(tmp_path: Path, caplog: pytest.
     assert len(pq.read_table(out / "documents.parquet")) == 2
 
 
-def test_ingest_cli_passes_the_model_to_its_workers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """``grounded ingest -s llm --llm MODULE:FACTORY()``: the model spec crosses into the worker
-    processes (each builds the model) and every chunk row is written."""
-    monkeypatch.syspath_prepend(str(REPO))
-    monkeypatch.setenv("PYTHONPATH", str(REPO))  # worker processes import the factory too
-    pdf = shared("long", "federal-register-2020-17221.pdf")
-    out = tmp_path / "out"
-    code = main(
-        ["ingest", str(pdf), "-o", str(out), "-s", "llm", "--llm", "tests.llm.test_models:every_fourth()", "--workers", "1", "-q"]
-    )
-    assert code == 0, capsys.readouterr().err
-    table = pq.read_table(next((out / "chunks").glob("*.parquet")))
-    assert table.num_rows > 10
-    docs = pq.read_table(out / "documents.parquet").to_pylist()
-    assert docs and docs[0]["chunks"] == table.num_rows

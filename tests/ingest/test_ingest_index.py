@@ -387,7 +387,9 @@ def test_lancedb_is_updated_incrementally_with_indexes(
 ) -> None:
     """No commit when nothing changed; a changed document's rows replaced in place; the full-text
     index after every ingest; the vector index once the table is large enough; embeddings as
-    FixedSizeList<float32>[384] in Parquet and LanceDB."""
+    FixedSizeList<float32>[384] in Parquet and LanceDB. The in-process engine (``workers=0``, the rows
+    of a worker run: tests/ingest/test_ingest_inprocess.py) loads MiniLM once for the three runs
+    instead of once in each run's worker process."""
     import pyarrow as pa
 
     from grounded.chunking.strategies.semantic import minilm_embedder
@@ -398,7 +400,7 @@ def test_lancedb_is_updated_incrementally_with_indexes(
     shutil.copy(sample_pdf, folder / "guideline.pdf")
     shutil.copy(one_page(ONE_PAGE[0]), folder / "other.pdf")
     out = tmp_path / "out"
-    assert ingest(folder, out, embed="minilm", workers=1, progress=False, sink="lancedb").ok
+    assert ingest(folder, out, embed="minilm", workers=0, progress=False, sink="lancedb").ok
     table = open_lancedb(out)
     assert [i.index_type for i in table.list_indices()] == ["FTS"]  # below the vector index threshold
     assert table.schema.field("vector").type == pa.list_(pa.float32(), 384)
@@ -407,12 +409,12 @@ def test_lancedb_is_updated_incrementally_with_indexes(
     fts = table.search(question, query_type="fts").limit(3).to_list()
     assert fts and fts[0]["source_path"] == str(folder / "guideline.pdf") and fts[0]["boxes"]
     version = read_manifest(out).lancedb["version"]  # type: ignore[union-attr]
-    assert ingest(folder, out, embed="minilm", workers=1, progress=False, sink="lancedb").skipped == 2
+    assert ingest(folder, out, embed="minilm", workers=0, progress=False, sink="lancedb").skipped == 2
     assert read_manifest(out).lancedb["version"] == version  # type: ignore[union-attr]  # no commit
     # a new version of one document, and a table now large enough for a vector index
     monkeypatch.setattr(lance_sink, "VECTOR_INDEX_MIN_ROWS", 5)
     shutil.copy(one_page(ONE_PAGE[1]), folder / "other.pdf")
-    assert ingest(folder, out, embed="minilm", workers=1, progress=False).ok  # sticky sink
+    assert ingest(folder, out, embed="minilm", workers=0, progress=False).ok  # sticky sink
     assert_one_version_per_path(out)
     assert_clean(out)
     table = open_lancedb(out)

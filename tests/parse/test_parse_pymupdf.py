@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pymupdf
@@ -15,16 +16,44 @@ from grounded.model import TEXT_TYPES, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers import get_parser, map_label
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
+from grounded.parsers.base import ParseOutput
 from grounded.parsers.pdf_input import NoTextLayerWarning
 from grounded.serialization import load_parsing_result
 from tests.support.data import DOCLING_GT_PDFS, LONG_PDFS, shared
 
 
+class _Runs:
+    """``PyMuPDFParser().run(pdf)`` once per PDF for this module, with the warnings the parse gave:
+    the reference document, the header-level PDFs and the every-shared-PDF check read the same
+    default parse (each was parsed two or three times before)."""
+
+    def __init__(self) -> None:
+        self._done: dict[Path, tuple[ParseOutput, list[warnings.WarningMessage]]] = {}
+
+    def __call__(self, pdf: Path) -> tuple[ParseOutput, list[warnings.WarningMessage]]:
+        pdf = Path(pdf).resolve()
+        if pdf not in self._done:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = PyMuPDFParser().run(pdf)
+            self._done[pdf] = (out, list(caught))
+        return self._done[pdf]
+
+
 @pytest.fixture(scope="module")
-def clinsci():
+def runs() -> _Runs:
+    return _Runs()
+
+
+def _user_warnings(caught: list[warnings.WarningMessage], category: type[Warning] = UserWarning) -> list[str]:
+    return [str(w.message) for w in caught if issubclass(w.category, category)]
+
+
+@pytest.fixture(scope="module")
+def clinsci(runs: _Runs):
     """(parse output, pdf path) for the issue's reference document, parsed once."""
     path = shared("long", "cermine_web_example3_clinsci.pdf")
-    return PyMuPDFParser().run(path), path
+    return runs(path)[0], path
 
 
 def _text_nodes(root: ParsingResult) -> list[ParsingResult]:
@@ -242,9 +271,10 @@ def test_save_writes_json_and_md_that_reload(clinsci, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([json_path.name, md_path.name])  # no temp files
 
 
-def test_header_levels_follow_numbering_and_table_notes_are_not_sections():
-    with pytest.warns(NoTextLayerWarning, match="pages 17"):  # one scanned page in that document
-        root = PyMuPDFParser().parse(shared("pdfs", "docling_groundtruth", "redp5110_sampled.pdf"))
+def test_header_levels_follow_numbering_and_table_notes_are_not_sections(runs: _Runs):
+    out, caught = runs(shared("pdfs", "docling_groundtruth", "redp5110_sampled.pdf"))
+    assert any("pages 17" in m for m in _user_warnings(caught, NoTextLayerWarning))  # one scanned page in that document
+    root = out.root
     headers = [n for n in root.walk() if n.type == T.SECTION_HEADER]
     numbered = [n for n in headers if re.match(r"\d+\.\d+(\.\d+)* ", n.content)]
     assert len(numbered) >= 8
@@ -253,7 +283,7 @@ def test_header_levels_follow_numbering_and_table_notes_are_not_sections():
     chapter = next(n for n in headers if n.content == "Securing and protecting IBM DB2 data")
     assert "1.1 Security fundamentals" in [c.content for c in chapter.children]
     # PeerJ table notes ("Notes.", set smaller than the body text) do not swallow the next section
-    peerj = PyMuPDFParser().parse(shared("long", "cermine_test6_peerjcs118.pdf"))
+    peerj = runs(shared("long", "cermine_test6_peerjcs118.pdf"))[0].root
     assert not any(n.type == T.SECTION_HEADER and n.content == "Notes." for n in peerj.walk())
     top = [c.content for c in peerj.children if c.type == T.SECTION_HEADER]
     assert top[:4] == ["ABSTRACT", "INTRODUCTION", "METHODS", "RESULTS"]
@@ -334,9 +364,12 @@ def test_two_workers_give_the_same_tree():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("pdf", LONG_PDFS + DOCLING_GT_PDFS, ids=lambda p: p.name)
-def test_every_shared_pdf_parses_with_valid_boxes(pdf):
-    with pytest.warns(NoTextLayerWarning) if pdf.name == "redp5110_sampled.pdf" else _no_warning():
-        out = PyMuPDFParser().run(pdf)
+def test_every_shared_pdf_parses_with_valid_boxes(pdf, runs: _Runs):
+    out, caught = runs(pdf)
+    if pdf.name == "redp5110_sampled.pdf":
+        assert _user_warnings(caught, NoTextLayerWarning)
+    else:
+        assert not _user_warnings(caught), _user_warnings(caught)
     root = out.root
     nodes = _text_nodes(root)
     assert nodes and out.markdown.strip()
@@ -352,15 +385,3 @@ def test_every_shared_pdf_parses_with_valid_boxes(pdf):
     for n in root.walk():
         for c in n.children:
             assert c.parent is n
-
-
-class _no_warning:
-    def __enter__(self):
-        import warnings
-
-        self._ctx = warnings.catch_warnings()
-        self._ctx.__enter__()
-        warnings.simplefilter("error", UserWarning)
-
-    def __exit__(self, *exc):
-        self._ctx.__exit__(*exc)

@@ -15,6 +15,7 @@ from rapidfuzz.distance import Levenshtein
 from grounded.chunking import document_text
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from grounded.parsers.reading_order import columns, reading_order, upright
+from tests.support.columns import count_column_order
 from tests.support.data import SHARED_DATA, shared
 from tests.support.scanned import scanned_pdf
 
@@ -393,53 +394,32 @@ def test_scanned_first_pages_read_as_born_digital(name, words, tmp_path):
     assert Levenshtein.distance("".join(scanned.split()), truth) / len(truth) <= 0.03
 
 
-# -- every shared two-column PDF -------------------------------------------------------------------
+# -- the shared two-column PDFs -------------------------------------------------------------------
 
-_BODY_SKIP = frozenset({"page-header", "page-footer", "footnote"})
-
-
-def _column_violations(boxes, order: list[int], width: float) -> int:
-    """Pairs (column-2 box, column-1 box) of the same band with the column-2 box read first.
-    Defined from the boxes alone: column 1 ends left of the page's middle, column 2 starts right
-    of it, a box crossing the middle starts a new band (by its top)."""
-    mid = width / 2
-    body = [i for i in order if boxes[i].boxclass not in _BODY_SKIP]
-    spans = sorted(boxes[i].y0 for i in body if boxes[i].x0 < mid - 5 and boxes[i].x1 > mid + 5)
-
-    def band(i: int) -> int:
-        return sum(1 for y in spans if y <= boxes[i].y0)
-
-    pos = {i: k for k, i in enumerate(body)}
-    left = [i for i in body if boxes[i].x1 <= mid + 5]
-    right = [i for i in body if boxes[i].x0 >= mid - 5]
-    if len(left) < 2 or len(right) < 2:
-        return 0  # not a two-column page
-    return sum(1 for r in right for ll in left if band(r) == band(ll) and pos[r] < pos[ll])
+#: the shared PDFs whose pages the layout model reads across the columns (11 of their 33 pages, and
+#: two table pages of 4): the bound below on them. Every shared PDF (336 pages, ~3 CPU-minutes of the
+#: layout model; 17 pages out of order -> 1) is ``python benchmarks/reading_order_columns.py``
+#: (docs/results/reading_order_columns.md), where this test's full-corpus run moved (issue #30.7)
+TWO_COLUMN_PDFS = [
+    ("pdfs", "cermine_medical", "test1.pdf"),
+    ("pdfs", "cermine_medical", "test2.pdf"),
+    ("pdfs", "cermine_medical", "web_example2.pdf"),
+    ("long", "cermine_web_example3_clinsci.pdf"),
+    ("pdfs", "icdar2013_tables", "competition-dataset-us", "us-001.pdf"),
+    ("pdfs", "docling_groundtruth", "table_mislabeled_as_picture.pdf"),
+]
+#: pages out of order in the model's own order on those PDFs (13 measured): fewer means the layout
+#: model changed and the test no longer measures what it should
+MIN_OUT_OF_ORDER = 10
 
 
 @pytest.mark.slow
 def test_shared_two_column_pdfs_read_column_one_first():
-    from grounded.parsers.backends.pymupdf import layout as P
-
-    P._load_layout(1)
-    pdfs = sorted((SHARED_DATA / "pdfs").rglob("*.pdf")) + sorted((SHARED_DATA / "long").glob("*.pdf"))
-    before = after = pages = 0
-    remaining: list[str] = []
-    for path in pdfs:
-        with pymupdf.open(path) as doc:
-            layouts = P._layout_pages(doc, list(range(doc.page_count)))
-        for page in layouts:
-            boxes = page.boxes
-            old = _column_violations(boxes, list(range(len(boxes))), page.width)
-            new = _column_violations(boxes, reading_order(boxes), page.width)
-            pages += 1
-            before += old > 0
-            after += new > 0
-            if new:
-                remaining.append(f"{path.name} p{page.page_number}")
-    print(f"two-column order: pages with a column-2 box before a column-1 box of its band: {before} -> {after} of {pages}")
-    print("still out of order:", ", ".join(remaining) or "none")
-    assert after <= before // 4
+    count = count_column_order([shared(*parts) for parts in TWO_COLUMN_PDFS])
+    print(f"two-column order: pages with a column-2 box before a column-1 box of its band: {count.before} -> {count.after} of {count.pages}")
+    print("still out of order:", ", ".join(count.remaining) or "none")
+    assert count.before >= MIN_OUT_OF_ORDER  # the model's order does cross the columns on these pages
+    assert count.after <= count.before // 4
 
 
 @pytest.mark.parametrize("turn", [0, 90, 180, 270])
