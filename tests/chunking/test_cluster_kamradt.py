@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from grounded.chunking import Chunker
@@ -110,6 +110,7 @@ def test_mean_pair_similarity_matches_the_full_matrix() -> None:
     target=st.integers(1, 30),
     piece=st.integers(5, 60),
 )
+@example(distances=[2.0, 1.9999999999999998], target=2, piece=5)  # closer than any search tolerance
 def test_binary_search_hits_the_target_average(distances: list[float], target: int, piece: int) -> None:
     """Distinct distances: exactly ``ceil(total / avg) - 1`` breakpoints, so with equal pieces the
     mean chunk size is the target (to one piece's rounding) and never below it."""

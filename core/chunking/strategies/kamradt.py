@@ -36,23 +36,18 @@ from ..pieces import Document, Piece
 __all__ = ["KamradtModifiedStrategy", "threshold_for_cuts", "breakpoints"]
 
 
-def threshold_for_cuts(distances: np.ndarray, cuts: int, tol: float = 1e-6) -> float:
-    """Binary search for the smallest threshold ``t`` (to ``tol``) with at most ``cuts`` distances
-    strictly above it; more cuts means smaller chunks, so this hits the target average size from
-    the large side. ``cuts >= len(distances)`` gives a threshold below every distance."""
+def threshold_for_cuts(distances: np.ndarray, cuts: int) -> float:
+    """The smallest threshold ``t`` with at most ``cuts`` distances strictly above it: the
+    ``cuts + 1``-th largest distance, exactly (a search to a tolerance could not tell apart distances
+    closer than it and gave too few cuts). More cuts means smaller chunks, so this hits the target
+    average size from the large side; tied distances never push the cuts over the budget.
+    ``cuts >= len(distances)`` gives a threshold below every distance."""
     d = np.asarray(distances, dtype=np.float64)
     if d.size == 0:
         return 0.0
-    lo, hi = float(d.min()) - 1.0, float(d.max())  # above(lo) == len(d), above(hi) == 0
     if cuts >= d.size:
-        return lo
-    while hi - lo > tol:
-        mid = (lo + hi) / 2.0
-        if int(np.count_nonzero(d > mid)) > cuts:
-            lo = mid
-        else:
-            hi = mid
-    return hi
+        return float(d.min()) - 1.0
+    return float(np.sort(d)[::-1][max(cuts, 0)])
 
 
 def breakpoints(distances: np.ndarray, threshold: float) -> list[int]:
