@@ -9,6 +9,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pyarrow.compute as pc
@@ -197,3 +198,35 @@ def test_view_cli_errors_are_one_line(out: Path, tmp_path: Path, capsys: pytest.
             assert err.count("\n") == 1 and message in err and "Traceback" not in err, err
     finally:
         taken.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "said"),
+    [
+        (lambda m: m["lancedb"].update(version="x"), '"lancedb.version" must be an integer'),
+        (lambda m: m["lancedb"].update(version=99), "version 99"),
+        (lambda m: m.update(lancedb=[1]), "lancedb"),
+    ],
+    ids=["version-not-int", "missing-version", "lancedb-not-object"],
+)
+def test_view_on_a_damaged_output_says_one_typed_line(
+    tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str], damage: Any, said: str
+) -> None:
+    """Issue 34.15: ``grounded view`` on an output whose manifest is damaged answers with the typed
+    message in one line and exit code 1, before binding a port -- never a traceback."""
+    import shutil
+
+    from grounded.cli.main import main
+
+    out = guideline_index(tmp_path_factory, "view-damaged")
+    manifest = json.loads((out / "manifest.json").read_text())
+    damage(manifest)
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    try:
+        assert main(["view", str(out), "--port", "0"]) == 1
+    finally:
+        shutil.rmtree(out)
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and "Traceback" not in captured.err, captured.err
+    assert captured.err.startswith("grounded view: error:") and said in captured.err, captured.err
+    assert "re-run `grounded ingest`" in captured.err and "serving" not in captured.out
