@@ -87,7 +87,13 @@ def test_kill_9_during_writes_leaves_nothing_after_the_next_save(tmp_path):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(folder)], stdout=subprocess.PIPE, env=env)
         try:
             assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
-            time.sleep(rng.uniform(0.0, 0.4))
+            if trial % 2:  # any point of the writer's loop
+                time.sleep(rng.uniform(0.0, 0.4))
+            else:  # inside a write: as soon as a temp file of the next save exists (a random delay alone
+                # landed in a write in only 2 of 30 trials on a busy machine)
+                deadline = time.monotonic() + 20
+                while not _temp_files(folder) and time.monotonic() < deadline:
+                    time.sleep(0.0005)
         finally:
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
