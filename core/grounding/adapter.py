@@ -64,7 +64,6 @@ from .loading import (
     read_input,
 )
 from .nodes import (
-    ALIASES,
     CHUNK_KEYS,
     GROUNDING_HIDDEN,
     NodeChunker,
@@ -126,7 +125,7 @@ __all__ = [
     "check_device", "minilm_embedder", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "grounded_node_fields", "GROUNDING_HIDDEN",
     "KIND_KEY", "PAGE_JOINER", "SOURCE_KEYS", "SPANS_KEY", "DocPart", "page_keys", "MODES", "LoaderPipeline", "PDFInput",
     "aliased", "pdf_inputs", "read_input", "ParserChoice", "given_parser", "PartSplitter", "check_base_keywords", "tokenizer_for",
-    "ALIASES", "CHUNK_KEYS", "NodeChunker", "check_fields", "chunker_fields", "file_info", "hidden_keys",
+    "CHUNK_KEYS", "NodeChunker", "check_fields", "chunker_fields", "file_info", "hidden_keys",
     "node_text_and_metadata", "section_of", "sort_keywords", "keep_unique", "setting_identity", "without_defaults",
     "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS", "ReaderPart", "pdf_source", "read_stream", "reader_parts",
 ]

@@ -220,7 +220,7 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
     """
-    record = chunk if isinstance(chunk, ChunkRecord) else ChunkRecord.from_chunk(chunk)
+    record = chunk
     out: dict[str, Any] = {}
     for f in FIELDS:
         if f.kind == "text":
@@ -513,7 +513,7 @@ def _box_from_struct(d: Mapping[str, Any], where: str = "box") -> ParsingBoundin
 def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
     """One chunk as a store row: a value per field-table key (Parquet/LanceDB column), plus
     ``body``. ``json`` columns hold compact JSON (None when empty); boxes are box structs."""
-    rec = record if isinstance(record, ChunkRecord) else ChunkRecord.from_chunk(record)
+    rec = record
     row: dict[str, Any] = {}
     for f in FIELDS:
         value = getattr(rec, f.attr)
@@ -558,10 +558,8 @@ def record_from_store(item: Any) -> ChunkRecord:
     ``NodeWithScore``), a LangChain ``Document``, a store row (an ingest Parquet / LanceDB row dict,
     a search hit's row), a chunks-JSON chunk dict, a :class:`~grounded.model.Chunk` or a record.
     Anything else raises :class:`SchemaError`."""
-    if isinstance(item, ChunkRecord):
-        return item
-    if isinstance(item, Chunk):
-        return ChunkRecord.from_chunk(item)
+    if isinstance(item, Chunk):  # ChunkRecord is the same class: a copy, as for every other input
+        return item.replace()
     node = getattr(item, "node", None)
     if node is not None and hasattr(node, "metadata") and hasattr(item, "score"):
         item = node  # a LlamaIndex NodeWithScore
@@ -573,7 +571,7 @@ def record_from_store(item: Any) -> ChunkRecord:
         return record_from_metadata(text, meta, meta.get("chunk_id") or item.node_id)
     if isinstance(item, Mapping):
         if "content" in item and "metadata" in item:
-            return ChunkRecord.from_chunk(Chunk.from_dict(dict(item)))
+            return Chunk.from_dict(dict(item))
         return record_from_row(item)
     raise SchemaError(f"not a stored chunk: {type(item).__name__}")
 

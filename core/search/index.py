@@ -245,7 +245,7 @@ class SearchIndex:
         rows = self.rows([h.chunk_id for h in hits])
         return [
             record_from_row(rows[h.chunk_id], f"{self.out / 'lancedb'} row") if h.chunk_id in rows
-            else ChunkRecord.from_chunk(hit_chunk(h))
+            else hit_chunk(h)
             for h in hits
         ]
 
