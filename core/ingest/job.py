@@ -97,6 +97,10 @@ class IngestReport:
     gone: list[str] = field(default_factory=list)
     #: how many of ``gone`` this run removed from the index (``prune=True``)
     pruned: int = 0
+    #: chunks of this run longer than the embedder's window (``--embed``; ``embed_window`` tokens):
+    #: their vectors stand for the first ``embed_window`` tokens only (:func:`grounded.ingest.rows.embed_text`)
+    embed_cut: int = 0
+    embed_window: int = 0
 
     @property
     def ok(self) -> bool:
@@ -108,6 +112,9 @@ class IngestReport:
             f"({self.pages} pages, {self.chunks} chunks in {self.seconds:.1f} s)"
             + (f", {self.retired} superseded removed" if self.retired else "")
             + (f", {self.pruned} gone removed" if self.pruned else "")
+            + (f"; {self.embed_cut} chunks longer than the embedder's {self.embed_window}-token window: their "
+               f"vectors cover the first {self.embed_window} tokens (-n {self.embed_window} or less embeds whole chunks)"
+               if self.embed_cut else "")
             + f" -> {self.out}"
         )
 
@@ -496,5 +503,10 @@ def _record_done(run: _Run, result: DocResult, config: JobConfig) -> None:
     report.done += 1
     report.pages += result.pages
     report.chunks += result.chunks
+    if result.embed_cut:
+        from .worker import embed_window
+
+        report.embed_cut += result.embed_cut
+        report.embed_window = embed_window(config.embed)[1]
     for stage, value in seconds.items():
         report.stage_seconds[stage] = report.stage_seconds.get(stage, 0.0) + value

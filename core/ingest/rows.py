@@ -10,7 +10,7 @@ right, bottom}>}`` (LTRB fractions of the page, origin top-left, as in
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,10 +26,31 @@ def search_text(row: Mapping[str, Any]) -> str:
     :func:`~grounded.model.chunk_fields.search_keys`): each non-empty context value on its own line
     (the section, i.e. the heading path ``A > B``), then the body (``text[body_start:]``). The
     LanceDB table's full-text index is built on it (column ``search_text``) and ``--embed`` embeds
-    it; the stored ``text`` is unchanged. Without context it is the body itself."""
+    it fitted to the model's window (:func:`embed_text`); the stored ``text`` is unchanged. Without context it is the body itself."""
     body = str(row.get("text") or "")[int(row.get("body_start") or 0) :]
     context = [str(row[k]) for k in search_keys() if row.get(k)]
     return "\n".join([*context, body])
+
+
+def embed_text(row: Mapping[str, Any], count: Callable[[str], int], window: int) -> tuple[str, int]:
+    """What the embedder reads of a chunk row: :func:`search_text` fitted to the model's ``window``
+    (tokens without its special tokens, counted by ``count`` with the model's tokenizer), since the
+    model silently drops whatever lies beyond it. The body comes first: a context line that does not
+    fit in the room the body leaves loses its outermost headings (``A > B > C`` -> ``B > C`` ->
+    ``C``), then goes. Returns the text and how many body tokens lie beyond the window (0: the
+    model sees the whole body; more: a chunk longer than the window, whose tail the model cuts)."""
+    body = str(row.get("text") or "")[int(row.get("body_start") or 0) :]
+    context = [str(row[k]) for k in search_keys() if row.get(k)]
+    beyond = count(body) - window
+    if beyond >= 0 or not context:
+        return body, max(0, beyond)
+    while context:
+        text = "\n".join([*context, body])
+        if count(text) <= window:
+            return text, 0
+        parts = context[0].split(" > ")
+        context = [" > ".join(parts[1:]), *context[1:]] if len(parts) > 1 else context[1:]
+    return body, 0
 
 
 def _pa() -> Any:

@@ -14,6 +14,7 @@ the parent stops the job, since every document would fail the same way.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 import traceback
@@ -82,6 +83,9 @@ class DocResult:
     seconds: dict[str, float] = field(default_factory=dict)
     error_type: str = ""
     message: str = ""
+    #: chunks longer than the embedder's window (:func:`~grounded.ingest.rows.embed_text`): their
+    #: vectors stand for the first ``window`` tokens only
+    embed_cut: int = 0
 
 
 class _State:
@@ -120,6 +124,18 @@ def _strategy_declared(strategy: str) -> tuple[Any, ...]:
     from ..chunking.base import strategy_class
 
     return strategy_class(strategy).options or ()
+
+
+@functools.lru_cache(maxsize=4)
+def embed_window(name: str) -> tuple[Callable[[str], int], int]:
+    """``(count, window)`` of an ``--embed`` choice: its tokenizer's count and how many tokens of a
+    text its model reads (:func:`~grounded.ingest.rows.embed_text` fits each chunk to it)."""
+    if name != "minilm":
+        raise ValueError(f"embed must be 'minilm', got {name!r}")
+    from ..chunking.nlp import minilm_window
+    from ..text.tokenizer import minilm_tokenizer
+
+    return minilm_tokenizer().count, minilm_window()
 
 
 def build_embedder(name: str, device: str = "auto") -> Any:
@@ -264,15 +280,19 @@ def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | No
     """The second half of :func:`document_result`: embed (``embed_map`` over
     :func:`embed_slices`) and tabulate a chunked document; never raises."""
     from ..io.chunk_metadata import record_to_row
-    from .rows import chunk_rows, search_text
+    from .rows import chunk_rows, embed_text
 
     seconds = dict(staged.seconds)
     try:
         vectors = None
+        cut = 0
         if embed_map is not None:
             started = time.perf_counter()
             if staged.chunks:
-                vectors = embed_document([search_text(record_to_row(c)) for c in staged.chunks], embed_map)
+                count, window = embed_window(config.embed)
+                fitted = [embed_text(record_to_row(c), count, window) for c in staged.chunks]
+                cut = sum(1 for _, beyond in fitted if beyond)
+                vectors = embed_document([text for text, _ in fitted], embed_map)
             seconds["embed"] = time.perf_counter() - started
         started = time.perf_counter()
         table = chunk_rows(
@@ -285,7 +305,7 @@ def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | No
         )
         seconds["rows"] = time.perf_counter() - started
         return DocResult("done", staged.path, staged.sha256, table=table, pages=staged.pages, chunks=len(staged.chunks),
-                         seconds=seconds)
+                         seconds=seconds, embed_cut=cut)
     except Exception as exc:  # one document's failure must not stop the run
         return _failed(exc, staged.path, staged.sha256)
 

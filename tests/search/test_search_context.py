@@ -11,7 +11,8 @@ import pytest
 
 from grounded.chunking.strategies.semantic import minilm_embedder
 from grounded.ingest.lance_sink import SEARCH_COLUMN
-from grounded.ingest.rows import search_text
+from grounded.ingest.rows import embed_text, search_text
+from grounded.ingest.worker import embed_window
 from grounded.model.chunk_fields import search_keys
 from grounded.search import SearchIndex, search
 from tests.support.search_index import derived_index, guideline_index, table_rows
@@ -59,9 +60,17 @@ def test_the_index_reads_the_heading_path_and_the_text_stays_the_body(out: Path,
     assert hit.text == stored["text"] and hit.body == stored["body"] and "Magnetic resonance" not in hit.body
 
 
-def test_ingest_embeds_the_search_text(out: Path) -> None:
+def test_ingest_embeds_the_search_text_fitted_to_the_window(out: Path) -> None:
+    """The vector is of the heading path + body (tests/ingest/test_embed_window.py: the path trimmed
+    to the room the body leaves in MiniLM's window)."""
+    count, window = embed_window("minilm")
     rows = table_rows(out).to_pylist()
-    row = next(r for r in rows if r["section"])
+    row = next(r for r in rows if r["section"] and embed_text(r, count, window) == (search_text(r), 0))
     stored = np.asarray(row["vector"], dtype=np.float32)
     with_context, body_only = minilm_embedder()([search_text(row), row["body"]])
     assert float(stored @ with_context) > 0.999 > float(stored @ body_only)
+    for r in rows:  # every vector is of the fitted text (checked on the rows whose path was trimmed)
+        fitted, _ = embed_text(r, count, window)
+        if fitted != search_text(r):
+            (vector,) = minilm_embedder()([fitted])
+            assert float(np.asarray(r["vector"], dtype=np.float32) @ vector) > 0.999
