@@ -62,7 +62,7 @@ class _DocumentActor:
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         out: dict[str, list[Any]] = {k: [] for k in ("status", "path", "sha256", "pages", "chunks", "seconds",
-                                                      "error_type", "message", "table")}
+                                                      "error_type", "message", "table", "embed_cut")}
         for path, sha in zip(batch["path"], batch["sha256"], strict=True):
             result = process_document(str(path), str(sha))
             out["status"].append(result.status)
@@ -74,6 +74,7 @@ class _DocumentActor:
             out["error_type"].append(result.error_type)
             out["message"].append(result.message)
             out["table"].append(_table_bytes(result.table) if result.table is not None else b"")
+            out["embed_cut"].append(result.embed_cut)
         return out
 
 
@@ -127,4 +128,5 @@ def _stream(ray: Any, todo: Sequence[tuple[str, str]], workers: int, config: Job
             seconds={k: float(v) for k, v in json.loads(str(row["seconds"])).items()},
             error_type=str(row["error_type"]),
             message=str(row["message"]),
+            embed_cut=int(row["embed_cut"]),
         )

@@ -173,3 +173,20 @@ def test_kill_9_of_an_ingest_driver_leaves_no_ray_process(tmp_path: Path) -> Non
     assert _wait_gone(lambda: not [p for p in ours if _alive(p)], 60), \
         {p: ours[p] for p in ours if _alive(p)}
     assert _wait_gone(lambda: not list(Path(tempfile.gettempdir()).glob(f"{ray_runtime.TEMP_PREFIX}{driver.pid}-*")), 30)
+
+
+def test_the_ray_actor_sends_back_every_field_of_a_document_result(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A field added to DocResult (embed_cut, ...) must travel from the actor to the driver: the
+    actor's columns are the record's fields (no Ray runtime needed: the actor's call is plain code)."""
+    import dataclasses
+
+    from grounded.ingest import ray_engine
+    from grounded.ingest.worker import DocResult
+
+    done = DocResult("done", "a.pdf", "0" * 64, pages=2, chunks=5, seconds={"parse": 1.5}, embed_cut=3)
+    monkeypatch.setattr(ray_engine, "process_document", lambda path, sha: done)
+    actor = object.__new__(ray_engine._DocumentActor)  # no setup: the call is what is checked
+    out = actor({"path": ["a.pdf"], "sha256": ["0" * 64]})
+    assert set(out) == {f.name for f in dataclasses.fields(DocResult)}
+    row = {k: v[0] for k, v in out.items()}
+    assert row["embed_cut"] == 3 and row["table"] == b"" and row["chunks"] == 5
