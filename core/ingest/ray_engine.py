@@ -11,6 +11,12 @@ Connection: ``ray_address`` (or ``$RAY_ADDRESS``) joins an existing cluster; wit
 Ray runtime is started with ``num_cpus=workers`` by :mod:`.ray_runtime` (no connection outside the
 machine, its folder removed, its processes killed when the driver dies). PDFs are read by the actors from their paths,
 so on a multi-node cluster the inputs must be on a shared file system.
+
+An actor that dies (killed, out of memory, a crash in native code) is restarted by Ray and its
+document retried once (:data:`TASK_RETRIES`; Ray Data's default retries without limit, so a PDF
+that crashes its parser hung the run); a document that kills its actor again gets the local
+engine's :data:`~grounded.ingest.local_engine.CRASH` error and the run goes on (its block is one of
+Ray Data's ``max_errored_blocks``).
 """
 
 from __future__ import annotations
@@ -23,9 +29,14 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ..errors import BackendUnavailableError
+from ..errors import BackendUnavailableError, escape_controls
+from .local_engine import CRASH
 from .ray_runtime import local_ray, prepare_environment
 from .worker import DocResult, JobConfig, process_document, safe_setup
+
+#: how many times a document whose actor died is given to a restarted actor before it is reported
+#: as a :data:`~grounded.ingest.local_engine.CRASH` error
+TASK_RETRIES = 1
 
 
 def _ray(local: bool = False) -> Any:
@@ -104,29 +115,44 @@ def _stream(ray: Any, todo: Sequence[tuple[str, str]], workers: int, config: Job
     if not logging.getLogger().isEnabledFor(logging.INFO):
         for name in ("ray", "ray.data"):
             logging.getLogger(name).setLevel(logging.ERROR)
+        # a document that killed its actor twice is logged with a traceback there: its CRASH error says it
+        logging.getLogger("ray.data._internal.execution.streaming_executor_state").setLevel(logging.CRITICAL)
 
     context = ray.data.DataContext.get_current()
+    saved = context.enable_progress_bars, context.max_errored_blocks
     context.enable_progress_bars = False
-    dataset = ray.data.from_items([{"path": p, "sha256": s} for p, s in todo], override_num_blocks=len(todo))
-    results = dataset.map_batches(
-        _DocumentActor,
-        fn_constructor_args=(config,),
-        batch_size=1,
-        compute=ray.data.ActorPoolStrategy(size=workers),
-        num_cpus=1,
-        batch_format="numpy",
-    )
-    for row in results.iter_rows():
-        table = _table_from_bytes(bytes(row["table"])) if row["status"] == "done" else None
-        yield DocResult(
-            status=str(row["status"]),
-            path=str(row["path"]),
-            sha256=str(row["sha256"]),
-            table=table,
-            pages=int(row["pages"]),
-            chunks=int(row["chunks"]),
-            seconds={k: float(v) for k, v in json.loads(str(row["seconds"])).items()},
-            error_type=str(row["error_type"]),
-            message=str(row["message"]),
-            embed_cut=int(row["embed_cut"]),
+    context.max_errored_blocks = len(todo)  # a document that kills its actor twice: its error, not the run's
+    try:
+        dataset = ray.data.from_items([{"path": p, "sha256": s} for p, s in todo], override_num_blocks=len(todo))
+        results = dataset.map_batches(
+            _DocumentActor,
+            fn_constructor_args=(config,),
+            batch_size=1,
+            compute=ray.data.ActorPoolStrategy(size=workers),
+            num_cpus=1,
+            batch_format="numpy",
+            max_task_retries=TASK_RETRIES,
         )
+        returned: set[tuple[str, str]] = set()
+        for row in results.iter_rows():
+            table = _table_from_bytes(bytes(row["table"])) if row["status"] == "done" else None
+            returned.add((str(row["path"]), str(row["sha256"])))
+            yield DocResult(
+                status=str(row["status"]),
+                path=str(row["path"]),
+                sha256=str(row["sha256"]),
+                table=table,
+                pages=int(row["pages"]),
+                chunks=int(row["chunks"]),
+                seconds={k: float(v) for k, v in json.loads(str(row["seconds"])).items()},
+                error_type=str(row["error_type"]),
+                message=str(row["message"]),
+                embed_cut=int(row["embed_cut"]),
+            )
+    finally:
+        context.enable_progress_bars, context.max_errored_blocks = saved
+    for path, sha in todo:
+        if (path, sha) not in returned:  # its block errored: the actor died on it every time
+            yield DocResult("error", path, sha, error_type=CRASH, message=(
+                f"{escape_controls(path)}: the Ray actor died while handling this file, {TASK_RETRIES + 1} times "
+                "(killed, out of memory or a crash in native code); the file is retried on the next run"))

@@ -190,3 +190,68 @@ def test_the_ray_actor_sends_back_every_field_of_a_document_result(monkeypatch: 
     assert set(out) == {f.name for f in dataclasses.fields(DocResult)}
     row = {k: v[0] for k, v in out.items()}
     assert row["embed_cut"] == 3 and row["table"] == b"" and row["chunks"] == 5
+
+
+#: a ``sitecustomize`` for the Ray worker processes of one test: ``process_document`` of a path that
+#: contains $GROUNDED_TEST_CRASH_ON kills its process, as a crash in native code would
+_CRASHER = '''
+import importlib.abc, importlib.machinery, os, sys
+_MARK = os.environ.get("GROUNDED_TEST_CRASH_ON")
+
+
+class _Finder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name != "grounded.ingest.worker":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            real = module.process_document
+
+            def process_document(path, sha256):
+                if _MARK in path:
+                    os._exit(3)
+                return real(path, sha256)
+
+            module.process_document = process_document
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+if _MARK:
+    sys.meta_path.insert(0, _Finder())
+'''
+
+
+@pytest.mark.slow
+def test_a_document_that_kills_its_ray_actor_is_its_error_and_the_run_goes_on(tmp_path: Path) -> None:
+    """Ray Data retries a task whose actor died without limit: a PDF that crashed its parser hung
+    the run. Now: retried once on a restarted actor, then a WorkerCrashError row; the rest is done."""
+    pytest.importorskip("ray")
+    import pyarrow.parquet as pq
+
+    from tests.support.ingest_corpus import make_pdf
+
+    inputs = tmp_path / "in"
+    for name in ("a.pdf", "crash-me.pdf", "b.pdf"):
+        make_pdf(inputs / name, 1, len(name))
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_CRASHER, encoding="utf-8")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "GROUNDED_TEST_CRASH_ON": "crash-me",
+           "PYTHONPATH": os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "grounded.cli", "ingest", str(inputs), "-o", str(out), "--engine", "ray", "--workers", "2",
+         "--no-progress"], env=env, capture_output=True, text=True, timeout=420,
+    )
+    assert done.returncode == 1, done.stderr  # one input failed
+    errors = pq.read_table(out / "errors.parquet").to_pylist()
+    assert [(Path(e["path"]).name, e["error_type"]) for e in errors] == [("crash-me.pdf", "WorkerCrashError")]
+    assert "the Ray actor died while handling this file, 2 times" in errors[0]["message"]
+    assert len(list((out / "chunks").glob("part-*.parquet"))) == 2
+    assert "Traceback" not in done.stderr
