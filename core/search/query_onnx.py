@@ -12,7 +12,8 @@ the model folder (truncated at its 256 tokens, like sentence-transformers), the 
 state, mean pooling over the attention mask, unit length: what sentence-transformers computes.
 
 When the graph cannot be built or fails its check, :func:`onnx_query_embedder` returns None and the
-caller uses sentence-transformers. ``GROUNDED_QUERY_ONNX=0`` turns this path off.
+caller uses sentence-transformers. A cached graph that cannot be loaded (damaged on disk) is removed
+and exported again. ``GROUNDED_QUERY_ONNX=0`` turns this path off.
 """
 
 from __future__ import annotations
@@ -85,9 +86,16 @@ def onnx_query_embedder() -> Callable[[Sequence[str]], np.ndarray] | None:
                 return None
             try:
                 _LOADED[key] = _session_embedder(model, path)
-            except Exception as exc:  # a damaged cached graph: sentence-transformers instead  # noqa: BLE001
-                log.info("search: the ONNX MiniLM graph %s cannot be loaded (%s); using sentence-transformers", path, exc)
-                return None
+            except Exception as exc:  # a damaged cached graph (a checked one is written whole)  # noqa: BLE001
+                log.warning("search: the cached ONNX MiniLM graph %s cannot be loaded (%s); exporting it again", path, exc)
+                path.unlink(missing_ok=True)  # never left to cost every later call the slow path
+                if not _export_checked(model, path):
+                    return None
+                try:
+                    _LOADED[key] = _session_embedder(model, path)
+                except Exception as again:  # noqa: BLE001 - only the fast path is lost
+                    log.warning("search: the ONNX MiniLM graph cannot be loaded (%s); using sentence-transformers", again)
+                    return None
         return _LOADED[key]
 
 

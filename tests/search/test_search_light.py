@@ -73,9 +73,16 @@ def test_vector_queries_run_on_the_checked_onnx_graph_without_torch(
         assert stderr == "", stderr
         if mode == "vector":
             assert [h["chunk_id"] for h in hits] == reference
-    # a damaged cached graph is not used: sentence-transformers answers, same hits
+    # a damaged cached graph is exported again (not left to send every later call to torch)
     graph.write_bytes(b"not an onnx graph")
     query_onnx._LOADED.clear()  # (the monkeypatched dict)
-    assert query_onnx.onnx_query_embedder() is None
+    again = query_onnx.onnx_query_embedder()
+    assert again is not None and graph.stat().st_size > 1_000_000
+    assert float(np.sum(again(texts) * embed(texts), axis=1).min()) > 0.99999
     hits, modules, _ = _probe(out, cache, "-k", "5", "--mode", "vector")
-    assert [h["chunk_id"] for h in hits] == reference and "torch" in modules
+    assert [h["chunk_id"] for h in hits] == reference and "torch" not in modules
+    # ... and when it cannot be exported again, sentence-transformers answers, same hits
+    graph.write_bytes(b"not an onnx graph")
+    query_onnx._LOADED.clear()
+    monkeypatch.setattr(query_onnx, "_export_checked", lambda model, path: False)
+    assert query_onnx.onnx_query_embedder() is None and not graph.exists()
