@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from numbers import Integral
 from typing import Any, ClassVar, TypeVar
 
-from ..errors import ChunkingError, NameTakenError
+from ..errors import ChunkingError
 from ..model.elements import ParsingResult
 from ..model.options import Option, check_options
 from ..runtime.registry import Registry
@@ -132,24 +132,9 @@ BUILTIN_STRATEGIES: dict[str, str] = {
 ENTRY_POINT_GROUP = "grounded.strategies"
 
 
-class StrategyRegistry(Registry[type[ChunkingStrategy]]):
-    """The registry that refuses a name taken by another class (a built-in's name included)."""
-
-    def register(self, name: str, cls: type[ChunkingStrategy]) -> type[ChunkingStrategy]:
-        taken = self.classes.get(name)
-        target = self.lazy.get(name)
-        if taken is None and target is not None and target != f"{cls.__module__}:{cls.__qualname__}":
-            taken_by = target.replace(":", ".")
-        elif taken is not None and taken is not cls:
-            taken_by = f"{taken.__module__}.{taken.__qualname__}"
-        else:
-            return super().register(name, cls)
-        raise NameTakenError(self.kind, name, taken_by, f"{cls.__module__}.{cls.__qualname__}")
-
-
 #: the strategy registry (:class:`~grounded.runtime.registry.Registry`, the parsers' shape)
-REGISTRY: StrategyRegistry = StrategyRegistry("strategy", ChunkingStrategy, ENTRY_POINT_GROUP, classes=STRATEGIES,
-                                              lazy=BUILTIN_STRATEGIES)
+REGISTRY: Registry[type[ChunkingStrategy]] = Registry("strategy", ChunkingStrategy, ENTRY_POINT_GROUP,
+                                                     classes=STRATEGIES, lazy=BUILTIN_STRATEGIES)
 
 
 def register_strategy(cls: S) -> S:

@@ -11,7 +11,9 @@ A :class:`Registry` knows three kinds of entries:
   is usable by name everywhere: ``--parser``/``--strategy`` of every command, ``grounded ingest`` and
   its worker processes (they look the name up the same way), the adapters.
 
-An unknown name is one :class:`~grounded.errors.UnknownNameError` listing every known name.
+An unknown name is one :class:`~grounded.errors.UnknownNameError` listing every known name; a
+class registered under a name another class holds (a built-in's, not yet imported, included) is one
+:class:`~grounded.errors.NameTakenError` -- never a silent replacement.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from ..errors import ConfigError, UnknownNameError
+from ..errors import ConfigError, NameTakenError, UnknownNameError
 
 __all__ = ["Registry"]
 
@@ -49,8 +51,18 @@ class Registry(Generic[C]):
         self._builtins_loaded = builtins is None
 
     def register(self, name: str, cls: C) -> C:
+        """Register ``cls`` under ``name``; :class:`~grounded.errors.NameTakenError` when another
+        class holds the name (registered, or the lazy target of a built-in). The same class again
+        (a module imported twice) is fine."""
         if not name:
             raise ValueError(f"{cls.__name__} has no name")
+        given = f"{cls.__module__}.{cls.__qualname__}"
+        taken = self.classes.get(name)
+        target = self.lazy.get(name)
+        if taken is None and target is not None and target.replace(":", ".") not in (given, cls.__module__):
+            raise NameTakenError(self.kind, name, target.replace(":", "."), given)
+        if taken is not None and taken is not cls and f"{taken.__module__}.{taken.__qualname__}" != given:
+            raise NameTakenError(self.kind, name, f"{taken.__module__}.{taken.__qualname__}", given)
         self.classes[name] = cls
         return cls
 
