@@ -277,7 +277,7 @@ class Grounder:
             best = self._align(query, qh, 0, n, None, cap=64)
         elif best is None:
             best = self._align(query, qh, 0, n, near_pos, cap=64)
-        if best is None or best.coverage < self.partial_below:
+        if best is None or (best.coverage < self.partial_below and not self._rest_is_furniture(best, query)):
             window = None
             if best is not None and best.pieces:
                 window = (min(p.lo for p in best.pieces) - m, max(p.hi for p in best.pieces) + m)
@@ -581,6 +581,16 @@ class Grounder:
         return Grounding(spans, round(score, 4), boxes, "fuzzy", note, round(coverage, 4), f_boxes, round(f_cov, 4))
 
     # -- page furniture ---------------------------------------------------------------------------
+    def _rest_is_furniture(self, al: _Alignment, query: str) -> bool:
+        """Whether page furniture explains enough of what the tree alignment ``al`` left (a
+        chunk's last sentence followed by the page's footer and licence lines): then ``al`` is
+        kept -- a word alignment would replace it with one that has no letter mask, and the
+        furniture could not be matched at all."""
+        if al.covered is None or not al.pieces:
+            return False
+        furn = self._furniture_for(al, query)
+        return furn is not None and al.coverage + float(furn.covered.sum()) / len(query) >= self.partial_below
+
     def _furniture_for(self, al: _Alignment, query: str) -> FurnitureMatch | None:
         """Furniture lines explaining the query letters the tree alignment left unexplained. Each
         unexplained run is looked for on the pages of the tree match around it: from the page of

@@ -500,6 +500,49 @@ def test_page_furniture_inside_a_text_gets_furniture_boxes(furniture_pdf: tuple[
     assert words.recall_precision(text, g.boxes, in_tree=False)[0] < 0.9
 
 
+_LICENCE = (
+    "The author(s) has paid for this article to be freely available under the terms of the Creative Commons Attribution Licence",
+    "which permits unrestricted use, distribution and reproduction in any medium, provided the original work is properly cited.",
+)
+
+
+def test_a_sentence_followed_by_page_furniture_is_boxed_there_not_in_body_words(tmp_path: Path) -> None:
+    """A chunk cut from another tool's text: a paragraph's last words, then the page's footer and
+    licence lines (most of its letters; seen with SimpleDirectoryReader + GroundedNodeParser on a
+    Clinical Science article). The tree part alone is under ``partial_below``; the bag-of-words
+    alignment tried then matched the licence's words in body paragraphs that use the same words
+    (here: a 658-character span of body text the chunk does not contain, "partial", no furniture
+    box) or nothing (refused, no box), and, having no
+    letter mask, let no furniture be matched. Now the tree alignment is kept when furniture
+    explains the rest: the words get their boxes, the footer lines theirs."""
+    vocab = ("the author has paid for this article to be freely available under terms of creative commons attribution "
+             "licence which permits unrestricted use distribution and reproduction in any medium provided original work "
+             "is properly cited renal dose patients trial").split()
+    rng = random.Random(3)
+    paras = [" ".join(rng.sample(vocab, 20)).capitalize() + ". " + " ".join(rng.sample(vocab, 18)) + "." for _ in range(6)]
+    path = tmp_path / "licence.pdf"
+    doc = pymupdf.open()
+    for p in range(2):
+        page = doc.new_page()
+        for i, para in enumerate(paras[p * 3 : (p + 1) * 3]):
+            page.insert_textbox(pymupdf.Rect(60, 60 + 150 * i, 540, 200 + 150 * i), para, fontsize=10)
+        page.insert_text((60, 800), f"www.journal.org {311 + p}", fontsize=7)
+        page.insert_text((60, 812), _LICENCE[0], fontsize=6)
+        page.insert_text((60, 822), _LICENCE[1], fontsize=6)
+    doc.save(path)
+    root = get_parser("pymupdf").parse(path)
+    gr = Grounder(root, tokenizer=TOKENIZER)
+    assert "Attribution Licence" not in gr.text and "journal.org" not in gr.text  # the footer is furniture
+    tail = paras[2][paras[2].rindex(" ", 0, len(paras[2]) - 45) + 1 :]
+    text = "\n".join([tail, "www.journal.org 311", *_LICENCE])
+    g = gr.ground(text)
+    assert g.status == "fuzzy" and g.ok and g.coverage >= 0.95, g
+    assert [gr.text[s:e].rstrip(".") for s, e in g.spans] == [tail.rstrip(".")]  # the words, nothing else of the body
+    assert {b.page for b in g.boxes} == {1} and max(b.bottom for b in g.boxes) < 600 / 842
+    assert len(g.furniture_boxes) == 3 and all(b.page == 1 and b.top > 790 / 842 for b in g.furniture_boxes)
+    assert PDFWords(path, root).recall_precision(text, g.all_boxes, in_tree=False)[0] == 1.0
+
+
 def test_text_made_of_page_furniture_only(furniture_pdf: tuple[Path, ParsingResult, list[str]], tmp_path: Path) -> None:
     pdf, root, paras = furniture_pdf
     gr = Grounder(root, tokenizer=TOKENIZER)
