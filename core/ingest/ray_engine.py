@@ -26,6 +26,7 @@ import io
 import json
 import logging
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -33,6 +34,8 @@ from ..errors import BackendUnavailableError, escape_controls
 from .local_engine import CRASH
 from .ray_runtime import local_ray, prepare_environment
 from .worker import DocResult, JobConfig, process_document, safe_setup
+
+log = logging.getLogger(__name__)
 
 #: how many times a document whose actor died is given to a restarted actor before it is reported
 #: as a :data:`~grounded.ingest.local_engine.CRASH` error
@@ -107,6 +110,21 @@ def run_ray(
         yield from _stream(ray, todo, workers, config)
 
 
+def _map_documents(ray: Any, dataset: Any, workers: int, config: JobConfig) -> Any:
+    """The dataset mapped through the actor pool, a document retried :data:`TASK_RETRIES` times.
+    Ray 2.60 has no named parameter for that and calls the keyword form deprecated (a warning on
+    the user's stderr, hidden here); a Ray without the keyword form gets Ray Data's default."""
+    options = {"fn_constructor_args": (config,), "batch_size": 1, "compute": ray.data.ActorPoolStrategy(size=workers),
+               "num_cpus": 1, "batch_format": "numpy"}
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        try:
+            return dataset.map_batches(_DocumentActor, **options, max_task_retries=TASK_RETRIES)
+        except TypeError:  # pragma: no cover - a Ray that removed the keyword form
+            log.warning("ingest: this Ray version cannot limit retries: a document that crashes its actor is retried by Ray")
+            return dataset.map_batches(_DocumentActor, **options)
+
+
 def _stream(ray: Any, todo: Sequence[tuple[str, str]], workers: int, config: JobConfig) -> Iterator[DocResult]:
     """Ray Data's results as :class:`DocResult` records (the runtime is up). Ray's and Ray Data's
     INFO/WARNING lines are shown only when the driver logs INFO (``-v``)."""
@@ -124,15 +142,7 @@ def _stream(ray: Any, todo: Sequence[tuple[str, str]], workers: int, config: Job
     context.max_errored_blocks = len(todo)  # a document that kills its actor twice: its error, not the run's
     try:
         dataset = ray.data.from_items([{"path": p, "sha256": s} for p, s in todo], override_num_blocks=len(todo))
-        results = dataset.map_batches(
-            _DocumentActor,
-            fn_constructor_args=(config,),
-            batch_size=1,
-            compute=ray.data.ActorPoolStrategy(size=workers),
-            num_cpus=1,
-            batch_format="numpy",
-            max_task_retries=TASK_RETRIES,
-        )
+        results = _map_documents(ray, dataset, workers, config)
         returned: set[tuple[str, str]] = set()
         for row in results.iter_rows():
             table = _table_from_bytes(bytes(row["table"])) if row["status"] == "done" else None
