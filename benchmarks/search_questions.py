@@ -10,8 +10,9 @@ N = 256, the ingest defaults, ``--embed none --sink lancedb``) into a temporary 
 then written as two search tables that differ only in what is searched:
 
 * ``context off``: BM25 indexes the stored ``text`` (the body) and the vectors are of the body;
-* ``context on``: BM25 indexes ``search_text`` and the vectors are of ``search_text``
-  (:func:`grounded.ingest.rows.search_text`: the heading path before the body, as ingest now writes it).
+* ``context on``: BM25 indexes ``search_text`` and the vectors are of ``search_text`` fitted to MiniLM's
+  window (:func:`grounded.ingest.rows.search_text`: the heading path before the body;
+  :func:`~grounded.ingest.rows.embed_text`: the path trimmed to the room the body leaves, as ingest embeds).
 
 Vectors: all-MiniLM-L6-v2 through the ONNX query path (:mod:`grounded.search.query_onnx`, equal to
 sentence-transformers at cosine >= 0.999). Each question is searched with :func:`grounded.search.search`:
@@ -163,16 +164,20 @@ def variant_table(rows: Any, out: Path, context: str, embed: Any) -> None:
     import pyarrow as pa
     from lancedb.index import FTS
 
-    from grounded.ingest.rows import search_text
+    from grounded.ingest.rows import embed_text, search_text
+    from grounded.ingest.worker import embed_window
 
     rows = rows.drop_columns([c for c in ("vector", "search_text") if c in rows.column_names])
     bodies = [t[b:] for t, b in zip(rows.column("text").to_pylist(), rows.column("body_start").to_pylist())]
-    if context == "on":
-        indexed = [search_text(r) for r in rows.select(["text", "body_start", "section"]).to_pylist()]
+    if context == "on":  # BM25 reads search_text; the vectors are of it fitted to MiniLM's window, as ingest embeds
+        records = rows.select(["text", "body_start", "section"]).to_pylist()
+        indexed = [search_text(r) for r in records]
         rows = rows.append_column("search_text", pa.array(indexed, pa.string()))
+        count, window = embed_window("minilm")
+        embedded = [embed_text(r, count, window)[0] for r in records]
     else:
-        indexed = bodies
-    vectors = np.asarray(embed(indexed), dtype=np.float32)
+        embedded = bodies
+    vectors = np.asarray(embed(embedded), dtype=np.float32)
     rows = rows.append_column("vector", pa.FixedSizeListArray.from_arrays(pa.array(vectors.ravel(), pa.float32()),
                                                                           vectors.shape[1]))
     table = lancedb.connect(str(out / "lancedb")).create_table("chunks", data=rows)
