@@ -2,8 +2,20 @@
 
 The questions: ``benchmarks/data/search_questions.jsonl``, one JSON object a line --
 ``{"id", "pdf" (under the shared data folder), "question", "answers": [{"page" (1-based), "excerpt"}]}``,
-written by reading the PDFs (never copied from them wholesale); ``tests/search/test_search_questions.py``
-checks that every excerpt occurs on its page.
+written by reading the PDFs (never copied from them wholesale); several answers are alternatives (any one
+answers). An answer may also say where its excerpt lives -- ``"kind"``: ``"text"`` (running text, the
+default, left out), ``"table"`` (one row of a table, or cells of one row, as the PDF's words give them),
+``"list"`` (one list item) or ``"multipage"`` (a sentence across a page break, with ``"end_page": page + 1``).
+``tests/search/test_search_questions.py`` checks that every excerpt occurs where it says
+(:func:`answer_word_ids`):
+
+* on one page: the excerpt's words are one contiguous run of the page's words in reading order;
+* across a page break (``page`` .. ``end_page``): the excerpt's words are one run of page ``page``'s words
+  followed by page ``end_page``'s words, where its head (>= 1 word) closes a text block of the first page
+  (the foot of the page or of its last column) and its tail (>= 1 word) opens a text block of the next. What
+  PyMuPDF's reading order puts between the two (running feet and heads, figure captions, footnotes, a
+  table above the continuation) is not part of the run: the pages' words are never simply concatenated,
+  since on these PDFs something always stands between.
 
 What is run: the question set's PDFs ingested **once** (``grounded.ingest.ingest``, pymupdf, ``recursive``
 N = 256, the ingest defaults, ``--embed none --sink lancedb``) into a temporary OUT; its rows are
@@ -21,15 +33,16 @@ written to ``--lists``) and ``hybrid`` (the engine's default fusion).
 
 Scores (per question, then averaged; ``--save`` writes the Markdown table):
 
-* **a hit covers an answer** when the chunk lies on the answer's page (its ``pages``) and its body
+* **a hit covers an answer** when the chunk lies on the answer's page, or on any page of a multi-page
+  answer's range (its ``pages``), and its body
   holds at least half of the excerpt's words (at least 3; all of a shorter excerpt) as one
   contiguous run -- words = lower-case letter/digit runs after NFKC, a line-end hyphen joined
   (:func:`grounded.evaluation.box_words.tokens`), so spacing, ligatures and punctuation do not count;
 * **recall@k**: share of questions with a covering chunk among the top k (any of its answers);
 * **hit@1**: the top hit covers an answer;
 * **highlight precision** of the top hit: of the PDF words its line boxes highlight (PyMuPDF words whose
-  centre lies in a line span), the share that belong to an answer's excerpt on that page (0 when the
-  top hit misses).
+  centre lies in a line span), the share that belong to an answer's excerpt on that page -- for a
+  multi-page answer, its head on the first page and its tail on the next (0 when the top hit misses).
 
     python benchmarks/search_questions.py [--data ../shared/data] [--save docs/results/search_questions.md]
 """
@@ -42,7 +55,7 @@ import sys
 import tempfile
 import time
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,10 +70,28 @@ MODES = ("text", "vector", "hybrid")
 CONTEXTS = ("off", "on")
 
 
+KINDS = ("text", "table", "list", "multipage")
+
+PageWords = list[tuple[float, float, list[str]]]
+
+
+class QuestionSetError(ValueError):
+    """A line of the question set that does not follow the format of the module docstring."""
+
+
 @dataclass(frozen=True)
 class Answer:
+    """``page`` (1-based) holds the excerpt; a multi-page answer runs on to ``end_page`` (= ``page + 1``)."""
+
     page: int
     excerpt: str
+    end_page: int | None = None
+    kind: str = "text"
+
+    @property
+    def pages(self) -> range:
+        """The pages the excerpt lies on: ``page`` .. ``end_page``."""
+        return range(self.page, (self.end_page or self.page) + 1)
 
 
 @dataclass(frozen=True)
@@ -72,12 +103,24 @@ class Question:
 
 
 def load_questions(path: Path = QUESTIONS) -> list[Question]:
+    """The question set; :class:`QuestionSetError` (naming the file and line) for an answer whose ``kind``
+    is not one of :data:`KINDS`, or whose ``end_page`` is not the page after ``page``."""
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if line.strip():
             d = json.loads(line)
-            out.append(Question(d["id"], d["pdf"], d["question"],
-                                tuple(Answer(int(a["page"]), str(a["excerpt"])) for a in d["answers"])))
+            answers = []
+            for a in d["answers"]:
+                page = int(a["page"])
+                end = int(a["end_page"]) if a.get("end_page") is not None else None
+                kind = str(a.get("kind", "text"))
+                if kind not in KINDS:
+                    raise QuestionSetError(f"{path}:{number}: answer kind {kind!r} is not one of {', '.join(KINDS)}")
+                if end is not None and end != page + 1:
+                    raise QuestionSetError(f"{path}:{number}: end_page {end} is not the page after page {page} "
+                                           "(a multi-page answer crosses one page break)")
+                answers.append(Answer(page, str(a["excerpt"]), end, kind))
+            out.append(Question(d["id"], d["pdf"], d["question"], tuple(answers)))
     return out
 
 
@@ -88,28 +131,92 @@ def words(text: str) -> list[str]:
     return tokens(unicodedata.normalize("NFKC", text))
 
 
-def page_words(doc: Any, page: int) -> list[tuple[float, float, list[str]]]:
+def page_words(doc: Any, page: int) -> PageWords:
     """``(centre x, centre y, words)`` of each PyMuPDF word of ``page`` (fractions of the page)."""
     from grounded.evaluation.box_words import _page_words
 
     return [(x, y, words(w)) for x, y, w in _page_words(doc, page)]
 
 
+def block_edges(doc: Any, page: int) -> list[tuple[bool, bool]]:
+    """``(opens a text block, closes a text block)`` of each word of :func:`page_words` (same order and
+    length): PyMuPDF's ``get_text("words")`` block numbers, a line-end hyphenated word joined with the next
+    line's first word as ``page_words`` joins it (the joined word closes what its second part closes)."""
+    raw = doc[page - 1].get_text("words")
+    out: list[tuple[bool, bool]] = []
+    i = 0
+    while i < len(raw):
+        first = last = i
+        text, block, line = raw[i][4], raw[i][5], raw[i][6]
+        if text.endswith("-") and i + 1 < len(raw) and (raw[i + 1][5], raw[i + 1][6]) != (block, line) and raw[i + 1][4][:1].islower():
+            last = i + 1
+        opens = first == 0 or raw[first - 1][5] != raw[first][5]
+        closes = last == len(raw) - 1 or raw[last + 1][5] != raw[last][5]
+        out.append((opens, closes))
+        i = last + 1
+    return out
+
+
 def find_run(haystack: Sequence[str], needle: Sequence[str]) -> int | None:
     """Start of the first occurrence of ``needle`` as a contiguous run in ``haystack``."""
+    return next(find_runs(haystack, needle), None)
+
+
+def find_runs(haystack: Sequence[str], needle: Sequence[str]) -> Iterator[int]:
+    """Start of every occurrence of ``needle`` as a contiguous run in ``haystack``, in order."""
     n = len(needle)
     for i in range(len(haystack) - n + 1):
         if list(haystack[i : i + n]) == list(needle):
-            return i
+            yield i
+
+
+def _flat(pwords: PageWords) -> list[tuple[str, int, bool, bool]]:
+    """``(token, word index, first token of its word, last token of its word)`` of each token of the page."""
+    return [(t, i, k == 0, k == len(ts) - 1) for i, (_, _, ts) in enumerate(pwords) for k, t in enumerate(ts)]
+
+
+def excerpt_word_ids(pwords: PageWords, excerpt: str) -> set[int] | None:
+    """Indexes (into ``pwords``) of the page words that make up ``excerpt``, None when it is not there."""
+    flat = _flat(pwords)
+    target = words(excerpt)
+    at = find_run([t for t, *_ in flat], target)
+    return None if at is None or not target else {flat[j][1] for j in range(at, at + len(target))}
+
+
+def excerpt_word_ids_across(first: PageWords, first_edges: Sequence[tuple[bool, bool]], second: PageWords,
+                            second_edges: Sequence[tuple[bool, bool]], excerpt: str) -> tuple[set[int], set[int]] | None:
+    """Indexes of the words of ``excerpt`` on two consecutive pages, ``(first page's, second page's)``,
+    None when it is not there: its head (>= 1 word) is a run of ``first`` that ends on the last token of a
+    word closing a text block, its tail (the rest, >= 1 word) a run of ``second`` that starts on the first
+    token of a word opening one (``*_edges``: :func:`block_edges` of each page)."""
+    target = words(excerpt)
+    a, b = _flat(first), _flat(second)
+    ta, tb = [t for t, *_ in a], [t for t, *_ in b]
+    for k in range(1, len(target)):
+        heads = [i for i in find_runs(ta, target[:k]) if a[i + k - 1][3] and first_edges[a[i + k - 1][1]][1]]
+        if not heads:
+            continue
+        tails = [j for j in find_runs(tb, target[k:]) if b[j][2] and second_edges[b[j][1]][0]]
+        if tails:
+            i, j = heads[-1], tails[0]  # the last block end of the first page, the first block start of the next
+            return {a[x][1] for x in range(i, i + k)}, {b[x][1] for x in range(j, j + len(target) - k)}
     return None
 
 
-def excerpt_word_ids(pwords: Sequence[tuple[float, float, list[str]]], excerpt: str) -> set[int] | None:
-    """Indexes (into ``pwords``) of the page words that make up ``excerpt``, None when it is not there."""
-    flat = [(t, i) for i, (_, _, ts) in enumerate(pwords) for t in ts]
-    target = words(excerpt)
-    at = find_run([t for t, _ in flat], target)
-    return None if at is None or not target else {flat[j][1] for j in range(at, at + len(target))}
+def answer_word_ids(doc: Any, answer: Answer, cache: dict[int, PageWords] | None = None) -> dict[int, set[int]] | None:
+    """The words (indexes into :func:`page_words` of each page) that make up ``answer``'s excerpt, by page;
+    None when the excerpt is not where the answer says (the rules of the module docstring). ``cache`` holds
+    ``page_words`` by page and is filled as pages are read."""
+    cache = {} if cache is None else cache
+    for page in answer.pages:
+        if page not in cache:
+            cache[page] = page_words(doc, page)
+    if answer.end_page is None:
+        ids = excerpt_word_ids(cache[answer.page], answer.excerpt)
+        return None if ids is None else {answer.page: ids}
+    found = excerpt_word_ids_across(cache[answer.page], block_edges(doc, answer.page), cache[answer.end_page],
+                                    block_edges(doc, answer.end_page), answer.excerpt)
+    return None if found is None else {answer.page: found[0], answer.end_page: found[1]}
 
 
 def longest_run(a: Sequence[str], b: Sequence[str]) -> int:
@@ -120,17 +227,18 @@ def longest_run(a: Sequence[str], b: Sequence[str]) -> int:
 
 
 def covers(body: str, pages: Iterable[int], answer: Answer) -> bool:
-    """The rule of the module docstring: on the answer's page, and half the excerpt's words (>= 3) in one run."""
-    if answer.page not in set(pages):
+    """The rule of the module docstring: on a page of the answer (any page of a multi-page answer's range),
+    and half the excerpt's words (>= 3) in one run."""
+    if not set(answer.pages) & set(pages):
         return False
     target = words(answer.excerpt)
     need = len(target) if len(target) < 3 else max(3, (len(target) + 1) // 2)
     return longest_run(words(body), target) >= need
 
 
-def highlight_precision(doc: Any, boxes: Sequence[Any], answers: Sequence[Answer],
-                        cache: dict[int, list[tuple[float, float, list[str]]]]) -> float:
-    """Share of the words highlighted by ``boxes`` (hit boxes with line spans) that lie in an answer excerpt."""
+def highlight_precision(doc: Any, boxes: Sequence[Any], answers: Sequence[Answer], cache: dict[int, PageWords]) -> float:
+    """Share of the words highlighted by ``boxes`` (hit boxes with line spans) that lie in an answer excerpt
+    (on each page, the part of the excerpt that lies on it)."""
     lines = [(b.page, s) for b in boxes for s in (b.spans or [b])]
     shown = inside = 0
     for page in sorted({p for p, _ in lines}):
@@ -139,8 +247,8 @@ def highlight_precision(doc: Any, boxes: Sequence[Any], answers: Sequence[Answer
         pw = cache[page]
         wanted: set[int] = set()
         for a in answers:
-            if a.page == page:
-                wanted |= excerpt_word_ids(pw, a.excerpt) or set()
+            if page in a.pages:
+                wanted |= (answer_word_ids(doc, a, cache) or {}).get(page, set())
         rects = [s for p, s in lines if p == page]
         for i, (cx, cy, ts) in enumerate(pw):
             if ts and any(r.left <= cx <= r.right and r.top <= cy <= r.bottom for r in rects):
