@@ -183,8 +183,9 @@ def _search(
     depth = k if mode != "hybrid" else min(candidates(k), rows)
     text_rows: list[dict[str, Any]] = []
     if fts is not None:
-        terms = index.query_terms(question, fts[1])
-        text_rows = _text_rows(index, question, fts[0], where, depth) if terms else []
+        words = plain_words(question)
+        terms = index.query_terms(words, fts[1])
+        text_rows = _text_rows(index, words, fts[0], where, depth) if terms else []
         if mode == "text" and not text_rows:
             reason = unsearchable_reason(terms)
             if reason and page_where is None:
@@ -234,6 +235,17 @@ def unsearchable_reason(terms: Sequence[str]) -> str | None:
         return ("full-text search matches whole space-separated words, and the question is in a script written "
                 "without spaces (e.g. Chinese, Japanese or Thai): none of its words is in the index")
     return None
+
+
+#: the operator words of full-text query languages (upper case only: "not" in a question is a word)
+_OPERATOR_WORDS = re.compile(r"\b(?:AND|OR|NOT)\b")
+
+
+def plain_words(question: str) -> str:
+    """``question`` as the plain words the full-text index is asked for: the upper-case operator words
+    ``AND``/``OR``/``NOT`` removed (whether LanceDB's tokenizer drops them as stop words differs between
+    its versions: 0.41 keeps "not"); quotes, ``*`` and ``:`` are punctuation its tokenizer drops."""
+    return _OPERATOR_WORDS.sub(" ", question)
 
 
 def query_operators(question: str) -> list[str]:
