@@ -16,7 +16,7 @@ The weight of ``wrrf`` / ``norm`` is chosen by **leave-one-corpus-out** cross-va
 corpora (5 Chroma corpora + each PDF): for each corpus, the weight with the best mean recall@5 over the
 other corpora's questions is applied to it. Never
 tuned on the corpus it is scored on. Question vectors: the ONNX MiniLM query path
-(:mod:`grounded.search.query_onnx`, checked equal to sentence-transformers at cosine >= 0.999),
+(:mod:`grounded.chunking.minilm_onnx`, checked equal to sentence-transformers at cosine >= 0.999),
 also used for the chunks here (no torch needed).
 
     python benchmarks/search_fusion.py [--data ../shared/data] [--save docs/results/search_fusion.md]
@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     from grounded.evaluation.chunking_eval import GroundedCorpusChunker
     from grounded.evaluation.retrieval_metrics import score_question
     from grounded.search import NoSearchableWordsError, SearchIndex, search
-    from grounded.search.query_onnx import onnx_query_embedder
+    from grounded.chunking.minilm_onnx import onnx_query_embedder
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     regions, texts = [p[0] for p in pieces], [p[1] for p in pieces]
     embed = onnx_query_embedder()
     if embed is None:
-        raise SystemExit("the ONNX MiniLM graph is unavailable (see grounded.search.query_onnx)")
+        raise SystemExit("the ONNX MiniLM graph is unavailable (see grounded.chunking.minilm_onnx)")
     cache = Path(tempfile.gettempdir()) / f"search_fusion-vectors-{len(texts)}.npy"  # a re-run skips embedding
     vectors = np.load(cache) if cache.is_file() else embed(texts)
     np.save(cache, vectors)

@@ -26,7 +26,7 @@ then written as two search tables that differ only in what is searched:
   window (:func:`grounded.ingest.rows.search_text`: the heading path before the body;
   :func:`~grounded.ingest.rows.embed_text`: the path trimmed to the room the body leaves, as ingest embeds).
 
-Vectors: all-MiniLM-L6-v2 through the ONNX query path (:mod:`grounded.search.query_onnx`, equal to
+Vectors: all-MiniLM-L6-v2 through the ONNX query path (:mod:`grounded.chunking.minilm_onnx`, equal to
 sentence-transformers at cosine >= 0.999). Each question is searched with :func:`grounded.search.search`:
 ``text`` and ``vector`` (top 50 each, kept for the fusion study of ``benchmarks/search_fusion.py``,
 written to ``--lists``) and ``hybrid`` (the engine's default fusion).
@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     import pymupdf
 
     from grounded.search import NoSearchableWordsError, SearchIndex, search
-    from grounded.search.query_onnx import onnx_query_embedder
+    from grounded.chunking.minilm_onnx import onnx_query_embedder
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     pdfs = sorted({q.pdf for q in questions})
     embed = onnx_query_embedder()
     if embed is None:
-        raise SystemExit("the ONNX MiniLM graph is unavailable (see grounded.search.query_onnx)")
+        raise SystemExit("the ONNX MiniLM graph is unavailable (see grounded.chunking.minilm_onnx)")
     per_q: dict[tuple[str, str], dict[str, list[float]]] = {}
     dump: dict[str, Any] = {"questions": [q.id for q in questions], "pdfs": [q.pdf for q in questions], "contexts": {}}
     with tempfile.TemporaryDirectory(prefix="search_questions-") as tmp:

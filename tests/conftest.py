@@ -28,7 +28,7 @@ def pytest_configure(config: pytest.Config) -> None:
     global _CACHE_ROOT
     _CACHE_ROOT = Path(tempfile.mkdtemp(prefix="grounded-test-cache-"))
     os.environ["GROUNDED_CACHE_DIR"] = str(_CACHE_ROOT / "session")
-    # the query path's ONNX graph (grounded.search.query_onnx) is exported once and kept across runs
+    # the query path's ONNX graph (grounded.chunking.minilm_onnx) is exported once and kept across runs
     # and xdist workers (written atomically), not once per test's temporary cache folder
     os.environ.setdefault("GROUNDED_ONNX_DIR", str(Path(tempfile.gettempdir()) / "grounded-test-onnx"))
 

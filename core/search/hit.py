@@ -19,12 +19,12 @@ from ..io.chunk_metadata import record_from_row
 from ..model import Chunk, ParsingBoundingBox
 from ..model.record import ChunkRecord
 
-__all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "ROW_COLUMNS"]
+__all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "hit_box", "ROW_COLUMNS"]
 
 #: the table columns a hit is read from (the vector/embedding columns are never fetched)
 ROW_COLUMNS = (
     "chunk_id", "text", "body_start", "pages", "boxes", "heading_path",
-    "source_path", "source_sha256", "config_fingerprint",
+    "source_path", "source_sha256", "config_fingerprint", "start_char", "end_char",
 )
 
 
@@ -93,11 +93,26 @@ class Hit:
     body_start: int = 0
     text_rank: int | None = None
     vector_rank: int | None = None
+    #: where the body (``text[body_start:]``) lies in the document text of the parse tree (None: not a slice of it)
+    start_char: int | None = None
+    end_char: int | None = None
+    #: the focus (:mod:`grounded.focus`): ``(start, end)`` offsets into ``text`` in reading order, the
+    #: sentences, rows or items that answer the question; empty without a query or evidence
+    focus: tuple[tuple[int, int], ...] = ()
+    #: the focus's boxes, in the form of ``boxes``; empty when the parse tree is not at hand
+    focus_boxes: tuple[HitBox, ...] = ()
+    #: how the focus was chosen: ``semantic``, ``lexical``, ``single`` or ``none``
+    focus_method: str = "none"
 
     @property
     def body(self) -> str:
         """The part of ``text`` that lies in the PDF (without prepended headings)."""
         return self.text[self.body_start :]
+
+    @property
+    def focus_text(self) -> list[str]:
+        """The focused text of each focus span."""
+        return [self.text[a:b] for a, b in self.focus]
 
     def boxes_on(self, page: int) -> list[HitBox]:
         return [b for b in self.boxes if b.page == page]
@@ -110,10 +125,13 @@ class Hit:
             "pages": list(self.pages), "heading_path": list(self.heading_path),
             "text_rank": self.text_rank, "vector_rank": self.vector_rank,
             "boxes": [b.to_dict() for b in self.boxes], "text": self.text, "body_start": self.body_start,
+            "start_char": self.start_char, "end_char": self.end_char,
+            "focus": [list(span) for span in self.focus], "focus_text": self.focus_text,
+            "focus_boxes": [b.to_dict() for b in self.focus_boxes], "focus_method": self.focus_method,
         }
 
 
-def _hit_box(b: ParsingBoundingBox) -> HitBox:
+def hit_box(b: ParsingBoundingBox) -> HitBox:
     spans = tuple(Span(s.left, s.top, s.right, s.bottom) for s in b.spans)
     return HitBox(b.page, b.left, b.top, b.right, b.bottom, spans, b.is_heading, b.mode, b.element_id)
 
@@ -137,12 +155,14 @@ def hit_from_row(
         source_sha256=str(row["source_sha256"]),
         config=str(row["config_fingerprint"]),
         pages=tuple(record.pages),
-        boxes=tuple(_hit_box(b) for b in record.boxes),
+        boxes=tuple(hit_box(b) for b in record.boxes),
         heading_path=tuple(record.heading_path),
         text=record.content,
         body_start=record.body_start,
         text_rank=text_rank,
         vector_rank=vector_rank,
+        start_char=record.start_char,
+        end_char=record.end_char,
     )
 
 

@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"text"},
     {"chunking"},
     {"grounding"},
+    {"focus"},
     {"llm"},
     {"attribution", "demo"},
     {"graph", "ingest"},

