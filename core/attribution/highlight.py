@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, overload
 
 from ..errors import CorruptPDFError, escape_controls
+from ..focus import Focus
 from ..io.atomic import atomic_write_bytes
 from ..model.chunk import Chunk, ChunkingResult
+from .focus_layer import CHUNK_UNDER_FOCUS_OPACITY, FOCUS_COLOR, focus_chunks
 from .geometry import (
     Color,
     PageRegions,
@@ -51,6 +53,9 @@ def highlight(
     label: Label = ...,
     password: str | None = ...,
     sanitize: bool = ...,
+    query: str | None = ...,
+    focus: Focus | Sequence[Focus | None] | None = ...,
+    focus_color: Color | str = ...,
 ) -> bytes: ...
 
 
@@ -65,6 +70,9 @@ def highlight(
     label: Label = ...,
     password: str | None = ...,
     sanitize: bool = ...,
+    query: str | None = ...,
+    focus: Focus | Sequence[Focus | None] | None = ...,
+    focus_color: Color | str = ...,
 ) -> Path: ...
 
 
@@ -78,6 +86,9 @@ def highlight(
     label: Label = True,
     password: str | None = None,
     sanitize: bool = True,
+    query: str | None = None,
+    focus: Focus | Sequence[Focus | None] | None = None,
+    focus_color: Color | str = FOCUS_COLOR,
 ) -> Path | bytes:
     """Highlight every chunk in ``pdf``; write the annotated PDF atomically to ``out`` or return its bytes.
 
@@ -97,13 +108,19 @@ def highlight(
     launch and form actions, additional actions, embedded files are stripped
     (:func:`~grounded.attribution.sanitize.strip_active_content`); ``False`` keeps the source's
     objects as they are.
+
+    ``query``: each chunk's focus for it (:func:`grounded.focus.focus_of`: the sentences, rows or items
+    that answer it) is drawn as its own annotation (subject ``grounded focus``) in ``focus_color``
+    over the chunk, whose highlight is then lighter; ``focus``: focus already computed (one per chunk).
     """
-    body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
+    body_rgb, heading_rgb, focus_rgb = parse_color(color), parse_color(heading_color), parse_color(focus_color)
     chunk_list = as_chunks(chunks)
+    focused = focus_chunks(pdf, chunk_list, query=query, focus=focus)
     doc, source = open_pdf(pdf, password)
     try:
         plans = [(chunk, page_regions(chunk, doc.page_count, source)) for chunk in chunk_list]
         placed: dict[int, list[Any]] = {}  # page -> label rectangles already there (no stacking)
+        focus_plans = {i: page_regions(f, doc.page_count, source) for i, f in enumerate(focused) if f is not None}
         for n, (chunk, regions) in enumerate(plans, 1):
             if not regions:
                 warnings.warn(f"{escape_controls(str(source))}: chunk {chunk.id!r} has no boxes; nothing to highlight", stacklevel=2)
@@ -113,7 +130,12 @@ def highlight(
                 with mupdf_errors(source, f"drawing on page {pr.page}"):
                     page = doc[pr.page - 1]
                     _annotate(page, chunk, pr, heading=True, rgb=heading_rgb)
-                    _annotate(page, chunk, pr, heading=False, rgb=body_rgb)
+                    lighter = any(fp.page == pr.page for fp in focus_plans.get(n - 1, ()))
+                    _annotate(page, chunk, pr, heading=False, rgb=body_rgb,
+                              opacity=CHUNK_UNDER_FOCUS_OPACITY if lighter else None)
+                    for fp in focus_plans.get(n - 1, ()):
+                        if fp.page == pr.page:
+                            _annotate(page, chunk, fp, heading=False, rgb=focus_rgb, subject="grounded focus")
                     if tag:
                         _add_label(page, chunk, pr, tag, body_rgb, placed.setdefault(pr.page, []))
         if sanitize:
@@ -152,16 +174,19 @@ def _to_bytes(doc: Any, source: str, password: str | None) -> bytes:
     raise first
 
 
-def _annotate(page: Any, chunk: Chunk, pr: PageRegions, *, heading: bool, rgb: Color) -> None:
+def _annotate(page: Any, chunk: Chunk, pr: PageRegions, *, heading: bool, rgb: Color, opacity: float | None = None,
+              subject: str | None = None) -> None:
     rects = [displayed_rect(page, r) for r in pr.regions(heading=heading)]
     rects = [r for r in rects if not r.is_empty]
     if not rects:
         return
     annot = page.add_highlight_annot(quads=[to_page_quad(page, r) for r in rects])
     annot.set_colors(stroke=rgb)
+    if opacity is not None:
+        annot.set_opacity(opacity)
     annot.set_info(
         title=chunk.id,
-        subject="grounded heading" if heading else "grounded chunk",
+        subject=subject or ("grounded heading" if heading else "grounded chunk"),
         content=_describe(chunk),
     )
     annot.update()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..focus import Focus
 from ..io.atomic import atomic_write_bytes
 from ..model.chunk import Chunk, ChunkingResult
+from .focus_layer import FOCUS_COLOR, focus_chunks
 from .geometry import (
     AttributionError,
     Color,
@@ -39,6 +41,9 @@ def render(
     heading_color: Color | str = HEADING_COLOR,
     fill_opacity: float = 0.3,
     password: str | None = None,
+    query: str | None = None,
+    focus: Focus | Sequence[Focus | None] | None = None,
+    focus_color: Color | str = FOCUS_COLOR,
 ) -> list[bytes]:
     """One PNG per page the chunk touches (order of first appearance), its line boxes drawn as
     translucent fills with outlines (heading boxes in ``heading_color``).
@@ -46,11 +51,12 @@ def render(
     ``pad`` grows every line box by that many points. ``crop=True`` clips each image to the
     chunk's region on that page plus ``margin`` points. Several chunks may be passed; they are
     drawn together and the pages are the union of theirs. The PDF itself is not modified. An
-    encrypted PDF needs ``password``.
+    encrypted PDF needs ``password``. ``query``/``focus``: the chunks' focus drawn over them in
+    ``focus_color`` (as in :func:`~grounded.attribution.highlight`).
     """
     return [png for _page, png in render_pages(pdf, chunk, dpi, pad=pad, crop=crop, margin=margin, color=color,
                                                heading_color=heading_color, fill_opacity=fill_opacity,
-                                               password=password)]
+                                               password=password, query=query, focus=focus, focus_color=focus_color)]
 
 
 def render_pages(
@@ -65,6 +71,9 @@ def render_pages(
     heading_color: Color | str = HEADING_COLOR,
     fill_opacity: float = 0.3,
     password: str | None = None,
+    query: str | None = None,
+    focus: Focus | Sequence[Focus | None] | None = None,
+    focus_color: Color | str = FOCUS_COLOR,
 ) -> list[tuple[int, bytes]]:
     """Like :func:`render` but returns ``(page number, PNG bytes)`` pairs."""
     if not (isinstance(dpi, int) and 1 <= dpi <= 2400):
@@ -73,14 +82,19 @@ def render_pages(
         raise ValueError(f"fill_opacity must be in 0..1, got {fill_opacity!r}")
     import pymupdf
 
-    body_rgb, heading_rgb = parse_color(color), parse_color(heading_color)
+    body_rgb, heading_rgb, focus_rgb = parse_color(color), parse_color(heading_color), parse_color(focus_color)
     chunks = as_chunks(chunk)
+    focused = [f for f in focus_chunks(pdf, chunks, query=query, focus=focus) if f is not None]
     doc, source = open_pdf(pdf, password)
     try:
         by_page: dict[int, list[PageRegions]] = {}
+        focus_by_page: dict[int, list[PageRegions]] = {}
         for c in chunks:
             for pr in page_regions(c, doc.page_count, source):
                 by_page.setdefault(pr.page, []).append(pr)
+        for f in focused:
+            for pr in page_regions(f, doc.page_count, source):
+                focus_by_page.setdefault(pr.page, []).append(pr)
         if not by_page:
             ids = ", ".join(repr(c.id) for c in chunks) or "(no chunks given)"
             raise AttributionError(source, f"nothing to render: chunk {ids} has no boxes")
@@ -92,6 +106,9 @@ def render_pages(
                     ([displayed_rect(page, r, pad) for pr in regions for r in pr.regions(heading=is_heading)], rgb)
                     for is_heading, rgb in ((True, heading_rgb), (False, body_rgb))
                 ]
+                if focus_by_page.get(number):  # the focus last, over the chunk
+                    groups.append(([displayed_rect(page, r, pad) for pr in focus_by_page[number]
+                                    for r in pr.regions(heading=False)], focus_rgb))
                 clip = None
                 if crop:
                     drawn = [r for rects, _ in groups for r in rects]

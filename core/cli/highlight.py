@@ -62,6 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(default: sanitized - they are stripped; links to pages and web addresses stay)",
     )
     p.add_argument("--color", type=_color, default=None, help="highlight colour as #rrggbb (default: yellow; headings light blue)")
+    p.add_argument("--query", "-q", default=None, metavar="QUESTION",
+                   help="also draw each chunk's focus for QUESTION (the sentences, rows or items that answer it) in "
+                   "orange over the lighter chunk, as its own annotation; the focus is printed")
     add_password_option(p)  # the annotated copy of an encrypted PDF is encrypted again with the password
     p.add_argument("--force", action="store_true",
                    help="draw even if the PDF is not the one the chunks file records (sha256 differs)")
@@ -158,13 +161,19 @@ def run(args: argparse.Namespace) -> int:
     refuse_overwriting_inputs(list(names), [args.pdf, args.chunks])
     color = args.color or DEFAULT_COLOR
     password = pdf_password(args)
+    focus = None
+    if args.query is not None:
+        from ..focus import focus_of
+
+        focus = [focus_of(c, args.query, pdf=args.pdf) for c in chunks]
     try:
         if kind == ".pdf":
             highlight(args.pdf, chunks, out, color=color, label=not args.no_label, password=password,
-                      sanitize=not args.keep_active_content)
+                      sanitize=not args.keep_active_content, focus=focus)
         else:
             by_page = {page: path for path, page in names.items()}
-            rendered = render_pages(args.pdf, chunks, args.dpi, crop=args.crop, color=color, password=password)
+            rendered = render_pages(args.pdf, chunks, args.dpi, crop=args.crop, color=color, password=password,
+                                    focus=focus)
             if {page for page, _ in rendered} - set(by_page):  # both read the chunks' boxes: cannot happen
                 raise AttributionError(args.chunks, "the pages rendered differ from the pages of the chunks' boxes")
             for page, png in rendered:
@@ -173,6 +182,12 @@ def run(args: argparse.Namespace) -> int:
         raise exc.naming(args.chunks, args.pdf) from exc
     listed = ", ".join(shown(str(path)) if page is None else f"{shown(str(path))} (page {page})" for path, page in names.items())
     sys.stdout.write(f"{len(chunks)} chunk(s) on {len(pages)} page(s) -> {listed}\n")
+    for chunk, f in zip(chunks, focus or ()):
+        focus_pages = ",".join(str(p) for p in dict.fromkeys(b.page for b in f.boxes))
+        for text in f.texts():
+            flat = " ".join(text.split())
+            sys.stdout.write(f"\u00bb {shown(chunk.id)}: {shown(flat[:300])}{'...' if len(flat) > 300 else ''}"
+                             f"{f'  (p.{focus_pages})' if focus_pages else ''}\n")
     return 0
 
 

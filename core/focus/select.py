@@ -91,7 +91,7 @@ def choose_many(
     terms = query_terms(query)
     per_text = [units(text, body_start) for text, body_start in texts]
     candidates = [[u for u in us if u.kind not in ("heading", "header")] for us in per_text]
-    flat = [text[u.start:u.end] for (text, _), cands in zip(texts, candidates) for u in cands]
+    flat = [u.text(text) for (text, _), cands in zip(texts, candidates) for u in cands]
     lexical = lexical_scores(terms, flat, cue_bonus=s.cue_bonus)
     semantic: list[float] | None = None
     if embed is not None and flat:

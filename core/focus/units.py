@@ -43,6 +43,15 @@ class Unit:
     end: int
     kind: UnitKind
     block: int
+    #: further spans of the same sentence: one interrupted by a figure caption, a table or a page's
+    #: furniture, whose text goes on in a later paragraph starting in lower case
+    rest: tuple[tuple[int, int], ...] = ()
+
+    def spans(self) -> tuple[tuple[int, int], ...]:
+        return ((self.start, self.end), *self.rest)
+
+    def text(self, text: str) -> str:
+        return " ".join(text[a:b] for a, b in self.spans())
 
 
 def _punkt() -> Any | None:
@@ -141,5 +150,22 @@ def units(text: str, body_start: int = 0) -> list[Unit]:
         elif len(lines) == 1 and not _SENTENCE_END.search(text[a:b]) and len(text[a:b].split()) <= 12:
             found.append(Unit(a, b, "heading", block))
         else:
-            found.extend(Unit(s, e, "sentence", block) for s, e in sentence_spans(text, a, b))
+            sentences = sentence_spans(text, a, b)
+            open_at = _open_sentence(found, text)
+            if open_at is not None and sentences and text[sentences[0][0]].islower():
+                head = found[open_at]  # the sentence goes on here after an interruption
+                found[open_at] = Unit(head.start, head.end, "sentence", head.block, (*head.rest, sentences[0]))
+                sentences = sentences[1:]
+            found.extend(Unit(s, e, "sentence", block) for s, e in sentences)
     return found
+
+
+def _open_sentence(found: list[Unit], text: str) -> int | None:
+    """The index of the last prose sentence in ``found`` when it ends without a sentence end (it may
+    go on after a caption, a table or a page break), else None."""
+    for i in range(len(found) - 1, -1, -1):
+        u = found[i]
+        if u.kind == "sentence":
+            last = u.rest[-1][1] if u.rest else u.end
+            return None if _SENTENCE_END.search(text[u.start:last]) else i
+    return None
