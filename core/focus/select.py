@@ -27,7 +27,7 @@ __all__ = ["FocusSettings", "Choice", "choose_many", "Embedder"]
 
 #: texts -> unit-length vectors (one row per text): MiniLM's query path
 Embedder = Callable[[Sequence[str]], np.ndarray]
-_VECTORS: BoundedCache[np.ndarray] = BoundedCache(4096)
+_VECTORS: BoundedCache[tuple[Embedder, np.ndarray]] = BoundedCache(4096)
 
 
 @dataclass(frozen=True)
@@ -60,22 +60,28 @@ _NONE = Choice((), "none")
 
 
 def _vectors(texts: Sequence[str], embed: Embedder) -> np.ndarray:
-    """Unit vectors of ``texts`` (kept per text: a hit seen again costs nothing)."""
-    missing = [t for t in dict.fromkeys(texts) if _VECTORS.get(t) is None]
+    """Unit vectors of ``texts`` by ``embed`` (kept per embedder and text: a hit seen again costs
+    nothing; an entry holds its embedder, so another one, even at a reused id, never reads it)."""
+
+    def kept(text: str) -> np.ndarray | None:
+        found = _VECTORS.get((id(embed), text))
+        return found[1] if found is not None and found[0] is embed else None
+
+    missing = [t for t in dict.fromkeys(texts) if kept(t) is None]
     if missing:
         for text, vector in zip(missing, np.asarray(embed(missing), dtype=np.float32)):
-            _VECTORS.put(text, vector / (float(np.linalg.norm(vector)) or 1.0))
-    return np.stack([_VECTORS.get(t) for t in texts]) if texts else np.zeros((0, 1), np.float32)  # type: ignore[misc]
+            _VECTORS.put((id(embed), text), (embed, vector / (float(np.linalg.norm(vector)) or 1.0)))
+    return np.stack([kept(t) for t in texts])  # type: ignore[misc]
 
 
 def _spans(text: str, chosen: list[Unit]) -> tuple[tuple[int, int], ...]:
     """``chosen`` units as spans in reading order, neighbours on one line (only spaces between) joined."""
     spans: list[tuple[int, int]] = []
-    for u in sorted(chosen, key=lambda u: u.start):
-        if spans and u.start >= spans[-1][1] and not text[spans[-1][1]:u.start].strip(" \t") or spans and u.start < spans[-1][1]:
-            spans[-1] = (spans[-1][0], max(spans[-1][1], u.end))
+    for start, end in sorted(span for u in chosen for span in u.spans()):
+        if spans and (start < spans[-1][1] or not text[spans[-1][1]:start].strip(" \t")):
+            spans[-1] = (spans[-1][0], max(spans[-1][1], end))
         else:
-            spans.append((u.start, u.end))
+            spans.append((start, end))
     return tuple(spans)
 
 

@@ -2,7 +2,8 @@
 
 A unit is a character span of the chunk text with a kind. Blocks are the text's paragraphs (runs of
 lines between blank lines). A block whose lines are cells joined by `` | `` (how grounded writes a
-table row) gives one ``row`` unit per line, its first line the table's ``header``; a block whose
+table row) gives one ``row`` unit per line, its first line the table's ``header`` when the table
+starts inside the chunk (after another paragraph of its body); a block whose
 lines start with a bullet or an enumerator gives one ``item`` per bullet (continuation lines
 included); the prepended heading lines (``text[:body_start]``) and one-line blocks without a
 sentence end are ``heading`` units (context, never a focus alone); prose blocks are cut into
@@ -30,6 +31,7 @@ _ABBREVIATIONS = re.compile(
     r"(?:\bet al|\be\.g|\bi\.e|\bFigs?|\bTab|\bEq|\bRef|\bvs|\bcf|\bapprox|\bca|\bNo|\bNos|\bDr|\bSt|\bvol|\bpp?"
     r"|\bSect?|\bSupp|\bresp|\bMr|\bMrs|\bMs|\bProf|\bInc|\bLtd|\bCo|\bU\.S|\b[A-Z])\.$"
 )
+_CAPTION = re.compile(r"^(?:Fig(?:ure)?s?\.?|Table|Scheme|Chart|Box)\s*[0-9IVX]", re.I)
 _RULE_CUT = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _PUNKT: list[Any] = []
 
@@ -132,13 +134,18 @@ def units(text: str, body_start: int = 0) -> list[Unit]:
     for block, (a, b) in enumerate(_blocks(text[:body_start], 0) if body_start else ()):
         if a < b:
             found.extend(Unit(s, e, "heading", -1 - block) for s, e in _lines(text, a, b))
-    for block, (a, b) in enumerate(_blocks(text, body_start)):
+    blocks = list(_blocks(text, body_start))
+    for block, (a, b) in enumerate(blocks):
         if a >= b:
             continue
+        resumed = any(_goes_on(text[c:d]) for c, d in blocks[block + 1:block + 3] if c < d)
         lines = _lines(text, a, b)
         if sum(_CELL_SEP in text[s:e] for s, e in lines) >= max(1, len(lines) // 2):
+            # the first row is the header when the table starts inside the chunk (a chunk that begins
+            # with a table may begin in the middle of one: its first row is a data row then)
+            starts_here = any(u.block >= 0 for u in found)
             for i, (s, e) in enumerate(lines):
-                found.append(Unit(s, e, "header" if i == 0 and len(lines) > 1 else "row", block))
+                found.append(Unit(s, e, "header" if i == 0 and len(lines) > 1 and starts_here else "row", block))
         elif len(lines) > 1 and sum(bool(_BULLET.match(text[s:e])) for s, e in lines) >= 2:
             items: list[list[int]] = []
             for s, e in lines:
@@ -147,12 +154,13 @@ def units(text: str, body_start: int = 0) -> list[Unit]:
                 else:
                     items[-1][1] = e
             found.extend(Unit(s, e, "item", block) for s, e in items)
-        elif len(lines) == 1 and not _SENTENCE_END.search(text[a:b]) and len(text[a:b].split()) <= 12:
+        elif (len(lines) == 1 and not _SENTENCE_END.search(text[a:b]) and len(text[a:b].split()) <= 12
+              and not (resumed and text[b - 1].islower())):  # not a sentence that goes on after a caption
             found.append(Unit(a, b, "heading", block))
         else:
             sentences = sentence_spans(text, a, b)
             open_at = _open_sentence(found, text)
-            if open_at is not None and sentences and text[sentences[0][0]].islower():
+            if open_at is not None and sentences and _goes_on(text[sentences[0][0]:sentences[0][1]]):
                 head = found[open_at]  # the sentence goes on here after an interruption
                 found[open_at] = Unit(head.start, head.end, "sentence", head.block, (*head.rest, sentences[0]))
                 sentences = sentences[1:]
@@ -160,12 +168,24 @@ def units(text: str, body_start: int = 0) -> list[Unit]:
     return found
 
 
+def _goes_on(paragraph: str) -> bool:
+    """Whether ``paragraph`` reads as the rest of a sentence begun before it: it starts in lower case,
+    with a number or with a parenthesis (``... under 4 psi`` | ``(1 psi = 6.9 kPa) of hydrogen``)."""
+    head = paragraph[:1]
+    return head.islower() or head.isdigit() or head in "(["
+
+
 def _open_sentence(found: list[Unit], text: str) -> int | None:
     """The index of the last prose sentence in ``found`` when it ends without a sentence end (it may
     go on after a caption, a table or a page break), else None."""
+    looked = 0
     for i in range(len(found) - 1, -1, -1):
         u = found[i]
         if u.kind == "sentence":
             last = u.rest[-1][1] if u.rest else u.end
-            return None if _SENTENCE_END.search(text[u.start:last]) else i
+            if not _SENTENCE_END.search(text[u.start:last]):
+                return i
+            looked += 1
+            if looked == 2 or not _CAPTION.match(text[u.start:u.end]):  # past a caption only
+                return None
     return None

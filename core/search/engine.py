@@ -34,6 +34,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..chunking.minilm_onnx import QueryEmbedder, query_embedder
+from ..focus.select import FocusSettings
 from .errors import EmptyQueryError, NoEmbeddingsError, NoSearchableWordsError, NoTextIndexError
 from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
@@ -112,6 +113,7 @@ def search(
     fusion: Fusion = "score",
     pages: Iterable[int] | None = None,
     focus: bool = True,
+    focus_settings: FocusSettings | None = None,
 ) -> list[Hit]:
     """The ``k`` best chunks of ``out`` (an ingest output folder or an open :class:`SearchIndex`)
     for ``question``, best first.
@@ -127,7 +129,8 @@ def search(
     ranking's cut, so ``k`` hits come back when that many chunks match); see :func:`pages_filter`.
     ``focus`` (default): each hit gets its focus (:mod:`grounded.search.focus`): the sentences, rows
     or items that answer the question, with boxes; semantic (MiniLM + lexical evidence) in vector
-    and hybrid mode, lexical in text mode (no model is loaded for it).
+    and hybrid mode, lexical in text mode (no model is loaded for it); ``focus_settings``: its
+    weights and limits (:class:`~grounded.focus.FocusSettings`).
 
     Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
     question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
@@ -151,7 +154,8 @@ def search(
         return hits
     from .focus import with_focus
 
-    return with_focus(hits, question, None if chosen == "text" else (embedder or query_embedder()))
+    return with_focus(hits, question, None if chosen == "text" else (embedder or query_embedder()),
+                      settings=focus_settings)
 
 
 def _search(

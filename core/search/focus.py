@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..chunking.minilm_onnx import QueryEmbedder
-from ..focus import FocusWarning, focus_texts
+from ..focus import FocusSettings, FocusWarning, focus_texts
 from ..focus.boxes import span_boxes
 from ..grounding.sources import SourceView, source_view
 from ..parsers.cache import TREE_REF_KEY, ParseCache
@@ -38,12 +38,12 @@ def hit_view(hit: Hit, cache: ParseCache | None = None) -> SourceView | None:
 
 
 def with_focus(hits: Sequence[Hit], question: str, embed: QueryEmbedder | None,
-               cache: ParseCache | None = None) -> list[Hit]:
+               cache: ParseCache | None = None, settings: FocusSettings | None = None) -> list[Hit]:
     """``hits`` with their focus for ``question`` (scored together: one embedding batch; ``embed``
     None: a lexical focus) and its boxes."""
     if not hits:
         return []
-    choices = focus_texts([(h.text, h.body_start) for h in hits], question, embed=embed)
+    choices = focus_texts([(h.text, h.body_start) for h in hits], question, embed=embed, settings=settings)
     views: dict[tuple[str, int | None], SourceView | None] = {}
     unplaced: list[str] = []
     out: list[Hit] = []
