@@ -41,6 +41,8 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..attribution import highlight, render_pages
 from ..errors import GroundedError, InputError
+from ..focus import Focus
+from ..focus.boxes import span_boxes
 from ..runtime.memory import release_memory
 from ..search import MODES, Hit, SearchIndex, default_mode, hit_chunk, hit_from_row, search, source_pdf
 from ..search.errors import (
@@ -51,7 +53,27 @@ from ..search.errors import (
     SearchError,
     SourceChangedError,
 )
+from ..search.focus import hit_view
 from .cache import BytesLRU
+
+#: the most focus spans a page or PDF request may carry
+MAX_FOCUS_SPANS = 32
+
+
+def _focus_spans(given: str, hit: Hit) -> tuple[tuple[int, int], ...] | Response:
+    """The ``focus`` parameter ``a-b,c-d`` (offsets into the hit's text) as spans, checked."""
+    if not given:
+        return ()
+    spans = []
+    for part in given.split(",")[: MAX_FOCUS_SPANS + 1]:
+        a, _, b = part.partition("-")
+        if not (a.isdigit() and b.isdigit() and int(a) < int(b) <= len(hit.text)):
+            return Response.error(400, f"focus must be start-end offsets into the chunk text (0..{len(hit.text)})")
+        spans.append((int(a), int(b)))
+    if len(spans) > MAX_FOCUS_SPANS:
+        return Response.error(400, f"focus: at most {MAX_FOCUS_SPANS} spans")
+    return tuple(spans)
+
 
 __all__ = ["ViewerApp", "Response", "ASSETS", "MAX_K", "LOOPBACK_NAMES", "RENDER_CACHE_BYTES", "PDF_CACHE_BYTES"]
 
@@ -234,13 +256,17 @@ class ViewerApp:
             return Response.error(404, f"chunk {hit.chunk_id} is not on page {page}")
         if not 30 <= dpi <= 300:
             return Response.error(400, "dpi must be in 30..300")
+        spans = _focus_spans(query.get("focus", ""), hit)
+        if isinstance(spans, Response):
+            return spans
         source = self._source_key(hit.source_path, hit.source_sha256)
-        key = (hit.chunk_id, page, dpi, source)
+        key = (hit.chunk_id, page, dpi, source, spans)
         png = self.renders.get(key) if source is not None else None
         if png is None:
             pdf = self._pdf(hit)
+            focus = self._focus(hit, spans)
             with self._mupdf:
-                png = render_pages(pdf, hit_chunk(hit, pages=[page]), dpi)[0][1]
+                png = render_pages(pdf, hit_chunk(hit, pages=[page]), dpi, focus=focus)[0][1]
                 self._after_render()
             if source is not None:
                 self.renders.put(key, png)
@@ -250,9 +276,13 @@ class ViewerApp:
         hit = self._hit(query)
         if isinstance(hit, Response):
             return hit
+        spans = _focus_spans(query.get("focus", ""), hit)
+        if isinstance(spans, Response):
+            return spans
         pdf = self._pdf(hit)
+        focus = self._focus(hit, spans)
         with self._mupdf:
-            data = highlight(pdf, [hit_chunk(hit)])
+            data = highlight(pdf, [hit_chunk(hit)], focus=[focus] if focus is not None else None)
             self._after_render()
         name = f"{Path(hit.source_path).stem}.highlighted.pdf"
         disposition = f"attachment; filename*=UTF-8''{quote(name)}"
@@ -281,6 +311,18 @@ class ViewerApp:
             return Response.error(404, "no such chunk in the index")
         return hit_from_row(row, rank=0, score=0.0, mode="row")
 
+    @staticmethod
+    def _focus(hit: Hit, spans: tuple[tuple[int, int], ...]) -> Focus | None:
+        """The focus of ``spans`` (offsets into the hit's text, as the search answered them) with its
+        boxes from the parse cache; None without spans or without the tree (the chunk alone is drawn)."""
+        if not spans:
+            return None
+        view = hit_view(hit)
+        if view is None:
+            return None
+        boxes = span_boxes(view, hit.text, spans, body_start=hit.body_start, start_char=hit.start_char)
+        return Focus(spans, tuple(boxes), "given", hit.text)
+
     def _pdf(self, hit: Hit) -> bytes:
         return self._read_pdf(hit.source_path, hit.source_sha256)
 
@@ -307,8 +349,10 @@ class ViewerApp:
         cid = quote(hit.chunk_id, safe="")
         d["source_name"] = Path(hit.source_path).name
         d["source_missing"] = not Path(hit.source_path).is_file()  # deleted or unmounted since the ingest: marked
-        d["page_images"] = [{"page": p, "url": f"/api/page.png?id={cid}&page={p}"} for p in hit.pages]
-        d["annotated_url"] = f"/api/annotated.pdf?id={cid}"
+        focus = ",".join(f"{a}-{b}" for a, b in hit.focus)
+        tail = f"&focus={focus}" if focus else ""
+        d["page_images"] = [{"page": p, "url": f"/api/page.png?id={cid}&page={p}{tail}"} for p in hit.pages]
+        d["annotated_url"] = f"/api/annotated.pdf?id={cid}{tail}"
         d["source_url"] = f"/api/source.pdf?path={quote(hit.source_path, safe='')}"
         return d
 

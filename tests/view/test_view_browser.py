@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
@@ -224,3 +225,54 @@ def test_layout_zoom_and_errors_as_text(long_name_out: tuple[Path, Path], tmp_pa
         finally:
             browser.close()
     assert "Traceback" not in viewer.stderr, viewer.stderr
+
+
+def _focused(pixels: np.ndarray) -> np.ndarray:
+    """Pixels tinted by the focus (orange over the chunk's lighter yellow): red high, green and blue held down."""
+    r, g, b = (pixels[..., i].astype(int) for i in range(3))
+    return (r > 200) & (g < 226) & (b < 150) & (r - g > 30)
+
+
+def test_the_focus_is_drawn_inside_the_chunk_and_scrolled_into_view(out: Path, viewer: str, tmp_path: Path) -> None:
+    """At 1440x1000 the best hit's focus (the sentences that answer) is drawn in orange inside the
+    chunk's boxes, marked in the chunk text, listed under the hit, and the page is scrolled so its
+    first line is in view; keyboard focus has left the question box (the arrow keys move between hits)."""
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+            page.goto(viewer)
+            page.wait_for_selector("#mode option", state="attached")
+            hits = _search(page, QUESTION)
+            best = hits[0]
+            assert best["focus"] and best["focus_boxes"], best
+            page.wait_for_function(IMAGE_LOADED, timeout=120_000)
+            page.wait_for_timeout(300)  # the load handler's scroll
+            view = page.evaluate("""(box) => { const i = document.querySelector('img.page'); const r = i.getBoundingClientRect();
+                const y = r.top + box.top * i.clientHeight; return {y, height: window.innerHeight, active: document.activeElement.id}; }""",
+                                 best["focus_boxes"][0])
+            assert 0 <= view["y"] <= view["height"] * 0.8, view  # the focus's first line is in the window
+            assert view["active"] != "q"
+            marked = page.inner_text("#chunk-text mark.focus")
+            assert marked and " ".join(marked.split()) in " ".join(" ".join(best["focus_text"]).split())
+            assert page.locator(".hit .focus").first.inner_text().startswith("»")
+            shot = page.locator("img.page").first.screenshot(path=str(tmp_path / "focus.png"))
+            page.keyboard.press("ArrowDown")
+            assert page.locator(".hit").nth(1).get_attribute("aria-selected") == "true"
+        finally:
+            browser.close()
+    number = best["focus_boxes"][0]["page"]
+    for f in best["focus_boxes"]:  # every focus line lies inside the chunk's boxes
+        for s in f["spans"] or [f]:
+            assert any(c["page"] == f["page"] and c["left"] - 0.004 <= s["left"] and s["right"] <= c["right"] + 0.004
+                       and c["top"] - 0.004 <= s["top"] and s["bottom"] <= c["bottom"] + 0.004 for c in best["boxes"]), s
+    pixels = png_pixels(shot)
+    height, width = pixels.shape[:2]
+    rects = span_rects(best["focus_boxes"], number, width, height)
+    tinted = _focused(pixels)
+    inside = np.zeros(tinted.shape, dtype=bool)
+    near = np.zeros(tinted.shape, dtype=bool)
+    for x0, y0, x1, y1 in rects:
+        inside[y0:y1, x0:x1] = True
+        near[max(0, y0 - 6): y1 + 6, max(0, x0 - 6): x1 + 6] = True
+    assert tinted[inside].mean() > 0.5 and tinted[~near].mean() < 0.002, (tinted[inside].mean(), tinted[~near].mean(), tmp_path)

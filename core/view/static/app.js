@@ -73,6 +73,9 @@ function showHits(hits) {
     top.append(el("span", "rank", `#${hit.rank}`), name, el("span", "pages", `p. ${hit.pages.join(", ")}`), score);
     button.append(top, el("div", "path", hit.heading_path.join(" › ") || "(no heading)"),
                   el("div", "snippet", hit.text.slice(hit.body_start).replace(/\s+/g, " ").slice(0, 300)));
+    if (hit.focus_text && hit.focus_text.length) {  // the sentences, rows or items that answer the question
+      button.append(el("div", "focus", `» ${hit.focus_text.join(" … ").replace(/\s+/g, " ").slice(0, 300)}`));
+    }
     if (hit.source_missing) button.append(el("div", "gone", "this PDF is no longer on disk"));
     button.addEventListener("click", () => select(i));
     item.append(button);
@@ -101,6 +104,7 @@ async function loadPage(figure, hit, image, gen) {
       img.dataset.chunkId = hit.chunk_id;
       img.title = "click to zoom";
       img.addEventListener("click", () => setZoom(zoom === 0 ? 2 : 0));
+      img.addEventListener("load", () => { if (gen === generation) scrollToFocus(hit, image.page, img); }, { once: true });
       img.src = url;
       figure.querySelector(".slot").replaceChildren(img);
       return;
@@ -114,6 +118,37 @@ async function loadPage(figure, hit, image, gen) {
   error.setAttribute("role", "alert");
   error.dataset.page = String(image.page);
   figure.querySelector(".slot").replaceChildren(error);
+}
+
+// The first page holding the focus is scrolled so that the focus's first line sits in the upper third
+// of the window (the page would otherwise show its top, the answer often below the fold).
+function scrollToFocus(hit, page, img) {
+  const boxes = (hit.focus_boxes || []).filter((b) => b.page === page);
+  const first = (hit.focus_boxes || [])[0];
+  if (!boxes.length || !first || first.page !== page) return;
+  const top = Math.min(...boxes.map((b) => b.top));
+  const y = img.getBoundingClientRect().top + window.scrollY + top * img.clientHeight;
+  window.scrollTo({ top: Math.max(0, y - window.innerHeight / 3), behavior: "auto" });
+  const left = Math.min(...boxes.map((b) => b.left));
+  const slot = img.closest("figure");
+  if (slot && zoom > 0) slot.scrollLeft = Math.max(0, left * img.clientWidth - 24);
+}
+
+// The chunk's text with its headings and its focus marked.
+function chunkText(hit) {
+  const text = $("chunk-text");
+  text.replaceChildren();
+  const cuts = new Set([0, hit.body_start, hit.text.length]);
+  (hit.focus || []).forEach(([a, b]) => { cuts.add(a); cuts.add(b); });
+  const points = [...cuts].sort((a, b) => a - b);
+  for (let i = 0; i + 1 < points.length; i++) {
+    const [a, b] = [points[i], points[i + 1]];
+    if (a === b) continue;
+    const piece = hit.text.slice(a, b);
+    const inFocus = (hit.focus || []).some(([s, e]) => s <= a && b <= e);
+    const node = inFocus ? el("mark", "focus", piece) : (a < hit.body_start ? el("span", "headings", piece) : document.createTextNode(piece));
+    text.append(node);
+  }
 }
 
 function showPages(hit) {
@@ -166,10 +201,9 @@ function select(i) {
     `) · chunk ${hit.chunk_id} · config ${hit.config.slice(0, 16)} · sha256 ${hit.source_sha256.slice(0, 12)}`;
   $("download").href = hit.annotated_url;
   $("source").href = hit.source_url;
-  const text = $("chunk-text");
-  text.replaceChildren();
-  if (hit.body_start > 0) text.append(el("span", "headings", hit.text.slice(0, hit.body_start)));
-  text.append(document.createTextNode(hit.text.slice(hit.body_start)));
+  chunkText(hit);
+  const mark = $("chunk-text").querySelector("mark.focus");
+  if (mark) $("chunk-text").scrollTop = Math.max(0, mark.offsetTop - $("chunk-text").offsetTop - 8);
   showPages(hit);
 }
 
@@ -233,6 +267,7 @@ async function runSearch(event) {
     }
     setStatus(`${current.length} hit${current.length === 1 ? "" : "s"} (${data.mode})${note ? ` · ${note}` : ""}`);
     select(0);  // the best hit is shown at once
+    $("q").blur();  // the keys now move between hits and zoom, as the page says (the question box keeps its text)
   } catch (err) {
     setStatus(err.message, true);
     current = [];
