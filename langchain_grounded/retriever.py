@@ -28,6 +28,7 @@ from grounded.grounding.adapter import (
 )
 from grounded.model import ChunkRecord
 from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
+from grounded.search.focus import focus_metadata
 
 __all__ = ["GroundedRetriever"]
 
@@ -43,7 +44,10 @@ class GroundedRetriever(BaseRetriever):
     (fingerprint or prefix) when ``out`` holds several. ``embedder``: the query embedder of the
     vector modes (default MiniLM). ``flat_metadata=True`` writes lists as compact JSON strings
     (store-safe, like :class:`~langchain_grounded.GroundedPDFLoader`'s default); by default they stay
-    lists (``4 in doc.metadata["pages"]``). ``line_boxes=False`` keeps one box per page run.
+    lists (``4 in doc.metadata["pages"]``). ``line_boxes=False`` keeps one box per page run. Each
+    Document carries its focus: ``focus_spans`` (offsets into ``page_content`` of the sentences,
+    rows or items that answer the query) and ``focus_boxes`` (their boxes); format only
+    ``page_content`` for the LLM (as an LCEL chain does) and they never reach it.
 
     ``out`` is opened when the retriever is made: a missing folder raises
     :class:`~grounded.search.IndexNotFoundError`, a folder without an index
@@ -90,6 +94,7 @@ class GroundedRetriever(BaseRetriever):
             "config_fingerprint": hit.config,
             "page": max(record.page_start - 1, 0),
             **chunk_metadata(record, flat=self.flat_metadata, line_spans=self.line_boxes, text=record.content),
+            **focus_metadata(hit, flat=self.flat_metadata, line_spans=self.line_boxes),
             "score": hit.score,
         }
         return Document(page_content=record.content, metadata=metadata, id=record.id)

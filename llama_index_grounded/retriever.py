@@ -17,20 +17,23 @@ from grounded.grounding.adapter import (
 )
 from grounded.model import ChunkRecord
 from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
+from grounded.search.focus import FOCUS_KEYS, focus_metadata
 
 __all__ = ["GroundedRetriever"]
 
 #: source keys a node adds to the chunk fields; the LLM sees ``file_name`` and ``page_label`` of them
 _SOURCE_HIDDEN = ("file_path", "source_sha256", "config_fingerprint", "page")
-_EMBED_HIDDEN = (*embed_hidden_keys(), *_SOURCE_HIDDEN, "file_name", "page_label", "pages", "section")
-_LLM_HIDDEN = (*llm_hidden_keys(), *_SOURCE_HIDDEN)
+_EMBED_HIDDEN = (*embed_hidden_keys(), *_SOURCE_HIDDEN, *FOCUS_KEYS, "file_name", "page_label", "pages", "section")
+_LLM_HIDDEN = (*llm_hidden_keys(), *_SOURCE_HIDDEN, *FOCUS_KEYS)
 
 
 class GroundedRetriever(BaseRetriever):
     """Retrieve chunks of an ingest output folder ``out`` with their exact source boxes: ``mode``
     text | vector | hybrid, None: the index's default (hybrid, text without embeddings; as
     :func:`grounded.search.search`), ``pages`` or ``page_range``
-    (1-based), ``config``, ``embedder``, ``flat_metadata``, ``line_boxes``. ``out`` is opened here
+    (1-based), ``config``, ``embedder``, ``flat_metadata``, ``line_boxes``. Each node carries its
+    focus (``focus_spans``, ``focus_boxes``: the sentences of its text that answer the query, and
+    their boxes), hidden from the embedder and the LLM. ``out`` is opened here
     (typed :class:`~grounded.errors.GroundedError` when it is missing or not an index)."""
 
     def __init__(
@@ -73,6 +76,7 @@ class GroundedRetriever(BaseRetriever):
         pages = {"page": record.page_start, "page_label": str(record.page_start)} if record.pages else None
         # the node id is the chunk id (as GroundedNodeParser's nodes)
         metadata = hit_fields(hit, record, flat=self.flat_metadata, line_spans=self.line_boxes, drop=("chunk_id",), pages=pages)
+        metadata.update(focus_metadata(hit, flat=self.flat_metadata, line_spans=self.line_boxes))
         start = record.start_char
         return TextNode(
             id_=record.id,

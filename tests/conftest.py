@@ -39,10 +39,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _parse_cache_per_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _parse_cache_per_test(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """A fresh ``$GROUNDED_CACHE_DIR`` per test (the parse cache is on by default in ``grounded
     chunk/ground/ingest``: a test that counts or patches parses must not get another test's tree).
-    A folder set by a module fixture is kept."""
+    A folder set by a module fixture is kept; a module marked ``shared_parse_cache`` (it searches an
+    index built once per run: the focus of its hits reads the trees that ingest left in the cache)
+    keeps the session's folder."""
+    if request.node.get_closest_marker("shared_parse_cache") is not None:
+        yield
+        return
     if _CACHE_ROOT is not None and os.environ.get("GROUNDED_CACHE_DIR") == str(_CACHE_ROOT / "session"):
         monkeypatch.setenv("GROUNDED_CACHE_DIR", str(_CACHE_ROOT / f"test-{next(_CACHE_COUNT)}"))
     yield

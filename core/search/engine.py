@@ -155,7 +155,7 @@ def search(
     from .focus import with_focus
 
     return with_focus(hits, question, None if chosen == "text" else (embedder or query_embedder()),
-                      settings=focus_settings)
+                      settings=focus_settings, parse=chosen != "text")
 
 
 def _search(

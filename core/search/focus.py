@@ -4,28 +4,41 @@ A hit knows its PDF (``source_sha256``) and where its body lies in the document 
 (``start_char``), not the parser options its tree was made with. Ingest parses through the parse
 cache (the default), so the tree is there under the PDF's hash: every entry of that hash is tried,
 newest first, and the first whose document text holds the hit's body at ``start_char`` places the
-focus. A hit whose tree is not in the cache (ingested with ``--no-parse-cache``, the cache cleared)
-keeps its focus spans without boxes, and one :class:`~grounded.focus.FocusWarning` says so.
+focus. A tree that is not in the cache (ingested with ``--no-parse-cache``, the cache cleared or evicted)
+is made again from the PDF when it is unchanged (its sha256), by the default parser, and kept in
+the cache (seconds, once per PDF; not in text mode, which loads no model); when that tree differs (ingest used other parser options) or the
+PDF is gone or changed, the hit keeps its focus spans without boxes, and one
+:class:`~grounded.focus.FocusWarning` says so.
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from ..chunking.minilm_onnx import QueryEmbedder
 from ..focus import FocusSettings, FocusWarning, focus_texts
 from ..focus.boxes import span_boxes
 from ..grounding.sources import SourceView, source_view
-from ..parsers.cache import TREE_REF_KEY, ParseCache
+from ..io.chunk_metadata import boxes_to_metadata
+from ..model.boxes import ParsingBoundingBox
+from ..parsers.cache import TREE_REF_KEY, ParseCache, file_sha256
 from .hit import Hit, hit_box
 
-__all__ = ["with_focus", "hit_view"]
+__all__ = ["with_focus", "hit_view", "focus_metadata", "FOCUS_KEYS"]
+
+#: the metadata keys of a retrieved node's / Document's focus: what the reader highlights, never what
+#: the embedder or the LLM reads
+FOCUS_KEYS = ("focus_spans", "focus_boxes")
 
 
-def hit_view(hit: Hit, cache: ParseCache | None = None) -> SourceView | None:
-    """The source view of the parse tree ``hit`` was chunked from, when the parse cache holds it."""
+def hit_view(hit: Hit, cache: ParseCache | None = None, *, parse: bool = True) -> SourceView | None:
+    """The source view of the parse tree ``hit`` was chunked from: from the parse cache, else (with
+    ``parse``) its unchanged PDF parsed again by the default parser; None when neither gives the tree
+    the hit's body comes from."""
     if hit.start_char is None or hit.end_char is None:
         return None
     store = cache or ParseCache()
@@ -34,13 +47,22 @@ def hit_view(hit: Hit, cache: ParseCache | None = None) -> SourceView | None:
         view, _ = source_view({TREE_REF_KEY: ref}, cache=store)
         if view is not None and view.text[hit.start_char:hit.end_char] == body:
             return view
+    try:  # not in the cache (cleared, evicted, another machine): the unchanged PDF parsed again, then kept
+        unchanged = file_sha256(hit.source_path) == hit.source_sha256
+    except OSError:
+        return None
+    if unchanged and parse:
+        view, _ = source_view({"file_path": hit.source_path}, cache=store)
+        if view is not None and view.text[hit.start_char:hit.end_char] == body:
+            return view
     return None
 
 
 def with_focus(hits: Sequence[Hit], question: str, embed: QueryEmbedder | None,
-               cache: ParseCache | None = None, settings: FocusSettings | None = None) -> list[Hit]:
+               cache: ParseCache | None = None, settings: FocusSettings | None = None, parse: bool = True) -> list[Hit]:
     """``hits`` with their focus for ``question`` (scored together: one embedding batch; ``embed``
-    None: a lexical focus) and its boxes."""
+    None: a lexical focus) and its boxes (``parse``: a tree missing from the cache may be made again
+    from the PDF; text mode says no, it loads no model)."""
     if not hits:
         return []
     choices = focus_texts([(h.text, h.body_start) for h in hits], question, embed=embed, settings=settings)
@@ -52,7 +74,7 @@ def with_focus(hits: Sequence[Hit], question: str, embed: QueryEmbedder | None,
         if choice.spans:
             key = (hit.source_sha256, hit.start_char)
             if key not in views:
-                views[key] = hit_view(hit, cache)
+                views[key] = hit_view(hit, cache, parse=parse)
             view = views[key]
             if view is not None:
                 placed = span_boxes(view, hit.text, choice.spans, body_start=hit.body_start, start_char=hit.start_char)
@@ -63,7 +85,22 @@ def with_focus(hits: Sequence[Hit], question: str, embed: QueryEmbedder | None,
     if unplaced:
         warnings.warn(
             f"the focus of hits from {', '.join(unplaced[:3])}{' ...' if len(unplaced) > 3 else ''} has no boxes: "
-            "their parse tree is not in the parse cache (ingest keeps it there unless --no-parse-cache)",
+            "their parse tree is not in the parse cache" + ("" if parse else " (text mode parses nothing; a hybrid or "
+            "vector search parses an unchanged PDF again and keeps its tree)") + ", or their PDF is gone, changed, or "
+            "was ingested with other parser options",
             FocusWarning, stacklevel=3,
         )
     return out
+
+
+def focus_metadata(hit: Hit, *, flat: bool = False, line_spans: bool = True) -> dict[str, Any]:
+    """``focus_spans`` (``[start, end]`` offsets into the hit's text) and ``focus_boxes`` (the form of
+    a chunk's ``boxes`` metadata: :func:`~grounded.io.chunk_metadata.boxes_to_metadata`) of a hit, as
+    the retrievers add them; ``flat``: both as compact JSON strings (store-safe)."""
+    boxes = [ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=b.mode, element_id=b.element_id,
+                                spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans])
+             for b in hit.focus_boxes]
+    spans: Any = [list(span) for span in hit.focus]
+    if flat:
+        spans = json.dumps(spans, separators=(",", ":"))
+    return {"focus_spans": spans, "focus_boxes": boxes_to_metadata(boxes, flat, line_spans=line_spans)}

@@ -41,6 +41,9 @@ from tests.support.data import REPO, shared
 from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index, table_rows
 from tests.support.shared_parses import SharedParses
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 #: a question BM25 matches in most chunks of the index, on every page of the guideline
 BROAD = "breast cancer therapy treatment patients"
 SMALL_PDF = ("pdfs", "docling_groundtruth", "2305.03393v1-pg9.pdf")
@@ -77,6 +80,18 @@ def _assert_same_record(item: Any, row: dict[str, Any]) -> None:
 
 
 # -- LlamaIndex -------------------------------------------------------------------------------------
+def _assert_focus(text: str, meta: dict[str, Any], boxes: list[Any]) -> None:
+    spans = meta["focus_spans"]
+    assert spans and all(0 <= a < b <= len(text) for a, b in spans)
+    assert "Capecitabine" in " ".join(text[a:b] for a, b in spans) and sum(b - a for a, b in spans) < len(text) / 2
+    focus_boxes = boxes_from_metadata(meta["focus_boxes"])
+    assert focus_boxes
+    for f in focus_boxes:
+        for s in f.spans or [f]:
+            assert any(c.page == f.page and c.left - 0.004 <= s.left and s.right <= c.right + 0.004
+                       and c.top - 0.004 <= s.top and s.bottom <= c.bottom + 0.004 for c in boxes), s
+
+
 def test_llama_index_retriever_in_a_query_engine(out: Path, rows: dict[str, dict[str, Any]]) -> None:
     retriever = llama_index_grounded.GroundedRetriever(out, similarity_top_k=3)
     response = RetrieverQueryEngine.from_args(retriever, llm=MockLLM()).query(QUESTION)
@@ -101,6 +116,9 @@ def test_llama_index_retriever_in_a_query_engine(out: Path, rows: dict[str, dict
     assert "boxes" not in llm_view and "element_ids" not in llm_view and "file_name: guideline.pdf" in llm_view
     embed_view = first.node.get_content(MetadataMode.EMBED)
     assert "boxes" not in embed_view and "file_path" not in embed_view
+    # the focus: the answer's sentences of the node's text, their boxes inside the node's, never seen by the LLM
+    _assert_focus(first.node.get_content(), meta, boxes)
+    assert "focus" not in llm_view and "focus" not in embed_view and "focus_spans" not in str(response)
 
 
 def test_llama_index_retriever_with_the_settings_llm(out: Path) -> None:
@@ -150,6 +168,8 @@ def test_langchain_retriever_in_an_lcel_chain(out: Path, rows: dict[str, dict[st
     boxes = boxes_from_metadata(meta, text=first.page_content)
     assert boxes and all(b.page == ANSWER_PAGE for b in boxes) and any(len(b.spans) > 1 for b in boxes)
     assert boxes == chunk_from_store(first).geom
+    _assert_focus(first.page_content, meta, boxes)
+    assert "focus" not in seen[0]  # the chain formats page_content: the focus never reaches the LLM
     for doc in docs:
         _assert_same_record(doc, rows[doc.id or ""])
     # the same chunks, in the same order, as the LlamaIndex retriever

@@ -17,6 +17,9 @@ from grounded.model.chunk_fields import search_keys
 from grounded.search import SearchIndex, search
 from tests.support.search_index import derived_index, guideline_index, table_rows
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -14,7 +14,10 @@ import numpy as np
 import pytest
 
 from tests.support.data import REPO
-from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index
+from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index, table_rows
+
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
 
 #: runs ``grounded search`` in a fresh interpreter, then prints the heavy modules it imported
 PROBE = r'''
@@ -42,8 +45,20 @@ def _probe(out: Path, cache: Path, *args: str) -> tuple[list[dict[str, object]],
 
 
 def test_text_mode_imports_no_model_and_no_pandas(out: Path, tmp_path: Path) -> None:
-    hits, modules, stderr = _probe(out, tmp_path / "cache", "-k", "2", "--mode", "text")
+    from grounded.parsers import get_parser
+    from grounded.parsers.cache import ParseCache, parse_once
+
+    # the parse cache as ingest left it (the trees of the indexed PDFs): the focus has its boxes
+    cache = tmp_path / "cache"
+    for pdf in {str(p) for p in table_rows(out).column("source_path").to_pylist()}:
+        parse_once(get_parser("pymupdf"), pdf, cache=ParseCache(cache / "parses"))
+    hits, modules, stderr = _probe(out, cache, "-k", "2", "--mode", "text")
     assert hits[0]["pages"] == [ANSWER_PAGE] and modules == [] and stderr == ""
+    assert hits[0]["focus"] and hits[0]["focus_boxes"] and hits[0]["focus_method"] == "lexical"
+    # a cache without them: text mode parses nothing (no model), the focus has no boxes and says why, once
+    hits, modules, stderr = _probe(out, tmp_path / "empty", "-k", "2", "--mode", "text")
+    assert modules == [] and hits[0]["focus"] and not hits[0]["focus_boxes"]
+    assert stderr.count("has no boxes") == 1 and "text mode parses nothing" in stderr, stderr
 
 
 @pytest.mark.slow

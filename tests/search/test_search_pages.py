@@ -14,6 +14,9 @@ from grounded.io.chunk_metadata import record_from_row
 from grounded.search import SearchIndex, page_numbers, pages_filter, search
 from tests.support.search_index import guideline_index, table_rows
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 QUERY = "breast cancer therapy treatment patients"
 
 

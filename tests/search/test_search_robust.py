@@ -22,6 +22,9 @@ from grounded.search import NoEmbeddingsError, NoSearchableWordsError, SearchInd
 from tests.support.data import REPO
 from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index, table_rows
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -114,6 +117,7 @@ import os, signal, sys
 import grounded.ingest.lance_sink as lance_sink
 from grounded.ingest import ingest
 from grounded.ingest.store import OutFolder
+
 
 step = sys.argv[3]
 

@@ -31,6 +31,9 @@ from tests.support.search_index import (
 )
 from tests.support.viewer import running_viewer
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 CHROMIUM = Path("/usr/bin/chromium")
 #: Playwright's own browser download does not work here: Debian's chromium, headless, nothing phoned home
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

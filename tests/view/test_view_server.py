@@ -24,6 +24,9 @@ from grounded.view.cache import BytesLRU
 from tests.support.search_index import QUESTION, guideline_index
 from tests.support.viewer import running_viewer
 
+#: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
+pytestmark = pytest.mark.shared_parse_cache
+
 
 @pytest.fixture(scope="module")
 def out(tmp_path_factory: pytest.TempPathFactory) -> Path:
