@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import GroundedError
 from ..grounding.sources import SourceView, document_view, names_pdf, source_view
 from ..grounding.stored import chunk_of, item_text_and_metadata
 from ..io.chunk_metadata import unflatten_metadata
@@ -21,7 +22,7 @@ from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult
 from .boxes import span_boxes
-from .select import Choice, Embedder, FocusSettings, choose_many
+from .select import Choice, Chooser, Embedder, FocusSettings, choose_many
 
 __all__ = ["Focus", "focus_of", "focus_texts", "focus_embedder", "FocusWarning"]
 
@@ -35,7 +36,8 @@ class Focus:
     """The focus of one chunk for one query: ``spans``, ``(start, end)`` offsets into the chunk's
     text in reading order; ``boxes``, their boxes (1-based page, fractions, line ``spans``) cut at
     the first and last character; ``method``: ``semantic`` (MiniLM + lexical), ``lexical``,
-    ``single`` (a one-unit chunk) or ``none`` (an empty query, no evidence: no spans)."""
+    ``single`` (a one-unit chunk), ``model`` (named by a configured model) or ``none`` (an empty
+    query, no evidence: no spans)."""
 
     spans: tuple[tuple[int, int], ...]
     boxes: tuple[ParsingBoundingBox, ...] = ()
@@ -94,16 +96,25 @@ def _resolve(item: Any, pdf: str | os.PathLike[str] | None, root: ParsingResult 
 def focus_of(
     item: Any, query: str, *, pdf: str | os.PathLike[str] | None = None, root: ParsingResult | None = None,
     embed: Embedder | Literal["minilm"] | None = "minilm", settings: FocusSettings | None = None,
-    box_mode: str = "auto",
+    box_mode: str = "auto", chooser: Chooser | None = None,
 ) -> Focus:
     """The :class:`Focus` of ``item`` (a chunk, node, ``NodeWithScore``, Document, ingest row, chunk
     dict or search hit) for ``query``. Boxes come from the parse tree or PDF the item refers to, or
     from ``root`` (the tree) / ``pdf`` when given; when there is none the focus has its spans and no
-    boxes, and a :class:`FocusWarning` says why."""
+    boxes, and a :class:`FocusWarning` says why. ``chooser``: another way to choose the units (a
+    configured model: ``grounded.llm.focus.model_chooser(llm)``); when it fails (a model error), the
+    scored focus is given and a :class:`FocusWarning` says why."""
     import warnings
 
     text, body_start, start_char, view, why = _resolve(item, pdf, root)
-    choice = focus_texts([(text, body_start)], query, embed=embed, settings=settings)[0]
+    choice = None
+    if chooser is not None:
+        try:
+            choice = chooser(text, body_start, query)
+        except GroundedError as exc:  # a model that fails or answers nonsense: the scored focus instead
+            warnings.warn(f"the chosen focus failed, the scored focus is given: {exc}", FocusWarning, stacklevel=2)
+    if choice is None:
+        choice = focus_texts([(text, body_start)], query, embed=embed, settings=settings)[0]
     if not choice.spans:
         return Focus((), (), choice.method, text)
     if view is None:

@@ -23,10 +23,12 @@ from ..runtime.bounded import BoundedCache
 from .lexical import lexical_scores, query_terms
 from .units import Unit, units
 
-__all__ = ["FocusSettings", "Choice", "choose_many", "Embedder"]
+__all__ = ["FocusSettings", "Choice", "choose_many", "Embedder", "Chooser", "unit_spans", "with_headers"]
 
 #: texts -> unit-length vectors (one row per text): MiniLM's query path
 Embedder = Callable[[Sequence[str]], np.ndarray]
+#: ``(text, body_start, query) -> Choice``: another way to choose (a model: :func:`grounded.llm.focus.model_chooser`)
+Chooser = Callable[[str, int, str], "Choice"]
 _VECTORS: BoundedCache[tuple[Embedder, np.ndarray]] = BoundedCache(4096)
 
 
@@ -74,7 +76,7 @@ def _vectors(texts: Sequence[str], embed: Embedder) -> np.ndarray:
     return np.stack([kept(t) for t in texts])  # type: ignore[misc]
 
 
-def _spans(text: str, chosen: list[Unit]) -> tuple[tuple[int, int], ...]:
+def unit_spans(text: str, chosen: list[Unit]) -> tuple[tuple[int, int], ...]:
     """``chosen`` units as spans in reading order, neighbours on one line (only spaces between) joined."""
     spans: list[tuple[int, int]] = []
     for start, end in sorted(span for u in chosen for span in u.spans()):
@@ -113,7 +115,7 @@ def choose_many(
             out.append(_NONE)
             continue
         if len(cands) == 1:
-            out.append(Choice(_spans(text, _with_headers(cands, us)), "single"))
+            out.append(Choice(unit_spans(text, with_headers(cands, us)), "single"))
             continue
         if sem is None:
             scores = lex
@@ -125,11 +127,11 @@ def choose_many(
         best = max(scores)
         ranked = sorted((i for i, x in enumerate(scores) if x >= best - s.gap), key=lambda i: -scores[i])
         chosen = [cands[i] for i in ranked[: s.max_units]]
-        out.append(Choice(_spans(text, _with_headers(chosen, us)), "semantic" if sem is not None else "lexical"))
+        out.append(Choice(unit_spans(text, with_headers(chosen, us)), "semantic" if sem is not None else "lexical"))
     return out
 
 
-def _with_headers(chosen: list[Unit], all_units: list[Unit]) -> list[Unit]:
+def with_headers(chosen: list[Unit], all_units: list[Unit]) -> list[Unit]:
     """``chosen`` plus the header row of each table a chosen row belongs to."""
     blocks = {u.block for u in chosen if u.kind == "row"}
     headers = [u for u in all_units if u.kind == "header" and u.block in blocks]
