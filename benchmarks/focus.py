@@ -123,12 +123,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--render", type=Path, default=None, help="render the 10 worst focus cases here (PNG)")
     ap.add_argument("--gap", type=float, default=None, help="FocusSettings.gap to measure (default: the product's)")
     ap.add_argument("--max-units", type=int, default=None, help="FocusSettings.max_units to measure")
+    ap.add_argument("--min-lexical", type=float, default=None, help="FocusSettings.min_lexical to measure")
     ap.add_argument("--modes", nargs="+", default=list(MODES))
     ap.add_argument("--work", type=Path, default=None, help="keep the ingest outputs here (reused when present)")
     args = ap.parse_args(argv)
     from grounded.focus import FocusSettings
 
-    given = {k: v for k, v in (("gap", args.gap), ("max_units", args.max_units)) if v is not None}
+    given = {k: v for k, v in (("gap", args.gap), ("max_units", args.max_units), ("min_lexical", args.min_lexical)) if v is not None}
     settings = FocusSettings(**given) if given else None
     started = time.perf_counter()
     questions = load_questions()

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["words", "stem", "QueryTerms", "query_terms", "lexical_scores", "NEGATIONS"]
+__all__ = ["words", "stem", "abbreviations", "QueryTerms", "query_terms", "lexical_scores", "NEGATIONS"]
 
 _WORD = re.compile(r"[^\W_]+(?:[.,][0-9]+)*", re.UNICODE)
 NEGATIONS = frozenset({"no", "not", "never", "none", "without", "nor", "neither", "cannot", "absent", "lack"})
@@ -38,13 +38,38 @@ _NUMBER = re.compile(r"\d")
 
 
 def stem(word: str) -> str:
-    """A light English stem: the longest known suffix cut when at least 3 letters remain."""
+    """A light English stem: the longest known suffix cut when at least 3 letters remain, then a
+    final ``y`` or ``e`` (``injury``/``injured`` -> ``injur``, ``cause``/``causes`` -> ``caus``)."""
     if word.isdigit() or len(word) <= 3:
         return word
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
+            word = word[: -len(suffix)]
+            break
+    if len(word) > 4 and word[-1] in "ye" and not word[-2].isdigit():
+        word = word[:-1]
     return word
+
+
+#: a long form followed by its abbreviation in parentheses: "pulmonary embolism (PE)"
+_DEFINITION = re.compile(r"((?:[^\W\d_][\w-]*\s+){1,8})\(([A-Z][A-Za-z0-9]{1,9}s?)\)")
+
+
+def abbreviations(text: str) -> dict[str, tuple[str, ...]]:
+    """The abbreviations ``text`` defines (``... pulmonary embolism (PE)``: ``{"pe": ("pulmonari",
+    "embolism")}`` as stems): the long form is the words before the parentheses whose initials spell
+    the abbreviation's capitals (case-insensitive, a plural ``s`` ignored)."""
+    found: dict[str, tuple[str, ...]] = {}
+    for m in _DEFINITION.finditer(text):
+        short = m.group(2).rstrip("s") if m.group(2).endswith("s") and m.group(2)[:-1].isupper() else m.group(2)
+        letters = [c.lower() for c in short if c.isupper() or c.isdigit()] or [short[0].lower()]
+        before = re.split(r"[\s-]+", m.group(1).strip())
+        if len(before) < len(letters):
+            continue
+        long_form = before[-len(letters):]
+        if all(w[:1].lower() == c for w, c in zip(long_form, letters)):
+            found[short.lower()] = tuple(stem(w.lower()) for w in long_form)
+    return found
 
 
 def words(text: str) -> list[str]:
@@ -65,14 +90,22 @@ class QueryTerms:
         return bool(self.weights)
 
 
-def query_terms(query: str) -> QueryTerms:
-    """The terms of ``query`` (see the module docstring)."""
+def query_terms(query: str, defined: dict[str, tuple[str, ...]] | None = None) -> QueryTerms:
+    """The terms of ``query`` (see the module docstring). ``defined``: abbreviations the texts define
+    (:func:`abbreviations`): a query that spells out a long form also looks for its abbreviation,
+    and one that uses an abbreviation also for its long form's words."""
     weights: dict[str, float] = {}
     for m in _WORD.finditer(query):
         raw = m.group().lower()
         if raw in _STOP:
             continue
         weights[stem(raw)] = 1.0
+    for short, long_form in (defined or {}).items():
+        if all(w in weights for w in long_form):
+            weights.setdefault(short, 1.0)
+        elif short in weights:
+            for w in long_form:
+                weights.setdefault(w, 1.0)
     return QueryTerms(weights, bool(_ASKS_NUMBER.search(query)), bool(_ASKS_CAUSE.search(query)),
                       bool(_ASKS_TIME.search(query)))
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..runtime.bounded import BoundedCache
-from .lexical import lexical_scores, query_terms
+from .lexical import abbreviations, lexical_scores, query_terms
 from .units import Unit, units
 
 __all__ = ["FocusSettings", "Choice", "choose_many", "Embedder", "Chooser", "unit_spans", "with_headers"]
@@ -46,7 +46,7 @@ class FocusSettings:
     #: at most this many units (the best ones) in one focus
     max_units: int = 4
     #: the least lexical score a unit needs when there is no embedder
-    min_lexical: float = 0.15
+    min_lexical: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -96,7 +96,7 @@ def choose_many(
     s = settings or FocusSettings()
     if not query or not query.strip():
         return [_NONE for _ in texts]
-    terms = query_terms(query)
+    terms = query_terms(query, abbreviations("\n".join(text for text, _ in texts)))
     per_text = [units(text, body_start) for text, body_start in texts]
     candidates = [[u for u in us if u.kind not in ("heading", "header")] for us in per_text]
     flat = [u.text(text) for (text, _), cands in zip(texts, candidates) for u in cands]
@@ -119,7 +119,7 @@ def choose_many(
             continue
         if sem is None:
             scores = lex
-            if max(scores) < s.min_lexical:
+            if max(scores) <= 0 or max(scores) < s.min_lexical:
                 out.append(_NONE)
                 continue
         else:
