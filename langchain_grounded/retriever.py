@@ -10,7 +10,7 @@ strategy, ...) plus the loader's source keys: ``source``/``file_path`` (the inde
 ``file_name``, ``source_sha256``, ``page`` (**0-based** index of the first page, as
 ``PyMuPDFLoader``'s), and ``config_fingerprint`` (the ingest configuration) and ``score`` (the
 search score; LangChain Documents have no score of their own). ``boxes_from_metadata(doc.metadata,
-text=doc.page_content)`` and ``chunk_from_store(doc)`` read the boxes back.
+text=doc.page_content)`` and ``chunk_of(doc)`` read the boxes back.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_vali
 from grounded.grounding.adapter import (
     chunk_metadata,
 )
-from grounded.model import ChunkRecord
+from grounded.model import Chunk
 from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
@@ -81,7 +81,7 @@ class GroundedRetriever(BaseRetriever):
         )
         return [self._document(h, r) for h, r in zip(hits, self._index.records(hits), strict=True)]
 
-    def _document(self, hit: Hit, record: ChunkRecord) -> Document:
+    def _document(self, hit: Hit, record: Chunk) -> Document:
         metadata: dict[str, Any] = {
             "source": hit.source_path,
             "file_path": hit.source_path,

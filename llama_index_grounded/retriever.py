@@ -15,7 +15,7 @@ from grounded.grounding.adapter import (
     hit_fields,
     llm_hidden_keys,
 )
-from grounded.model import ChunkRecord
+from grounded.model import Chunk
 from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 
 __all__ = ["GroundedRetriever"]
@@ -69,7 +69,7 @@ class GroundedRetriever(BaseRetriever):
         )
         return [NodeWithScore(node=self._node(h, r), score=h.score) for h, r in zip(hits, self.index.records(hits), strict=True)]
 
-    def _node(self, hit: Hit, record: ChunkRecord) -> TextNode:
+    def _node(self, hit: Hit, record: Chunk) -> TextNode:
         pages = {"page": record.page_start, "page_label": str(record.page_start)} if record.pages else None
         # the node id is the chunk id (as GroundedNodeParser's nodes)
         metadata = hit_fields(hit, record, flat=self.flat_metadata, line_spans=self.line_boxes, drop=("chunk_id",), pages=pages)

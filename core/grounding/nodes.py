@@ -25,7 +25,7 @@ from ..io.chunk_metadata import (
     source_info,
     text_tree,
 )
-from ..model import Chunk, ChunkRecord, ParsingResult
+from ..model import Chunk, ParsingResult
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..text.assembly import BOX_MODES
@@ -67,7 +67,7 @@ _GROUNDED_PARENT_KEYS = (*PAYLOAD_KEYS, *GROUNDING_KEYS, "pages", "section")
 
 
 def grounded_node_fields(
-    meta: Mapping[str, Any], record: ChunkRecord, embed_hidden: list[str], llm_hidden: list[str], *, line_spans: bool
+    meta: Mapping[str, Any], record: Chunk, embed_hidden: list[str], llm_hidden: list[str], *, line_spans: bool
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """``GroundingNodeParser``'s node: the wrapped parser's metadata with the parent's own-text keys
     replaced by the fields of the node's grounded ``record`` (flat), and the hidden-key lists with
@@ -288,7 +288,7 @@ class NodeChunker:
         for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
             own = part
             s, e = start + (own.start_char or 0), start + (own.end_char or 0)
-            record = ChunkRecord.of_boxes(
+            record = Chunk.of_boxes(
                 chunk_id(key, chunker.fingerprint, s, e), doc_text[s:e],
                 view.boxes(s, e, tokenizer=chunker.tokenizer, box_mode=chunker.box_mode),
                 start_char=s, end_char=e, token_count=own.token_count, strategy=chunker.strategy.name, heading_path=heading_path,

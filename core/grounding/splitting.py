@@ -35,7 +35,7 @@ from ..io.chunk_metadata import (
     text_tree,
     unflatten_metadata,
 )
-from ..model import Chunk, ChunkRecord, ParsingBoundingBox
+from ..model import Chunk, ParsingBoundingBox
 from ..model.chunk_fields import resplit_keys
 from ..parsers.cache import TREE_REF_KEY, ParseCache
 from ..text.ids import chunk_id, source_key, stable_hash, text_key
@@ -369,7 +369,7 @@ class PartSplitter:
         own = part
         ps = own.start_char or 0
         start = ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0)
-        record = ChunkRecord.of_boxes(
+        record = Chunk.of_boxes(
             part.id,
             part.content,
             geom,
@@ -392,7 +392,7 @@ class PartSplitter:
         meta = unflatten_metadata(doc.metadata)
         inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS and k not in ("section", "heading_path")}
         for part in self.text_chunks(doc.text, _part_key(doc)):
-            record = ChunkRecord(
+            record = Chunk(
                 part.id, part.content, strategy=self.chunker.strategy.name, token_count=part.token_count
             )  # not located (start_char None): no place fields
             metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", **part_fields(record, flat=False)}

@@ -1,6 +1,6 @@
 """One answer to "the boxes of this node / Document / hit", whatever made it.
 
-:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_metadata.record_from_store`
+:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_metadata.read_stored_chunk`
 does (a LlamaIndex node or ``NodeWithScore``, a LangChain ``Document``, an ingest/LanceDB row, a
 chunks-JSON dict, a :class:`~grounded.model.Chunk`) and then makes sure its boxes belong to its
 own text:
@@ -14,7 +14,7 @@ own text:
   :class:`~grounded.io.chunk_metadata.GroundingWarning` naming the item and the cause - never the
   parent's boxes.
 
-``grounded.metadata.chunk_from_store``, ``llama_index_grounded.node_boxes``, the adapters'
+``grounded.metadata.read_stored_chunk``, ``llama_index_grounded.node_boxes``, the adapters'
 ``GroundedParts`` and ``grounded.attribution.highlight``/``render`` all go through it.
 """
 
@@ -31,20 +31,19 @@ from ..io.chunk_metadata import (
     GroundingWarning,
     chunk_metadata,
     part_metadata,
-    record_from_store,
+    read_stored_chunk,
     text_hash,
     unflatten_metadata,
 )
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
-from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
 from ..text.tokenizer import load_tokenizer
 from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf
 from .wrappers import ground_records, refused_records, with_grounding
 
-__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
+__all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
 
 
 def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
@@ -68,25 +67,25 @@ def _fresh(meta: Mapping[str, Any], text: str) -> bool:
     return bool(meta.get("boxes")) and (recorded is None or str(recorded) == text_hash(text))
 
 
-def record_of(
+def chunk_of(
     item: Any,
     *,
     cache: ParseCache | str | Path | None = None,
     box_mode: str = "auto",
     password: str | None = None,
     warn: bool = True,
-) -> ChunkRecord:
-    """The :class:`~grounded.model.record.ChunkRecord` of ``item`` with the boxes of its own text (see
+) -> Chunk:
+    """The :class:`~grounded.model.Chunk` of ``item`` with the boxes of its own text (see
     the module docstring)."""
     seen = item_text_and_metadata(item)
     if seen is None:
-        return record_from_store(item)
+        return read_stored_chunk(item)
     text, meta, name, start_idx = seen
     if _fresh(meta, text):
-        return record_from_store(item)
+        return read_stored_chunk(item)
     with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
         warnings.simplefilter("ignore", GroundingWarning)
-        record = record_from_store(item)
+        record = read_stored_chunk(item)
     if not names_pdf(meta):
         if meta.get("boxes") and warn:
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
@@ -100,7 +99,7 @@ def record_of(
     span = view.span_of(text, meta, start_idx)
     if span is not None:
         boxes = view.boxes(*span, box_mode=box_mode)
-        placed = ChunkRecord.of_boxes(record.id, record.content, boxes)
+        placed = Chunk.of_boxes(record.id, record.content, boxes)
         return _unplaced(record).replace(
             start_char=span[0], end_char=span[1], boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids
         )
@@ -113,7 +112,7 @@ def record_of(
     return grounded
 
 
-def _unplaced(record: ChunkRecord) -> ChunkRecord:
+def _unplaced(record: Chunk) -> Chunk:
     """``record`` without anything that places it (boxes, pages, offsets, element spans): what is
     left of a part whose parent's placement it copied."""
     return record.replace(
@@ -122,19 +121,14 @@ def _unplaced(record: ChunkRecord) -> ChunkRecord:
     )
 
 
-def chunk_of(item: Any, **options: Any) -> Chunk:
-    """:func:`record_of` as a :class:`~grounded.model.Chunk` (for ``highlight``/``render``)."""
-    return record_of(item, **options)
-
-
 def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
-    """The boxes of ``item``'s own text (:func:`record_of`)."""
-    return list(record_of(item, **options).boxes)
+    """The boxes of ``item``'s own text (:func:`chunk_of`)."""
+    return list(chunk_of(item, **options).boxes)
 
 
 def ground_in_view(
-    view: SourceView, records: list[ChunkRecord], *, label: object, what: str = "chunks", box_mode: str = "auto"
-) -> list[ChunkRecord]:
+    view: SourceView, records: list[Chunk], *, label: object, what: str = "chunks", box_mode: str = "auto"
+) -> list[Chunk]:
     """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
     as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
     (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
@@ -163,7 +157,7 @@ def ground_parts(
     refused_key: str,
     near: int | None = None,
     **grounder_options: Any,
-) -> list[tuple[ChunkRecord, Grounding]]:
+) -> list[tuple[Chunk, Grounding]]:
     """The grounding wrappers' step (LlamaIndex ``GroundingNodeParser``, LangChain
     ``GroundingSplitter``): the parts another splitter made of one Document (``meta``: its metadata)
     grounded in the PDF behind it (``tree=`` for a Document that names none), each a record with
@@ -190,7 +184,7 @@ def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) 
 
 
 def hit_fields(
-    hit: Any, record: ChunkRecord, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
+    hit: Any, record: Chunk, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A search hit's metadata for LlamaIndex's retriever: every field of the chunk field table (of
     the row's ``record``, but ``drop``), the page keys of ``pages``, then the indexed PDF
@@ -209,14 +203,14 @@ def own_part_metadata(
     """The metadata ``item`` (a part another splitter made of a grounded chunk: its ``text`` under
     its parent's ``meta``) should carry for its own text, by the field table's re-split rules
     (:func:`~grounded.io.chunk_metadata.part_metadata`), and its pages (``None``: not located).
-    Offsets and boxes are located or grounded in the PDF behind it (:func:`record_of`; ``options``
+    Offsets and boxes are located or grounded in the PDF behind it (:func:`chunk_of`; ``options``
     go there), withheld with one warning when impossible. ``None`` when ``meta`` already describes
     ``text`` or names no PDF (nothing to change); ``tokenizer`` (default MiniLM) counts ``token_count``."""
     recorded = meta.get(TEXT_HASH_KEY)
     if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
         return None
     tokens = (tokenizer or load_tokenizer(None)).count(text)
-    record = record_of(item, **options)
+    record = chunk_of(item, **options)
     if record.start_char is None or record.end_char is None:
         return part_metadata(meta, text, token_count=tokens), None
     span = (record.start_char, record.end_char)

@@ -35,11 +35,10 @@ import numpy as np
 
 from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
-from ..model.chunk import Chunk
+from ..model.chunk import Chunk, text_hash
 from ..model.chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys, resplit_keys
 from ..model.chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from ..model.elements import ParsingResult, ParsingResultType
-from ..model.record import ChunkRecord, text_hash
 from .codec import dumps_parsing_result, loads_parsing_result
 
 __all__ = [
@@ -48,7 +47,6 @@ __all__ = [
     "TEXT_HASH_KEY",
     "GroundingWarning",
     "text_hash",
-    "ChunkRecord",
     "pdf_metadata",
     "document_info",
     "recorded_info",
@@ -69,11 +67,9 @@ __all__ = [
     "text_tree",
     "source_info",
     "chunk_from_metadata",
-    "record_from_metadata",
-    "record_to_row",
-    "record_from_row",
-    "record_from_store",
-    "chunk_from_store",
+    "chunk_to_row",
+    "chunk_from_row",
+    "read_stored_chunk",
     "part_metadata",
     "part_fields",
     "box_struct",
@@ -206,7 +202,7 @@ def boxes_from_metadata(meta_or_value: Any, text: str | None = None) -> list[Par
         raise SchemaError(f"box metadata is malformed ({type(exc).__name__}: {exc})") from exc
 
 
-def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
+def chunk_metadata(chunk: Chunk, flat: bool = True, *, line_spans: bool = True, text: str | None = None) -> dict[str, Any]:
     """The metadata an adapter attaches to a chunk's node/document: every stored field of the
     field table (:mod:`grounded.model.chunk_fields`) that has a value - ``chunk_id``, ``strategy``,
     ``strategy_params``, ``token_count``, ``start_char``/``end_char`` (body offsets in the document
@@ -215,7 +211,7 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
     ``heading_path``, ``element_ids``, ``element_spans``, ``heading_ids``, ``boxes``, the grounding and
     vision details, and ``text_hash`` of ``text`` (the text the adapter stores: default the chunk
     content). Absent values (None, empty lists) and fields another stored field gives back (the field table's ``implied_by``: ``heading_path``
-    from ``section``) are left out; :func:`record_from_metadata` fills them in.
+    from ``section``) are left out; :func:`chunk_from_metadata` fills them in.
 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
@@ -242,7 +238,7 @@ def chunk_metadata(chunk: Chunk | ChunkRecord, flat: bool = True, *, line_spans:
 #: list keys written even when empty (readers and filters expect them on every chunk)
 _KEPT_EMPTY = frozenset({"pages", "element_ids", BOXES_KEY})
 #: when a field with ``implied_by`` (the field table) is given back exactly by that field
-_IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
+_IMPLIED: dict[str, Callable[[Chunk], bool]] = {
     "heading_path": lambda r: all(h and " > " not in h for h in r.heading_path),
 }
 
@@ -252,7 +248,7 @@ _IMPLIED: dict[str, Callable[[ChunkRecord], bool]] = {
 _PLACE_KEYS = frozenset(resplit_keys("recompute")) - {"chunk_id", "token_count", TEXT_HASH_KEY}
 
 
-def part_fields(record: ChunkRecord, flat: bool = True, *, line_spans: bool = True) -> dict[str, Any]:
+def part_fields(record: Chunk, flat: bool = True, *, line_spans: bool = True) -> dict[str, Any]:
     """The chunk fields an adapter writes on a part it made (a node/Document of a wrapped or
     re-split splitter), from the part's ``record``: :func:`chunk_metadata`, less what the part
     does not know. A part not located in the document text (``start_char`` None: grounding refused
@@ -386,8 +382,8 @@ def source_info(root: ParsingResult) -> dict[str, Any]:
     }
 
 
-def record_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> ChunkRecord:
-    """The :class:`~grounded.model.record.ChunkRecord` of a retrieved node/document (text +
+def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
+    """The :class:`~grounded.model.record.Chunk` of a retrieved node/document (text +
     metadata in nested or flat form, or a store row's values). Boxes recorded for another text (see
     :func:`boxes_from_metadata`) are dropped with a :class:`GroundingWarning`; a malformed value
     raises :class:`SchemaError` naming the key."""
@@ -407,7 +403,7 @@ def record_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | 
         values["element_ids"] = [str(s[0]) for s in values["element_spans"]]
     if not values.get("pages") and plain.get("page_start"):
         values["pages"] = list(range(int(plain["page_start"]), int(plain.get("page_end") or plain["page_start"]) + 1))
-    return ChunkRecord(content=content, **values)
+    return Chunk(content=content, **values)
 
 
 _INT_FIELDS = frozenset({"start_char", "end_char", "body_start", "token_count", "index", "vision_batch", "vision_merged"})
@@ -436,12 +432,6 @@ def _typed(attr: str, key: str, value: Any) -> Any:
         raise SchemaError(f"chunk metadata {key!r} is malformed ({type(exc).__name__}: {exc})") from exc
 
 
-def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
-    """A :class:`~grounded.model.Chunk` back from a retrieved node/document (text + metadata in
-    nested or flat form), ready for ``grounded.attribution.render``/``highlight``; see
-    :func:`record_from_metadata`."""
-    return record_from_metadata(content, meta, chunk_id).to_chunk()
-
 
 def part_metadata(
     parent: Mapping[str, Any],
@@ -463,7 +453,7 @@ def part_metadata(
         values["token_count"] = int(token_count)
     if span is not None:
         values.update(start_char=int(span[0]), end_char=int(span[1]), body_start=0)
-    own = chunk_metadata(ChunkRecord.of_boxes("", text, list(boxes or ()), **values), flat=flat, text=text)
+    own = chunk_metadata(Chunk.of_boxes("", text, list(boxes or ()), **values), flat=flat, text=text)
     known = {"text_hash", *(["token_count"] if token_count is not None else []),
              *(["start_char", "end_char", "body_start"] if span is not None else []),
              *([BOXES_KEY, "pages", "page_start", "page_end", "element_ids"] if boxes is not None else [])}
@@ -510,7 +500,7 @@ def _box_from_struct(d: Mapping[str, Any], where: str = "box") -> ParsingBoundin
     )
 
 
-def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
+def chunk_to_row(record: Chunk) -> dict[str, Any]:
     """One chunk as a store row: a value per field-table key (Parquet/LanceDB column), plus
     ``body``. ``json`` columns hold compact JSON (None when empty); boxes are box structs."""
     rec = record
@@ -526,8 +516,8 @@ def record_to_row(record: ChunkRecord | Chunk) -> dict[str, Any]:
     return row
 
 
-def record_from_row(row: Mapping[str, Any], where: str = "store row") -> ChunkRecord:
-    """Inverse of :func:`record_to_row`: a row read from the ingest Parquet or the LanceDB table
+def chunk_from_row(row: Mapping[str, Any], where: str = "store row") -> Chunk:
+    """Inverse of :func:`chunk_to_row`: a row read from the ingest Parquet or the LanceDB table
     (``pyarrow`` ``to_pylist()`` dicts, a pandas row); extra columns (embedding, source) are ignored.
     A malformed value raises :class:`SchemaError` naming ``where``, the chunk id and the field."""
     content = row.get("text")
@@ -535,7 +525,7 @@ def record_from_row(row: Mapping[str, Any], where: str = "store row") -> ChunkRe
         raise SchemaError(f"{where} {str(row.get('chunk_id'))[:40]!r}: no 'text' column")
     meta = {k: _plain(v) for k, v in row.items() if k in FIELD_BY_KEY}
     try:
-        return record_from_metadata(content, meta)
+        return chunk_from_metadata(content, meta)
     except SchemaError as exc:
         raise SchemaError(f"{where} {row.get('chunk_id')}: {exc}") from exc
 
@@ -553,33 +543,28 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def record_from_store(item: Any) -> ChunkRecord:
-    """The :class:`ChunkRecord` of anything a chunk is stored as: a LlamaIndex node (or
+def read_stored_chunk(item: Any) -> Chunk:
+    """The :class:`Chunk` of anything a chunk is stored as: a LlamaIndex node (or
     ``NodeWithScore``), a LangChain ``Document``, a store row (an ingest Parquet / LanceDB row dict,
     a search hit's row), a chunks-JSON chunk dict, a :class:`~grounded.model.Chunk` or a record.
     Anything else raises :class:`SchemaError`."""
-    if isinstance(item, Chunk):  # ChunkRecord is the same class: a copy, as for every other input
+    if isinstance(item, Chunk):  # Chunk is the same class: a copy, as for every other input
         return item.replace()
     node = getattr(item, "node", None)
     if node is not None and hasattr(node, "metadata") and hasattr(item, "score"):
         item = node  # a LlamaIndex NodeWithScore
     if hasattr(item, "page_content") and hasattr(item, "metadata"):  # LangChain Document
-        return record_from_metadata(item.page_content, item.metadata, item.metadata.get("chunk_id") or getattr(item, "id", None))
+        return chunk_from_metadata(item.page_content, item.metadata, item.metadata.get("chunk_id") or getattr(item, "id", None))
     if hasattr(item, "get_content") and hasattr(item, "metadata"):  # LlamaIndex node
         text = item.get_content(metadata_mode="none")
         meta = item.metadata
-        return record_from_metadata(text, meta, meta.get("chunk_id") or item.node_id)
+        return chunk_from_metadata(text, meta, meta.get("chunk_id") or item.node_id)
     if isinstance(item, Mapping):
         if "content" in item and "metadata" in item:
             return Chunk.from_dict(dict(item))
-        return record_from_row(item)
+        return chunk_from_row(item)
     raise SchemaError(f"not a stored chunk: {type(item).__name__}")
 
-
-def chunk_from_store(item: Any) -> Chunk:
-    """The :class:`~grounded.model.Chunk` of a store row, node or document (see
-    :func:`record_from_store`): one call from a search hit to ``grounded.attribution.highlight``."""
-    return record_from_store(item).to_chunk()
 
 
 #: PDF document metadata keys, named as LangChain's ``PyMuPDFLoader`` names them

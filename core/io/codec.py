@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..model.chunk import Chunk, ChunkingResult
+from ..model.chunk import RECORD_KEYS, Chunk, ChunkingResult, stored_chunk_dict, text_hash
 from ..model.elements import ParsingResult
-from ..model.record import RECORD_KEYS, stored_chunk_dict, text_hash
 from .atomic import atomic_write_files, atomic_write_text
 from .jsonl import iter_jsonl
 
@@ -59,7 +58,7 @@ log = logging.getLogger(__name__)
 PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
 SCHEMA_VERSION = 1
-#: version 2: each chunk's metadata in the record's key order (:func:`~grounded.model.record.stored_chunk_dict`):
+#: version 2: each chunk's metadata in the record's key order (:func:`~grounded.model.chunk.stored_chunk_dict`):
 #: the strategy's parameters under ``metadata.strategy_params``, ``metadata.text_hash`` of the
 #: content (checked on reading); version 1 (no hash) is still read
 CHUNKS_VERSION = 2

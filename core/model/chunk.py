@@ -153,16 +153,6 @@ class Chunk(_ChunkFields):
         return ChunkMetadata(self, md)
 
     # -- copies ----------------------------------------------------------------------------------
-    @classmethod
-    def from_chunk(cls, chunk: Chunk) -> Chunk:
-        """A copy of ``chunk`` (lists and mappings copied): what the typed-record API of earlier
-        releases (``ChunkRecord.from_chunk``) gave."""
-        return chunk.replace()
-
-    def to_chunk(self) -> Chunk:
-        """A copy of this chunk (see :meth:`from_chunk`)."""
-        return self.replace()
-
     def replace(self, **changes: Any) -> Chunk:
         """A copy with ``changes``; list and mapping fields are copied, never shared."""
         values = {f.name: _copied(getattr(self, f.name)) for f in dataclasses.fields(_ChunkFields)}

@@ -1,4 +1,4 @@
-"""The one field table of a chunk: how each field of :class:`~grounded.model.record.ChunkRecord`
+"""The one field table of a chunk: how each field of :class:`~grounded.model.Chunk`
 is stored on every surface, who sees it, and what a re-split part does with it.
 
 Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
@@ -11,14 +11,14 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
 * ``arrow``: the Parquet column type (LanceDB reads the same Arrow type): ``string``, ``int32``,
   ``int64``, ``float64``, ``bool``, ``list<int32>``, ``list<string>``, ``boxes`` (the nested box
   struct of :func:`grounded.ingest.rows.box_type`) or ``json`` (a string column of compact JSON);
-  ``chunks.jsonl`` / chunks JSON write :meth:`ChunkRecord.to_chunk`'s dict (JSON types);
+  ``chunks.jsonl`` / chunks JSON write :meth:`Chunk.to_dict`'s dict (JSON types);
 * ``embed`` / ``llm``: whether the embedder / the LLM sees the field when an adapter attaches it;
 * ``resplit``: what a part of a re-split chunk (LlamaIndex ``SentenceSplitter``, LangChain splitters)
   does with it: ``inherit`` (the parent's value holds for the part), ``recompute`` (the part's own
   value from the parse tree; withheld when there is no tree), ``drop`` (it belongs to the parent only);
 * ``implied_by``: the field whose stored value gives this one back exactly (``heading_path`` from
   ``section`` when no heading holds " > "): node/document metadata leaves it out (no field stored
-  twice under two names), :func:`grounded.io.chunk_metadata.record_from_metadata` fills it in;
+  twice under two names), :func:`grounded.io.chunk_metadata.chunk_from_metadata` fills it in;
   store rows keep every column;
 * ``derived``: computed from other fields (written for filters and readers, never read back;
   ``text_hash`` is read to check the text it came with);
@@ -33,7 +33,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Literal
 
-from .chunk import Chunk as ChunkRecord
+from .chunk import Chunk
 
 __all__ = [
     "FieldSpec",
@@ -137,12 +137,12 @@ def search_keys() -> tuple[str, ...]:
 
 def _check_table() -> None:
     stored = {f.attr for f in FIELDS if not f.derived}
-    record = {f.name for f in dataclasses.fields(ChunkRecord)}
+    record = {f.name for f in dataclasses.fields(Chunk)}
     if stored != record:  # pragma: no cover - a programming error, caught by the import in every test
-        raise AssertionError(f"chunk field table and ChunkRecord differ: {sorted(stored ^ record)}")
+        raise AssertionError(f"chunk field table and Chunk differ: {sorted(stored ^ record)}")
     for f in FIELDS:
-        if f.derived and not isinstance(getattr(ChunkRecord, f.attr, None), property):
-            raise AssertionError(f"derived field {f.attr} is not a ChunkRecord property")  # pragma: no cover
+        if f.derived and not isinstance(getattr(Chunk, f.attr, None), property):
+            raise AssertionError(f"derived field {f.attr} is not a Chunk property")  # pragma: no cover
 
 
 _check_table()
