@@ -142,11 +142,10 @@ def chunk_part(
     """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
     hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
     + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
-    record = chunk
-    meta = chunk_metadata(record, flat=False, line_spans=line_spans)
-    metadata: dict[str, Any] = {**source, **meta, "page": max(record.page_start - 1, 0), KIND_KEY: "chunk"}
-    if add_start_index and record.start_char is not None:
-        metadata["start_index"] = record.start_char
+    meta = chunk_metadata(chunk, flat=False, line_spans=line_spans)
+    metadata: dict[str, Any] = {**source, **meta, "page": max(chunk.page_start - 1, 0), KIND_KEY: "chunk"}
+    if add_start_index and chunk.start_char is not None:
+        metadata["start_index"] = chunk.start_char
     return DocPart(chunk.content, _finish(metadata, flat), id=chunk.id)
 
 

@@ -156,11 +156,10 @@ class PartSplitter:
             content = chunk.content
             lead, trail = len(content) - len(content.lstrip()), len(content) - len(content.rstrip())
             if lead or trail:
-                record = chunk
-                chunk = record.replace(
+                chunk = chunk.replace(
                     content=content.strip(),
-                    start_char=(record.start_char or 0) + lead,
-                    end_char=(record.end_char or 0) - trail,
+                    start_char=(chunk.start_char or 0) + lead,
+                    end_char=(chunk.end_char or 0) - trail,
                     token_count=self.chunker.tokenizer.count(content.strip()),
                 )
             chunks.append(chunk)
@@ -292,10 +291,9 @@ class PartSplitter:
 
         key = source_key(root.metadata, None) if source.get("source_sha256") else text_key("".join(d.text for d in docs))
         for chunk in self.chunker.iter_chunks(root, source_key=key):
-            record = chunk
-            start, end = record.start_char or 0, record.end_char or 0
+            start, end = chunk.start_char or 0, chunk.end_char or 0
             start, end = original(start), original(end - 1) + 1 if end > start else original(start)
-            chunk = record.replace(id=chunk_id(key, self.chunker.fingerprint, start, end), start_char=start, end_char=end)
+            chunk = chunk.replace(id=chunk_id(key, self.chunker.fingerprint, start, end), start_char=start, end_char=end)
             yield self._document(chunk, source)
 
     def _split_single(self, doc: DocPart, state: dict[str, bool]) -> Iterator[DocPart]:
