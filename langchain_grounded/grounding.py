@@ -15,7 +15,7 @@ wrapped splitter adds (``Header 1`` of ``MarkdownHeaderTextSplitter``, ``start_i
 ``page`` (0-based), ``page_start``/``page_end``, ``element_ids``, ``boxes``, ``text_hash`` of the
 part's text, ``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one)
 and ``grounding_spans`` - the fields of the part's chunk record
-(:func:`grounded.io.chunk_metadata.part_fields`). A part that cannot be grounded (page furniture the parser dropped, text
+(:func:`grounded.io.chunk_codec.part_fields`). A part that cannot be grounded (page furniture the parser dropped, text
 the PDF does not contain) gets no boxes, offsets or pages, ``grounding_status="refused"`` and the
 reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many parts were refused.
 """

@@ -4,7 +4,7 @@
 
 Glue over :func:`grounded.search.search` (its modes, its page filter, its typed errors): each hit
 becomes a ``Document`` (``id`` = the chunk id) whose metadata is every field of the chunk field
-table (:func:`grounded.io.chunk_metadata.chunk_metadata` of the row's record: ``chunk_id``,
+table (:func:`grounded.io.chunk_codec.chunk_metadata` of the row's record: ``chunk_id``,
 ``pages``/``page_start``/``page_end`` **1-based**, ``section``, ``boxes`` with line spans, offsets,
 strategy, ...) plus the loader's source keys: ``source``/``file_path`` (the indexed PDF's path),
 ``file_name``, ``source_sha256``, ``page`` (**0-based** index of the first page, as

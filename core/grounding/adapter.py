@@ -20,25 +20,24 @@ from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..chunking.nlp import minilm_embedder
 from ..errors import ChunkingError, OptionError
-from ..io.chunk_metadata import (
+from ..io.box_codec import (
     BOXES_KEY,
-    PAYLOAD_KEYS,
-    PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
-    TREE_KEY,
     GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,
+    text_hash,
+)
+from ..io.chunk_codec import (
+    PAYLOAD_KEYS,
     chunk_metadata,
     flatten_metadata,
     part_fields,
     part_metadata,
-    pdf_metadata,
-    source_info,
-    text_hash,
-    text_tree,
     unflatten_metadata,
 )
+from ..io.pdf_info import PDF_METADATA_KEYS, pdf_metadata
+from ..io.tree_payload import TREE_KEY, source_info, text_tree
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys, resplit_keys
 from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr

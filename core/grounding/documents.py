@@ -27,16 +27,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..io.chunk_metadata import (
-    BOXES_KEY,
-    PDF_METADATA_KEYS,
-    TEXT_HASH_KEY,
-    boxes_to_metadata,
-    chunk_metadata,
-    flatten_metadata,
-    source_info,
-    text_hash,
-)
+from ..io.box_codec import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, text_hash
+from ..io.chunk_codec import chunk_metadata, flatten_metadata
+from ..io.pdf_info import PDF_METADATA_KEYS
+from ..io.tree_payload import source_info
 from ..model import Chunk, ParsingResult
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..runtime.bounded import BoundedCache

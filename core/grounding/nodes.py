@@ -15,16 +15,9 @@ from typing import Any
 from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError
-from ..io.chunk_metadata import (
-    PAYLOAD_KEYS,
-    TREE_KEY,
-    GroundingWarning,
-    chunk_metadata,
-    flatten_metadata,
-    part_fields,
-    source_info,
-    text_tree,
-)
+from ..io.box_codec import GroundingWarning
+from ..io.chunk_codec import PAYLOAD_KEYS, chunk_metadata, flatten_metadata, part_fields
+from ..io.tree_payload import TREE_KEY, source_info, text_tree
 from ..model import Chunk, ParsingResult
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY

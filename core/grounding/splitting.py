@@ -6,7 +6,7 @@
 * a single part (``mode="single"``): its parse tree chunked (the loader's chunks);
 * chunk and page parts: one that fits ``max_tokens`` passes through; a larger one is split as text
   and every piece gets the boxes, offsets, pages and token count of its own text; without the tree,
-  pieces get no boxes and one :class:`~grounded.io.chunk_metadata.GroundingWarning`;
+  pieces get no boxes and one :class:`~grounded.io.box_codec.GroundingWarning`;
 * anything else (a foreign reader's Document, another splitter's part): split as text and grounded
   in the PDF its metadata names (:func:`~grounded.grounding.stored.ground_in_view`); plain text that
   names no PDF is split as text only.
@@ -25,16 +25,9 @@ from typing import Any
 
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError, SchemaError
-from ..io.chunk_metadata import (
-    TEXT_HASH_KEY,
-    GroundingWarning,
-    boxes_from_metadata,
-    flatten_metadata,
-    part_fields,
-    text_hash,
-    text_tree,
-    unflatten_metadata,
-)
+from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_from_metadata, text_hash
+from ..io.chunk_codec import flatten_metadata, part_fields, unflatten_metadata
+from ..io.tree_payload import text_tree
 from ..model import Chunk, ParsingBoundingBox
 from ..model.chunk_fields import resplit_keys
 from ..parsers.cache import TREE_REF_KEY, ParseCache

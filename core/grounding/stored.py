@@ -1,6 +1,6 @@
 """One answer to "the boxes of this node / Document / hit", whatever made it.
 
-:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_metadata.read_stored_chunk`
+:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_codec.read_stored_chunk`
 does (a LlamaIndex node or ``NodeWithScore``, a LangChain ``Document``, an ingest/LanceDB row, a
 chunks-JSON dict, a :class:`~grounded.model.Chunk`) and then makes sure its boxes belong to its
 own text:
@@ -11,7 +11,7 @@ own text:
   (:func:`~.sources.source_view`: grounded's tree reference, or the PDF its metadata names): the
   exact span of its text when it is a slice of the document text, else its grounding;
 * when neither is possible: no boxes, no pages, no offsets, and one
-  :class:`~grounded.io.chunk_metadata.GroundingWarning` naming the item and the cause - never the
+  :class:`~grounded.io.box_codec.GroundingWarning` naming the item and the cause - never the
   parent's boxes.
 
 ``grounded.metadata.read_stored_chunk``, ``llama_index_grounded.node_boxes``, the adapters'
@@ -26,15 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..io.chunk_metadata import (
-    TEXT_HASH_KEY,
-    GroundingWarning,
-    chunk_metadata,
-    part_metadata,
-    read_stored_chunk,
-    text_hash,
-    unflatten_metadata,
-)
+from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, text_hash
+from ..io.chunk_codec import chunk_metadata, part_metadata, read_stored_chunk, unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..parsers.cache import ParseCache
@@ -202,7 +195,7 @@ def own_part_metadata(
 ) -> tuple[dict[str, Any], list[int] | None] | None:
     """The metadata ``item`` (a part another splitter made of a grounded chunk: its ``text`` under
     its parent's ``meta``) should carry for its own text, by the field table's re-split rules
-    (:func:`~grounded.io.chunk_metadata.part_metadata`), and its pages (``None``: not located).
+    (:func:`~grounded.io.chunk_codec.part_metadata`), and its pages (``None``: not located).
     Offsets and boxes are located or grounded in the PDF behind it (:func:`chunk_of`; ``options``
     go there), withheld with one warning when impossible. ``None`` when ``meta`` already describes
     ``text`` or names no PDF (nothing to change); ``tokenizer`` (default MiniLM) counts ``token_count``."""

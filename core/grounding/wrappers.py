@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ChunkingError
-from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
+from ..io.box_codec import FURNITURE_BOXES_KEY, text_hash
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.chunk_fields import STORED_KEYS

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..io.chunk_metadata import chunk_to_row
+from ..io.chunk_codec import chunk_to_row
 from ..model.chunk import Chunk
 from ..model.chunk_fields import FIELDS, search_keys
 

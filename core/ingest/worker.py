@@ -279,7 +279,7 @@ def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[.
 def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | None) -> DocResult:
     """The second half of :func:`document_result`: embed (``embed_map`` over
     :func:`embed_slices`) and tabulate a chunked document; never raises."""
-    from ..io.chunk_metadata import chunk_to_row
+    from ..io.chunk_codec import chunk_to_row
     from .rows import chunk_rows, embed_text
 
     seconds = dict(staged.seconds)

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import BackendUnavailableError, SchemaError
 from ..model.chunk import ChunkingResult
-from .chunk_metadata import read_stored_chunk
+from .chunk_codec import read_stored_chunk
 from .codec import load_chunking_result
 
 __all__ = ["load_chunks_file", "is_parquet"]

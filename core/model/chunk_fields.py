@@ -6,7 +6,7 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
 * ``key``: the name on every store surface (metadata key, Parquet/LanceDB column);
 * ``kind``: the metadata encoding - ``scalar`` (str/int/float/bool, the same in flat and nested
   metadata), ``json`` (a list/dict: a compact JSON string in flat metadata, the value itself in
-  nested metadata), ``boxes`` (compact box dicts, see :func:`grounded.io.chunk_metadata.boxes_to_metadata`),
+  nested metadata), ``boxes`` (compact box dicts, see :func:`grounded.io.box_codec.boxes_to_metadata`),
   ``text`` (the node text / ``page_content`` / the ``text`` column: not metadata);
 * ``arrow``: the Parquet column type (LanceDB reads the same Arrow type): ``string``, ``int32``,
   ``int64``, ``float64``, ``bool``, ``list<int32>``, ``list<string>``, ``boxes`` (the nested box
@@ -18,7 +18,7 @@ Columns of :data:`FIELDS` (one :class:`FieldSpec` per field):
   value from the parse tree; withheld when there is no tree), ``drop`` (it belongs to the parent only);
 * ``implied_by``: the field whose stored value gives this one back exactly (``heading_path`` from
   ``section`` when no heading holds " > "): node/document metadata leaves it out (no field stored
-  twice under two names), :func:`grounded.io.chunk_metadata.chunk_from_metadata` fills it in;
+  twice under two names), :func:`grounded.io.chunk_codec.chunk_from_metadata` fills it in;
   store rows keep every column;
 * ``derived``: computed from other fields (written for filters and readers, never read back;
   ``text_hash`` is read to check the text it came with);

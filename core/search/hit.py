@@ -1,8 +1,8 @@
 """The typed search result (:class:`Hit`) and the conversions row -> Hit -> Chunk.
 
 A row is one record of the ingest table (:func:`grounded.ingest.rows.chunk_schema`); it is read
-by io's one row reader (:func:`grounded.io.chunk_metadata.chunk_from_row`, what
-:func:`~grounded.io.chunk_metadata.read_stored_chunk` calls for a row), which checks every
+by io's one row reader (:func:`grounded.io.chunk_codec.chunk_from_row`, what
+:func:`~grounded.io.chunk_codec.read_stored_chunk` calls for a row), which checks every
 box struct and names the chunk and the field of a malformed one. :func:`hit_chunk` gives the
 :class:`~grounded.model.Chunk` of a hit through the record (for :mod:`grounded.attribution`
 render/highlight).
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SchemaError
-from ..io.chunk_metadata import chunk_from_row
+from ..io.chunk_codec import chunk_from_row
 from ..model import Chunk, ParsingBoundingBox
 
 __all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "ROW_COLUMNS"]

@@ -30,11 +30,8 @@ from pydantic import ValidationError
 import langchain_grounded
 import llama_index_grounded
 from grounded.errors import GroundedError
-from grounded.io.chunk_metadata import (
-    boxes_from_metadata,
-    chunk_from_row,
-    read_stored_chunk,
-)
+from grounded.io.box_codec import boxes_from_metadata
+from grounded.io.chunk_codec import chunk_from_row, read_stored_chunk
 from grounded.search import IndexNotFoundError, NotAnIndexError, SearchIndex
 from tests.support.data import REPO, shared
 from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index, table_rows

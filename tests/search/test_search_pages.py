@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grounded.io.chunk_metadata import chunk_from_row
+from grounded.io.chunk_codec import chunk_from_row
 from grounded.search import SearchIndex, page_numbers, pages_filter, search
 from tests.support.search_index import guideline_index, table_rows
 

@@ -28,7 +28,7 @@ from grounded.chunking.base import TokenGroup
 from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.normalize import alnum_text, strip_markup
 from grounded.grounding.wrappers import grounding_fields
-from grounded.io.chunk_metadata import text_hash
+from grounded.io.box_codec import text_hash
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.chunk import Chunk
 from grounded.text.assembly import ChunkAssembler
