@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk, text_hash
-from ..model.chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, embed_hidden_keys, resplit_keys
+from ..model.chunk_fields import FIELD_BY_KEY, FIELDS, STORED_KEYS, coerce, embed_hidden_keys, resplit_keys
 from ..model.chunk_fields import LIST_KEYS as _FIELD_LIST_KEYS
 from .box_codec import (
     BOXES_KEY,
@@ -167,7 +167,7 @@ def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | N
         if f.kind == "boxes":
             values[f.attr] = boxes_from_metadata(plain, text=content)
             continue
-        values[f.attr] = _typed(f.attr, f.key, plain[f.key])
+        values[f.attr] = coerce(f.attr, f.key, plain[f.key])
     values["id"] = str(chunk_id if chunk_id is not None else plain.get("chunk_id", ""))
     if "heading_path" not in plain and plain.get("section"):
         values["heading_path"] = str(plain["section"]).split(" > ")
@@ -176,33 +176,6 @@ def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | N
     if not values.get("pages") and plain.get("page_start"):
         values["pages"] = list(range(int(plain["page_start"]), int(plain.get("page_end") or plain["page_start"]) + 1))
     return Chunk(content=content, **values)
-
-
-_INT_FIELDS = frozenset({"start_char", "end_char", "body_start", "token_count", "index", "vision_batch", "vision_merged"})
-
-
-def _typed(attr: str, key: str, value: Any) -> Any:
-    """A stored value with the record field's type (Arrow gives numpy/list types, JSON gives
-    floats for ints written by other tools)."""
-    try:
-        if attr in _INT_FIELDS:
-            return int(value)
-        if attr == "grounding_score":
-            return float(value)
-        if attr == "grounded":
-            return bool(value)
-        if attr in ("pages", "vision_pages"):
-            return [int(p) for p in value]
-        if attr in ("heading_path", "heading_ids", "element_ids"):
-            return [str(v) for v in value]
-        if attr in ("element_spans", "grounding_spans", "grounding_furniture_boxes"):
-            return [list(v) for v in value]
-        if attr in ("strategy_params", "extra"):
-            return dict(value)
-        return str(value)
-    except (TypeError, ValueError) as exc:
-        raise SchemaError(f"chunk metadata {key!r} is malformed ({type(exc).__name__}: {exc})") from exc
-
 
 
 def part_metadata(

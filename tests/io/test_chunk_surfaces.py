@@ -5,6 +5,7 @@ field by field (issue 22)."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,37 @@ def test_a_copy_is_the_same_chunk_with_its_derived_fields() -> None:
         assert (record.page_start, record.page_end) == (min(chunk.metadata["pages"]), max(chunk.metadata["pages"]))
 
 
+def test_metadata_is_a_read_only_view_of_the_fields() -> None:
+    """Writes go through the fields: the mapping refuses every write, and shows a field once it is set."""
+    chunk = text_chunk()
+    for write in (lambda m: m.__setitem__("index", 9), lambda m: m.update(index=9), lambda m: m.pop("pages"),
+                  lambda m: m.setdefault("x", 1), lambda m: m.__delitem__("strategy"), lambda m: m.clear()):
+        with pytest.raises(TypeError, match="read-only"):
+            write(chunk.metadata)
+    chunk.index = 9
+    chunk.extra["reviewer"] = "pharmacy"
+    assert chunk.metadata["index"] == 9 and chunk.metadata["reviewer"] == "pharmacy"
+    assert pickle.loads(pickle.dumps(chunk.metadata)) == dict(chunk.metadata)
+
+
+def test_stored_values_are_read_and_checked_by_the_type_column() -> None:
+    """The field table's ``type`` column decides how a stored value is read (numpy / float ints of a
+    store row) and what chunks JSON must hold (``count``: an int >= 0; ``list[...]``: its items)."""
+    import numpy as np
+
+    from grounded.model.chunk_fields import check_metadata, coerce
+
+    assert {f.type for f in FIELDS} >= {"str", "count", "int", "float", "bool", "list[int]", "list[str]", "dict", "boxes"}
+    assert coerce("vision_batch", "vision_batch", np.int32(3)) == 3 and coerce("pages", "pages", np.array([2.0, 3])) == [2, 3]
+    assert coerce("grounded", "grounded", np.bool_(True)) is True
+    with pytest.raises(SchemaError, match="'token_count'"):
+        coerce("token_count", "token_count", "many")
+    for meta, message in (({"token_count": -1}, "integer >= 0"), ({"vision_pages": ["2"]}, "array of integers"),
+                          ({"heading_ids": [1]}, "array of strings"), ({"body_start": 9}, "beyond the content")):
+        with pytest.raises(SchemaError, match=message):
+            check_metadata(meta, 4, "chunk 'c'")
+
+
 def test_flat_metadata_is_scalars_and_filterable_pages() -> None:
     meta = chunk_metadata(text_chunk(), flat=True)
     assert all(isinstance(v, (str, int, float, bool)) for v in meta.values())
@@ -244,7 +276,7 @@ def test_chunks_json_version_1_is_still_read(tmp_path: Path) -> None:
 
 def test_a_key_that_is_no_json_value_is_refused_at_write_time(tmp_path: Path) -> None:
     chunk = text_chunk()
-    chunk.metadata["opened_at"] = object()
+    chunk.extra["opened_at"] = object()
     with pytest.raises(SchemaError, match="'opened_at'"):
         save_chunking_result(ChunkingResult(chunks=[chunk]), tmp_path / "chunks.json")
     assert not (tmp_path / "chunks.json").exists()
