@@ -107,7 +107,7 @@ from .stored import (
     own_part_metadata,
     warn_refused,
 )
-from .wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint, with_grounding
+from .wrappers import GROUNDING_KEYS, ground_texts, refused_texts, splitter_fingerprint, with_grounding
 
 __all__ = [
     "BOXES_KEY", "BOX_MODES", "Block", "BoundedCache", "CallableTokenizer", "Chunker", "ChunkingStrategy", "ELEMENT_KEY",
@@ -115,9 +115,9 @@ __all__ = [
     "PDF_METADATA_KEYS", "ParseCache", "BaseParser", "STORED_KEYS", "SourceView", "TEXT_HASH_KEY", "TREE_KEY", "TREE_REF_KEY",
     "Tokenizer", "boxes_from_metadata", "boxes_of", "boxes_to_metadata", "build_chunker", "cached_parse", "chunk_id",
     "chunk_metadata", "chunk_of", "document_text", "document_view", "embed_hidden_keys", "flatten_metadata", "get_parser",
-    "ground_records", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
+    "ground_texts", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
     "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options",
-    "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
+    "refused_texts", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",
     "unflatten_metadata", "with_grounding", "with_ocr", "EmbeddingInputWarning", "warn_long_chunk_size", "warn_long_texts",
     "check_device", "minilm_embedder", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "grounded_node_fields", "GROUNDING_HIDDEN",

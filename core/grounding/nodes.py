@@ -349,14 +349,13 @@ class NodeChunker:
         out: list[Chunk] = []
         view: SourceView | None = None
         for c in chunks:
-            record = c
-            if fits(c) or record.start_char is None or record.end_char is None:
+            if fits(c) or c.start_char is None or c.end_char is None:
                 out.append(c)
                 continue
             if view is None:
                 view, _ = source_view({}, tree=root)
                 assert view is not None
-            out.extend(self.sub_chunks(view, (record.start_char, record.end_char), key, smaller, record.heading_path))
+            out.extend(self.sub_chunks(view, (c.start_char, c.end_char), key, smaller, c.heading_path))
         return out
 
 

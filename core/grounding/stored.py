@@ -34,7 +34,7 @@ from ..parsers.cache import ParseCache
 from ..text.tokenizer import load_tokenizer
 from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf
-from .wrappers import ground_records, refused_records, with_grounding
+from .wrappers import ground_texts, refused_texts, with_grounding
 
 __all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
 
@@ -78,37 +78,37 @@ def chunk_of(
         return read_stored_chunk(item)
     with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
         warnings.simplefilter("ignore", GroundingWarning)
-        record = read_stored_chunk(item)
+        chunk = read_stored_chunk(item)
     if not names_pdf(meta):
         if meta.get("boxes") and warn:
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
                           "names no PDF to make them again from", GroundingWarning, stacklevel=3)
-        return _unplaced(record)
+        return _unplaced(chunk)
     view, why = document_view(unflatten_metadata(meta), cache=cache, password=password)
     if view is None:
         if warn:
             warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=3)
-        return _unplaced(record)
+        return _unplaced(chunk)
     span = view.span_of(text, meta, start_idx)
     if span is not None:
         boxes = view.boxes(*span, box_mode=box_mode)
-        placed = Chunk.of_boxes(record.id, record.content, boxes)
-        return _unplaced(record).replace(
+        placed = Chunk.of_boxes(chunk.id, chunk.content, boxes)
+        return _unplaced(chunk).replace(
             start_char=span[0], end_char=span[1], boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids
         )
     g = view.grounder(box_mode=box_mode, password=password).ground(text)
     if not g.ok and warn:
         warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=3)
-    grounded = with_grounding(_unplaced(record), g)
+    grounded = with_grounding(_unplaced(chunk), g)
     if g.ok and g.spans:
         grounded = grounded.replace(start_char=int(g.spans[0][0]), end_char=int(g.spans[-1][1]))
     return grounded
 
 
-def _unplaced(record: Chunk) -> Chunk:
-    """``record`` without anything that places it (boxes, pages, offsets, element spans): what is
+def _unplaced(chunk: Chunk) -> Chunk:
+    """``chunk`` without anything that places it (boxes, pages, offsets, element spans): what is
     left of a part whose parent's placement it copied."""
-    return record.replace(
+    return chunk.replace(
         boxes=[], pages=[], start_char=None, end_char=None, element_ids=[], element_spans=[], grounding_spans=[],
         grounding_furniture_boxes=[],
     )
@@ -120,22 +120,22 @@ def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
 
 
 def ground_in_view(
-    view: SourceView, records: list[Chunk], *, label: object, what: str = "chunks", box_mode: str = "auto"
+    view: SourceView, chunks: list[Chunk], *, label: object, what: str = "chunks", box_mode: str = "auto"
 ) -> list[Chunk]:
     """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
     as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
     (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
     could not be found. The adapters' drop-in path."""
-    groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in records])
+    groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in chunks])
     refused = [g.reason for g in groundings if not g.ok]
     if refused:
         warnings.warn(
-            f"{label}: {len(refused)} of {len(records)} {what} could not be found in the PDF and carry no boxes "
+            f"{label}: {len(refused)} of {len(chunks)} {what} could not be found in the PDF and carry no boxes "
             f"(first reason: {refused[0]})",
             GroundingWarning,
             stacklevel=3,
         )
-    return [with_grounding(r, g) for r, g in zip(records, groundings, strict=True)]
+    return [with_grounding(r, g) for r, g in zip(chunks, groundings, strict=True)]
 
 
 def ground_parts(
@@ -153,16 +153,16 @@ def ground_parts(
 ) -> list[tuple[Chunk, Grounding]]:
     """The grounding wrappers' step (LlamaIndex ``GroundingNodeParser``, LangChain
     ``GroundingSplitter``): the parts another splitter made of one Document (``meta``: its metadata)
-    grounded in the PDF behind it (``tree=`` for a Document that names none), each a record with
+    grounded in the PDF behind it (``tree=`` for a Document that names none), each a chunk with
     its grounding; every part refused with the cause when there is no readable tree."""
     try:
         view, why = document_view(meta, tree=tree, cache=cache, password=password)
     except SchemaError as exc:
         view, why = None, f"its parse tree cannot be read ({exc})"
     if view is None:
-        return refused_records(texts, why, key=refused_key, fingerprint=fingerprint, strategy=strategy)
+        return refused_texts(texts, why, key=refused_key, fingerprint=fingerprint, strategy=strategy)
     grounder = view.grounder(password=password, **grounder_options)
-    return ground_records(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
+    return ground_texts(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
 
 
 def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) -> None:
@@ -177,12 +177,12 @@ def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) 
 
 
 def hit_fields(
-    hit: Any, record: Chunk, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
+    hit: Any, chunk: Chunk, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A search hit's metadata for LlamaIndex's retriever: every field of the chunk field table (of
-    the row's ``record``, but ``drop``), the page keys of ``pages``, then the indexed PDF
+    the row's ``chunk``, but ``drop``), the page keys of ``pages``, then the indexed PDF
     (``file_name``, ``file_path``, ``source_sha256``) and the ingest configuration (``config_fingerprint``)."""
-    fields = chunk_metadata(record, flat=flat, line_spans=line_spans, text=record.content)
+    fields = chunk_metadata(chunk, flat=flat, line_spans=line_spans, text=chunk.content)
     return {
         **{k: v for k, v in fields.items() if k not in drop}, **(pages or {}),
         "file_name": Path(hit.source_path).name, "file_path": hit.source_path,
@@ -203,8 +203,8 @@ def own_part_metadata(
     if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
         return None
     tokens = (tokenizer or load_tokenizer(None)).count(text)
-    record = chunk_of(item, **options)
-    if record.start_char is None or record.end_char is None:
+    chunk = chunk_of(item, **options)
+    if chunk.start_char is None or chunk.end_char is None:
         return part_metadata(meta, text, token_count=tokens), None
-    span = (record.start_char, record.end_char)
-    return part_metadata(meta, text, span=span, boxes=record.boxes, token_count=tokens), record.pages
+    span = (chunk.start_char, chunk.end_char)
+    return part_metadata(meta, text, span=span, boxes=chunk.boxes, token_count=tokens), chunk.pages

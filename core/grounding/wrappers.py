@@ -45,8 +45,8 @@ __all__ = [
     "furniture_boxes_from_list",
     "grounded_chunk",
     "ground_chunks",
-    "ground_records",
-    "refused_records",
+    "ground_texts",
+    "refused_texts",
     "with_grounding",
     "status_counts",
 ]
@@ -161,20 +161,20 @@ def grounded_chunk(
     )
 
 
-def with_grounding(record: Chunk, g: Grounding) -> Chunk:
-    """``record`` (a chunk of text made elsewhere: a foreign Document's text chunked as plain text)
+def with_grounding(chunk: Chunk, g: Grounding) -> Chunk:
+    """``chunk`` (a chunk of text made elsewhere: a foreign Document's text chunked as plain text)
     with the boxes, pages and element ids of its grounding ``g`` and the grounding fields; a
-    refused grounding gives no boxes and no pages. The record's own offsets are kept."""
+    refused grounding gives no boxes and no pages. The chunk's own offsets are kept."""
     boxes = list(g.boxes) if g.ok else []
-    placed = Chunk.of_boxes(record.id, record.content, boxes)
-    return record.replace(
+    placed = Chunk.of_boxes(chunk.id, chunk.content, boxes)
+    return chunk.replace(
         boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids, element_spans=[],
         grounding_status=None, grounding_score=None, grounding_reason=None,
         grounding_spans=[], grounding_furniture_boxes=[],
     ).replace(**grounding_fields(g))
 
 
-def ground_records(
+def ground_texts(
     grounder: Grounder,
     texts: Sequence[str],
     *,
@@ -185,7 +185,7 @@ def ground_records(
 ) -> list[tuple[Chunk, Grounding]]:
     """The one ground-each-part loop of the wrappers (:func:`ground_chunks`, LlamaIndex
     ``GroundingNodeParser``, LangChain ``GroundingSplitter``): each text grounded in document order
-    (:meth:`Grounder.ground_all`, searched near the previous one's end), as a record
+    (:meth:`Grounder.ground_all`, searched near the previous one's end), as a chunk
     (:func:`grounded_chunk`) with ids unique within the call (:func:`~grounded.text.ids.repeat_id`
     for a span met again). A text that cannot be grounded at all (too long, not valid Unicode) is
     refused without being tokenized (``token_count`` 0)."""
@@ -194,32 +194,32 @@ def ground_records(
     out: list[tuple[Chunk, Grounding]] = []
     seen: Counter[str] = Counter()
     for text, g in zip(texts, grounder.ground_all(list(texts), near=near), strict=True):
-        record = grounded_chunk(
+        chunk = grounded_chunk(
             text, g, key=key, fingerprint=fingerprint, strategy=strategy,
             token_count=tok.count(text) if tok is not None and text_problem(text, grounder.max_chars) is None else 0,
         )
-        seen[record.id] += 1
-        if seen[record.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
-            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
-        out.append((record, g))
+        seen[chunk.id] += 1
+        if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
+            chunk = chunk.replace(id=repeat_id(chunk.id, seen[chunk.id] - 1))
+        out.append((chunk, g))
     return out
 
 
-def refused_records(
+def refused_texts(
     texts: Sequence[str], reason: str, *, key: str, fingerprint: str, strategy: str, tokenizer: Any = None
 ) -> list[tuple[Chunk, Grounding]]:
-    """What :func:`ground_records` gives when there is no tree to ground in: every text refused
+    """What :func:`ground_texts` gives when there is no tree to ground in: every text refused
     with ``reason`` (no boxes, no offsets), ids unique within the call."""
     out: list[tuple[Chunk, Grounding]] = []
     seen: Counter[str] = Counter()
     for text in texts:
         g = Grounding([], 0.0, [], "refused", reason)
-        record = grounded_chunk(text, g, key=key, fingerprint=fingerprint, strategy=strategy,
+        chunk = grounded_chunk(text, g, key=key, fingerprint=fingerprint, strategy=strategy,
                                  token_count=tokenizer.count(text) if tokenizer is not None else 0)
-        seen[record.id] += 1
-        if seen[record.id] > 1:
-            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
-        out.append((record, g))
+        seen[chunk.id] += 1
+        if seen[chunk.id] > 1:
+            chunk = chunk.replace(id=repeat_id(chunk.id, seen[chunk.id] - 1))
+        out.append((chunk, g))
     return out
 
 
@@ -250,8 +250,8 @@ def ground_chunks(
         raise ChunkingError("min_score and tokenizer belong to the Grounder: pass them when building it")
     texts = [text_of(item) for item in items]
     name = "text" if splitter is None else type(splitter).__name__
-    records = ground_records(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
-    return [record for record, _ in records]
+    chunks = ground_texts(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
+    return [chunk for chunk, _ in chunks]
 
 
 def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:

@@ -68,15 +68,14 @@ def chunk_metadata(chunk: Chunk, flat: bool = True, *, line_spans: bool = True, 
     ``flat=True`` (default) gives scalars only (lists as compact JSON strings): safe for every
     vector store; ``flat=False`` keeps lists.
     """
-    record = chunk
     out: dict[str, Any] = {}
     for f in FIELDS:
         if f.kind == "text":
             continue
-        value: Any = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(record, f.attr)
+        value: Any = text_hash(text) if f.key == TEXT_HASH_KEY and text is not None else getattr(chunk, f.attr)
         if value is None or (isinstance(value, (list, dict)) and not value and f.key not in _KEPT_EMPTY):
             continue
-        if f.implied_by and _IMPLIED[f.key](record):
+        if f.implied_by and _IMPLIED[f.key](chunk):
             continue
         if f.kind == "boxes":
             out[f.key] = boxes_to_metadata(value, flat=flat, line_spans=line_spans)
@@ -100,17 +99,17 @@ _IMPLIED: dict[str, Callable[[Chunk], bool]] = {
 _PLACE_KEYS = frozenset(resplit_keys("recompute")) - {"chunk_id", "token_count", TEXT_HASH_KEY}
 
 
-def part_fields(record: Chunk, flat: bool = True, *, line_spans: bool = True) -> dict[str, Any]:
+def part_fields(chunk: Chunk, flat: bool = True, *, line_spans: bool = True) -> dict[str, Any]:
     """The chunk fields an adapter writes on a part it made (a node/Document of a wrapped or
-    re-split splitter), from the part's ``record``: :func:`chunk_metadata`, less what the part
+    re-split splitter), from the part's ``chunk``: :func:`chunk_metadata`, less what the part
     does not know. A part not located in the document text (``start_char`` None: grounding refused
     it, or it is page furniture only) gets no place fields (offsets, ``body_start``, pages,
     ``page_start``/``page_end``, boxes, element ids) rather than empty ones; a part with no heading
     path gets no ``section`` (it may keep its parent's). The caller adds its surface's own keys."""
-    out = chunk_metadata(record, flat, line_spans=line_spans)
-    if record.start_char is None:
+    out = chunk_metadata(chunk, flat, line_spans=line_spans)
+    if chunk.start_char is None:
         out = {k: v for k, v in out.items() if k not in _PLACE_KEYS}
-    if not record.heading_path:
+    if not chunk.heading_path:
         out.pop("section", None)
     return out
 
@@ -155,7 +154,7 @@ def with_list_pages(meta: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def chunk_from_metadata(content: str, meta: Mapping[str, Any], chunk_id: str | None = None) -> Chunk:
-    """The :class:`~grounded.model.record.Chunk` of a retrieved node/document (text +
+    """The :class:`~grounded.model.Chunk` of a retrieved node/document (text +
     metadata in nested or flat form, or a store row's values). Boxes recorded for another text (see
     :func:`boxes_from_metadata`) are dropped with a :class:`GroundingWarning`; a malformed value
     raises :class:`SchemaError` naming the key."""
@@ -207,19 +206,18 @@ def part_metadata(
 
 
 # -- store rows (ingest Parquet / LanceDB) --------------------------------------------------------
-def chunk_to_row(record: Chunk) -> dict[str, Any]:
+def chunk_to_row(chunk: Chunk) -> dict[str, Any]:
     """One chunk as a store row: a value per field-table key (Parquet/LanceDB column), plus
     ``body``. ``json`` columns hold compact JSON (None when empty); boxes are box structs."""
-    rec = record
     row: dict[str, Any] = {}
     for f in FIELDS:
-        value = getattr(rec, f.attr)
+        value = getattr(chunk, f.attr)
         if f.kind == "boxes":
             value = [box_struct(b) for b in value]
         elif f.arrow == "json":
             value = compact_json(value) if value else None
         row[f.key] = value
-    row["body"] = rec.body
+    row["body"] = chunk.body
     return row
 
 
@@ -253,7 +251,7 @@ def _plain(value: Any) -> Any:
 def read_stored_chunk(item: Any) -> Chunk:
     """The :class:`Chunk` of anything a chunk is stored as: a LlamaIndex node (or
     ``NodeWithScore``), a LangChain ``Document``, a store row (an ingest Parquet / LanceDB row dict,
-    a search hit's row), a chunks-JSON chunk dict, a :class:`~grounded.model.Chunk` or a record.
+    a search hit's row), a chunks-JSON chunk dict, or a :class:`~grounded.model.Chunk` (copied).
     Anything else raises :class:`SchemaError`."""
     if isinstance(item, Chunk):  # Chunk is the same class: a copy, as for every other input
         return item.replace()

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..model.chunk import RECORD_KEYS, Chunk, ChunkingResult, stored_chunk_dict, text_hash
+from ..model.chunk import FIELD_NAMES, Chunk, ChunkingResult, stored_chunk_dict, text_hash
 from ..model.elements import ParsingResult
 from .atomic import atomic_write_files, atomic_write_text
 from .jsonl import iter_jsonl
@@ -279,7 +279,7 @@ def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
     is, with the content's hash). A metadata value that is no JSON value raises
     :class:`SchemaError` naming the chunk and the key (it would be lost or mangled otherwise)."""
     for key, value in chunk.metadata.items():
-        if key not in RECORD_KEYS:
+        if key not in FIELD_NAMES:
             try:
                 json.dumps(value, ensure_ascii=False)
             except (TypeError, ValueError) as exc:

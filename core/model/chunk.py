@@ -226,12 +226,12 @@ def _fields_of(md: Mapping[str, Any], boxes: list[ParsingBoundingBox]) -> dict[s
     pages = values.pop("pages", None)
     values["pages"] = sorted({int(p) for p in pages}) if pages else sorted({b.page for b in boxes})
     values["strategy_params"] = dict(md.get("strategy_params") or {})
-    values["extra"] = {k: v for k, v in md.items() if k not in RECORD_KEYS and k != "text_hash"}
+    values["extra"] = {k: v for k, v in md.items() if k not in FIELD_NAMES and k != "text_hash"}
     return values
 
 
 #: every field name of :class:`Chunk`
-RECORD_KEYS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(_ChunkFields))
+FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(_ChunkFields))
 #: fields read from / written to ``Chunk.metadata`` under their own name
 _METADATA_FIELDS = tuple(
     f.name for f in dataclasses.fields(_ChunkFields) if f.name not in {"id", "content", "boxes", "strategy_params", "extra"}
