@@ -39,7 +39,6 @@ __all__ = [
     "TEXT_HASH_KEY",
     "GroundingWarning",
     "text_hash",
-    "compact_json",
     "boxes_to_metadata",
     "boxes_from_metadata",
     "box_struct",
