@@ -89,9 +89,9 @@ def _shown(item: Any) -> list:
     """What ``grounded.attribution.highlight`` draws for a node/Document: its boxes (checked against
     its text), then the page furniture grounding found for it (running headers the parse drops)."""
     from grounded.attribution.geometry import chunk_boxes
-    from grounded.metadata import chunk_from_store
+    from grounded.metadata import chunk_of
 
-    return chunk_boxes(chunk_from_store(item), "<benchmark>")
+    return chunk_boxes(chunk_of(item), "<benchmark>")
 
 
 def _li_items(nodes: list) -> Items:

@@ -81,11 +81,11 @@ def question_set_lists(path: Path, context: str = "on") -> tuple[list[Lists], li
 
 
 def main(argv: list[str] | None = None) -> int:
+    from grounded.chunking.minilm_onnx import onnx_query_embedder
     from grounded.evaluation.chroma_data import load_chroma_dataset
     from grounded.evaluation.chunking_eval import GroundedCorpusChunker
     from grounded.evaluation.retrieval_metrics import score_question
     from grounded.search import NoSearchableWordsError, SearchIndex, search
-    from grounded.chunking.minilm_onnx import onnx_query_embedder
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")

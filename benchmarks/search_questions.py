@@ -325,8 +325,8 @@ def main(argv: list[str] | None = None) -> int:
     import lancedb
     import pymupdf
 
-    from grounded.search import NoSearchableWordsError, SearchIndex, search
     from grounded.chunking.minilm_onnx import onnx_query_embedder
+    from grounded.search import NoSearchableWordsError, SearchIndex, search
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=REPO.parent / "shared" / "data")

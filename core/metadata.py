@@ -1,13 +1,21 @@
-"""Chunk metadata of the store surfaces (public path; the code lives in :mod:`grounded.io.chunk_metadata`).
+"""Chunk metadata of the store surfaces: the public path of the :mod:`grounded.io` codecs
+(:mod:`~grounded.io.box_codec`, :mod:`~grounded.io.chunk_codec`, :mod:`~grounded.io.tree_payload`,
+:mod:`~grounded.io.pdf_info`).
 
-``chunk_from_store`` / ``record_from_store`` here read a node, Document or hit with the boxes of its
-own text (:mod:`grounded.grounding.stored`: re-derived for a re-split part, never the parent's)."""
+``chunk_of`` here reads a node, Document, hit or row with the boxes of its own text
+(:mod:`grounded.grounding.stored`: re-derived for a re-split part, never the parent's);
+``read_stored_chunk`` reads what is stored as it is."""
 
 from __future__ import annotations
 
-from .grounding import stored as _stored
-from .io.chunk_metadata import *  # noqa: F403
-from .io.chunk_metadata import __all__ as __all__  # noqa: F401
+from .grounding.stored import chunk_of
+from .io.box_codec import *  # noqa: F403
+from .io.box_codec import __all__ as _boxes
+from .io.chunk_codec import *  # noqa: F403
+from .io.chunk_codec import __all__ as _chunks
+from .io.pdf_info import *  # noqa: F403
+from .io.pdf_info import __all__ as _info
+from .io.tree_payload import *  # noqa: F403
+from .io.tree_payload import __all__ as _tree
 
-chunk_from_store = _stored.chunk_of
-record_from_store = _stored.record_of
+__all__ = [*_boxes, *_chunks, *_tree, *_info, "chunk_of"]

@@ -15,7 +15,7 @@ wrapped splitter adds (``Header 1`` of ``MarkdownHeaderTextSplitter``, ``start_i
 ``page`` (0-based), ``page_start``/``page_end``, ``element_ids``, ``boxes``, ``text_hash`` of the
 part's text, ``grounding_status``, ``grounding_score``, ``grounding_reason`` (when there is one)
 and ``grounding_spans`` - the fields of the part's chunk record
-(:func:`grounded.io.chunk_metadata.part_fields`). A part that cannot be grounded (page furniture the parser dropped, text
+(:func:`grounded.io.chunk_codec.part_fields`). A part that cannot be grounded (page furniture the parser dropped, text
 the PDF does not contain) gets no boxes, offsets or pages, ``grounding_status="refused"`` and the
 reason; one :class:`~grounded.metadata.GroundingWarning` per call says how many parts were refused.
 """
@@ -47,7 +47,7 @@ from grounded.grounding.adapter import (
     unflatten_metadata,
     warn_refused,
 )
-from grounded.model import ChunkRecord, ParsingResult
+from grounded.model import Chunk, ParsingResult
 
 __all__ = ["GroundingSplitter"]
 
@@ -156,7 +156,7 @@ class GroundingSplitter(TextSplitter):
             meta = self._metadata(part.metadata, parent, record)
             yield Document(page_content=text, metadata=flatten_metadata(meta) if self.flat_metadata else meta, id=record.id)
 
-    def _metadata(self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], record: ChunkRecord) -> dict[str, Any]:
+    def _metadata(self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], record: Chunk) -> dict[str, Any]:
         """The part's own keys (the wrapped splitter's), ``grounded_kind`` and LangChain's ``page``
         (when the part is located), then the chunk fields of its ``record`` (:func:`part_fields`)."""
         own = {k: v for k, v in part_meta.items() if k not in _PARENT_KEYS}

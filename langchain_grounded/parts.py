@@ -44,7 +44,7 @@ class GroundedParts(BaseDocumentTransformer):
     def part(self, doc: Document) -> Document:
         """``doc`` with the metadata of its own text (unchanged when it already has it, or when its
         metadata names no PDF): offsets, boxes, pages located or grounded in the PDF behind it
-        (:func:`grounded.grounding.stored.record_of`), withheld with one warning when impossible."""
+        (:func:`grounded.grounding.stored.chunk_of`), withheld with one warning when impossible."""
         text = doc.page_content
         made = own_part_metadata(doc, text, unflatten_metadata(doc.metadata), self.tokenizer, cache=self.cache, box_mode=self.box_mode)
         if made is None:

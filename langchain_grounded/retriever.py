@@ -4,13 +4,13 @@
 
 Glue over :func:`grounded.search.search` (its modes, its page filter, its typed errors): each hit
 becomes a ``Document`` (``id`` = the chunk id) whose metadata is every field of the chunk field
-table (:func:`grounded.io.chunk_metadata.chunk_metadata` of the row's record: ``chunk_id``,
+table (:func:`grounded.io.chunk_codec.chunk_metadata` of the row's record: ``chunk_id``,
 ``pages``/``page_start``/``page_end`` **1-based**, ``section``, ``boxes`` with line spans, offsets,
 strategy, ...) plus the loader's source keys: ``source``/``file_path`` (the indexed PDF's path),
 ``file_name``, ``source_sha256``, ``page`` (**0-based** index of the first page, as
 ``PyMuPDFLoader``'s), and ``config_fingerprint`` (the ingest configuration) and ``score`` (the
 search score; LangChain Documents have no score of their own). ``boxes_from_metadata(doc.metadata,
-text=doc.page_content)`` and ``chunk_from_store(doc)`` read the boxes back.
+text=doc.page_content)`` and ``chunk_of(doc)`` read the boxes back.
 """
 
 from __future__ import annotations
@@ -23,12 +23,9 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from grounded.grounding.adapter import (
-    chunk_metadata,
-)
-from grounded.model import ChunkRecord
+from grounded.grounding.adapter import chunk_metadata, focus_metadata
+from grounded.model import Chunk
 from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
-from grounded.search.focus import focus_metadata
 
 __all__ = ["GroundedRetriever"]
 
@@ -85,7 +82,7 @@ class GroundedRetriever(BaseRetriever):
         )
         return [self._document(h, r) for h, r in zip(hits, self._index.records(hits), strict=True)]
 
-    def _document(self, hit: Hit, record: ChunkRecord) -> Document:
+    def _document(self, hit: Hit, record: Chunk) -> Document:
         metadata: dict[str, Any] = {
             "source": hit.source_path,
             "file_path": hit.source_path,

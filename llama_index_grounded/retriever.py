@@ -10,14 +10,9 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from grounded.grounding.adapter import (
-    embed_hidden_keys,
-    hit_fields,
-    llm_hidden_keys,
-)
-from grounded.model import ChunkRecord
+from grounded.grounding.adapter import FOCUS_KEYS, embed_hidden_keys, hit_fields, llm_hidden_keys
+from grounded.model import Chunk
 from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
-from grounded.search.focus import FOCUS_KEYS, focus_metadata
 
 __all__ = ["GroundedRetriever"]
 
@@ -31,9 +26,8 @@ class GroundedRetriever(BaseRetriever):
     """Retrieve chunks of an ingest output folder ``out`` with their exact source boxes: ``mode``
     text | vector | hybrid, None: the index's default (hybrid, text without embeddings; as
     :func:`grounded.search.search`), ``pages`` or ``page_range``
-    (1-based), ``config``, ``embedder``, ``flat_metadata``, ``line_boxes``. Each node carries its
-    focus (``focus_spans``, ``focus_boxes``: the sentences of its text that answer the query, and
-    their boxes), hidden from the embedder and the LLM. ``out`` is opened here
+    (1-based), ``config``, ``embedder``, ``flat_metadata``, ``line_boxes``; nodes carry their focus
+    (``focus_spans``/``focus_boxes``, hidden from embedder and LLM). ``out`` is opened here
     (typed :class:`~grounded.errors.GroundedError` when it is missing or not an index)."""
 
     def __init__(
@@ -72,11 +66,10 @@ class GroundedRetriever(BaseRetriever):
         )
         return [NodeWithScore(node=self._node(h, r), score=h.score) for h, r in zip(hits, self.index.records(hits), strict=True)]
 
-    def _node(self, hit: Hit, record: ChunkRecord) -> TextNode:
+    def _node(self, hit: Hit, record: Chunk) -> TextNode:
         pages = {"page": record.page_start, "page_label": str(record.page_start)} if record.pages else None
         # the node id is the chunk id (as GroundedNodeParser's nodes)
         metadata = hit_fields(hit, record, flat=self.flat_metadata, line_spans=self.line_boxes, drop=("chunk_id",), pages=pages)
-        metadata.update(focus_metadata(hit, flat=self.flat_metadata, line_spans=self.line_boxes))
         start = record.start_char
         return TextNode(
             id_=record.id,

@@ -26,7 +26,7 @@ from ..errors import (
     SchemaError,
 )
 from ..grounding.stored import chunk_of, item_text_and_metadata
-from ..io.chunk_metadata import FURNITURE_BOXES_KEY
+from ..io.box_codec import FURNITURE_BOXES_KEY
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk, ChunkingResult
 

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from ..errors import GroundedError
 from ..grounding.sources import SourceView, document_view, names_pdf, source_view
 from ..grounding.stored import chunk_of, item_text_and_metadata
-from ..io.chunk_metadata import unflatten_metadata
+from ..io.chunk_codec import unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import ParsingResult

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError, InputError
 from ..grounding.normalize import alnum_text, strip_markup
-from ..io.chunk_metadata import pdf_metadata
+from ..io.pdf_info import pdf_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import CONTAINER_TYPES, HEADING_TYPES, ParsingResult
 from ..model.elements import ParsingResultType as T

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..io.chunk_metadata import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, flatten_metadata, text_hash
+from ..io.box_codec import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, text_hash
+from ..io.chunk_codec import flatten_metadata
 from .nodes import GraphNode, NodeGraph, NodeKind
 
 __all__ = ["node_metadata", "export_text", "PAYLOAD_KEYS", "LLM_KEYS", "EMBED_KEYS", "SUMMARY_EMBEDDED"]

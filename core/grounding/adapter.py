@@ -20,25 +20,24 @@ from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..chunking.nlp import minilm_embedder
 from ..errors import ChunkingError, OptionError
-from ..io.chunk_metadata import (
+from ..io.box_codec import (
     BOXES_KEY,
-    PAYLOAD_KEYS,
-    PDF_METADATA_KEYS,
     TEXT_HASH_KEY,
-    TREE_KEY,
     GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,
+    text_hash,
+)
+from ..io.chunk_codec import (
+    PAYLOAD_KEYS,
     chunk_metadata,
     flatten_metadata,
     part_fields,
     part_metadata,
-    pdf_metadata,
-    source_info,
-    text_hash,
-    text_tree,
     unflatten_metadata,
 )
+from ..io.pdf_info import PDF_METADATA_KEYS, pdf_metadata
+from ..io.tree_payload import TREE_KEY, source_info, text_tree
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys, resplit_keys
 from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, cached_parse, with_ocr
@@ -100,16 +99,17 @@ from .sources import (
 )
 from .splitting import PartSplitter, check_base_keywords, tokenizer_for
 from .stored import (
+    FOCUS_KEYS,
     boxes_of,
     chunk_of,
+    focus_metadata,
     ground_in_view,
     ground_parts,
     hit_fields,
     own_part_metadata,
-    record_of,
     warn_refused,
 )
-from .wrappers import GROUNDING_KEYS, ground_records, refused_records, splitter_fingerprint, with_grounding
+from .wrappers import GROUNDING_KEYS, ground_texts, refused_texts, splitter_fingerprint, with_grounding
 
 __all__ = [
     "BOXES_KEY", "BOX_MODES", "Block", "BoundedCache", "CallableTokenizer", "Chunker", "ChunkingStrategy", "ELEMENT_KEY",
@@ -117,12 +117,12 @@ __all__ = [
     "PDF_METADATA_KEYS", "ParseCache", "BaseParser", "STORED_KEYS", "SourceView", "TEXT_HASH_KEY", "TREE_KEY", "TREE_REF_KEY",
     "Tokenizer", "boxes_from_metadata", "boxes_of", "boxes_to_metadata", "build_chunker", "cached_parse", "chunk_id",
     "chunk_metadata", "chunk_of", "document_text", "document_view", "embed_hidden_keys", "flatten_metadata", "get_parser",
-    "ground_records", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
-    "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options", "record_of",
-    "refused_records", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
+    "ground_texts", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
+    "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options",
+    "refused_texts", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",
     "unflatten_metadata", "with_grounding", "with_ocr", "EmbeddingInputWarning", "warn_long_chunk_size", "warn_long_texts",
-    "check_device", "minilm_embedder", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "grounded_node_fields", "GROUNDING_HIDDEN",
+    "check_device", "minilm_embedder", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "focus_metadata", "FOCUS_KEYS", "own_part_metadata", "grounded_node_fields", "GROUNDING_HIDDEN",
     "KIND_KEY", "PAGE_JOINER", "SOURCE_KEYS", "SPANS_KEY", "DocPart", "page_keys", "MODES", "LoaderPipeline", "PDFInput",
     "aliased", "pdf_inputs", "read_input", "ParserChoice", "given_parser", "PartSplitter", "check_base_keywords", "tokenizer_for",
     "CHUNK_KEYS", "NodeChunker", "check_fields", "chunker_fields", "file_info", "hidden_keys",

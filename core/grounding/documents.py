@@ -27,16 +27,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..io.chunk_metadata import (
-    BOXES_KEY,
-    PDF_METADATA_KEYS,
-    TEXT_HASH_KEY,
-    boxes_to_metadata,
-    chunk_metadata,
-    flatten_metadata,
-    source_info,
-    text_hash,
-)
+from ..io.box_codec import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, text_hash
+from ..io.chunk_codec import chunk_metadata, flatten_metadata
+from ..io.pdf_info import PDF_METADATA_KEYS
+from ..io.tree_payload import source_info
 from ..model import Chunk, ParsingResult
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..runtime.bounded import BoundedCache
@@ -142,11 +136,10 @@ def chunk_part(
     """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
     hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
     + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
-    record = chunk
-    meta = chunk_metadata(record, flat=False, line_spans=line_spans)
-    metadata: dict[str, Any] = {**source, **meta, "page": max(record.page_start - 1, 0), KIND_KEY: "chunk"}
-    if add_start_index and record.start_char is not None:
-        metadata["start_index"] = record.start_char
+    meta = chunk_metadata(chunk, flat=False, line_spans=line_spans)
+    metadata: dict[str, Any] = {**source, **meta, "page": max(chunk.page_start - 1, 0), KIND_KEY: "chunk"}
+    if add_start_index and chunk.start_char is not None:
+        metadata["start_index"] = chunk.start_char
     return DocPart(chunk.content, _finish(metadata, flat), id=chunk.id)
 
 

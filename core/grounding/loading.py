@@ -11,7 +11,8 @@ from typing import IO, Any
 
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError, InputError
-from ..io.chunk_metadata import pdf_metadata, source_info
+from ..io.pdf_info import pdf_metadata
+from ..io.tree_payload import source_info
 from ..model import ParsingResult
 from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import ParseCache, cached_parse, with_ocr

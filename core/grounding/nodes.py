@@ -15,17 +15,10 @@ from typing import Any
 from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError
-from ..io.chunk_metadata import (
-    PAYLOAD_KEYS,
-    TREE_KEY,
-    GroundingWarning,
-    chunk_metadata,
-    flatten_metadata,
-    part_fields,
-    source_info,
-    text_tree,
-)
-from ..model import Chunk, ChunkRecord, ParsingResult
+from ..io.box_codec import GroundingWarning
+from ..io.chunk_codec import PAYLOAD_KEYS, chunk_metadata, flatten_metadata, part_fields
+from ..io.tree_payload import TREE_KEY, source_info, text_tree
+from ..model import Chunk, ParsingResult
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..text.assembly import BOX_MODES
@@ -67,7 +60,7 @@ _GROUNDED_PARENT_KEYS = (*PAYLOAD_KEYS, *GROUNDING_KEYS, "pages", "section")
 
 
 def grounded_node_fields(
-    meta: Mapping[str, Any], record: ChunkRecord, embed_hidden: list[str], llm_hidden: list[str], *, line_spans: bool
+    meta: Mapping[str, Any], record: Chunk, embed_hidden: list[str], llm_hidden: list[str], *, line_spans: bool
 ) -> tuple[dict[str, Any], list[str], list[str]]:
     """``GroundingNodeParser``'s node: the wrapped parser's metadata with the parent's own-text keys
     replaced by the fields of the node's grounded ``record`` (flat), and the hidden-key lists with
@@ -288,7 +281,7 @@ class NodeChunker:
         for part in chunker.iter_chunks(text_tree(doc_text[start:end]), source_key=key):
             own = part
             s, e = start + (own.start_char or 0), start + (own.end_char or 0)
-            record = ChunkRecord.of_boxes(
+            record = Chunk.of_boxes(
                 chunk_id(key, chunker.fingerprint, s, e), doc_text[s:e],
                 view.boxes(s, e, tokenizer=chunker.tokenizer, box_mode=chunker.box_mode),
                 start_char=s, end_char=e, token_count=own.token_count, strategy=chunker.strategy.name, heading_path=heading_path,
@@ -356,14 +349,13 @@ class NodeChunker:
         out: list[Chunk] = []
         view: SourceView | None = None
         for c in chunks:
-            record = c
-            if fits(c) or record.start_char is None or record.end_char is None:
+            if fits(c) or c.start_char is None or c.end_char is None:
                 out.append(c)
                 continue
             if view is None:
                 view, _ = source_view({}, tree=root)
                 assert view is not None
-            out.extend(self.sub_chunks(view, (record.start_char, record.end_char), key, smaller, record.heading_path))
+            out.extend(self.sub_chunks(view, (c.start_char, c.end_char), key, smaller, c.heading_path))
         return out
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EmptyDocumentError, InputError
-from ..io.chunk_metadata import TREE_KEY, source_info
+from ..io.tree_payload import TREE_KEY, source_info
 from ..model import ParsingResult
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache
 from ..text.stream import document_text

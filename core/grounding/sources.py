@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GroundedError, SchemaError
-from ..io.chunk_metadata import TREE_KEY, decode_tree
+from ..io.tree_payload import TREE_KEY, decode_tree
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import ParsingResult
 from ..parsers import get_parser

@@ -6,7 +6,7 @@
 * a single part (``mode="single"``): its parse tree chunked (the loader's chunks);
 * chunk and page parts: one that fits ``max_tokens`` passes through; a larger one is split as text
   and every piece gets the boxes, offsets, pages and token count of its own text; without the tree,
-  pieces get no boxes and one :class:`~grounded.io.chunk_metadata.GroundingWarning`;
+  pieces get no boxes and one :class:`~grounded.io.box_codec.GroundingWarning`;
 * anything else (a foreign reader's Document, another splitter's part): split as text and grounded
   in the PDF its metadata names (:func:`~grounded.grounding.stored.ground_in_view`); plain text that
   names no PDF is split as text only.
@@ -25,17 +25,10 @@ from typing import Any
 
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError, SchemaError
-from ..io.chunk_metadata import (
-    TEXT_HASH_KEY,
-    GroundingWarning,
-    boxes_from_metadata,
-    flatten_metadata,
-    part_fields,
-    text_hash,
-    text_tree,
-    unflatten_metadata,
-)
-from ..model import Chunk, ChunkRecord, ParsingBoundingBox
+from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_from_metadata, text_hash
+from ..io.chunk_codec import flatten_metadata, part_fields, unflatten_metadata
+from ..io.tree_payload import text_tree
+from ..model import Chunk, ParsingBoundingBox
 from ..model.chunk_fields import resplit_keys
 from ..parsers.cache import TREE_REF_KEY, ParseCache
 from ..text.ids import chunk_id, source_key, stable_hash, text_key
@@ -156,11 +149,10 @@ class PartSplitter:
             content = chunk.content
             lead, trail = len(content) - len(content.lstrip()), len(content) - len(content.rstrip())
             if lead or trail:
-                record = chunk
-                chunk = record.replace(
+                chunk = chunk.replace(
                     content=content.strip(),
-                    start_char=(record.start_char or 0) + lead,
-                    end_char=(record.end_char or 0) - trail,
+                    start_char=(chunk.start_char or 0) + lead,
+                    end_char=(chunk.end_char or 0) - trail,
                     token_count=self.chunker.tokenizer.count(content.strip()),
                 )
             chunks.append(chunk)
@@ -292,10 +284,9 @@ class PartSplitter:
 
         key = source_key(root.metadata, None) if source.get("source_sha256") else text_key("".join(d.text for d in docs))
         for chunk in self.chunker.iter_chunks(root, source_key=key):
-            record = chunk
-            start, end = record.start_char or 0, record.end_char or 0
+            start, end = chunk.start_char or 0, chunk.end_char or 0
             start, end = original(start), original(end - 1) + 1 if end > start else original(start)
-            chunk = record.replace(id=chunk_id(key, self.chunker.fingerprint, start, end), start_char=start, end_char=end)
+            chunk = chunk.replace(id=chunk_id(key, self.chunker.fingerprint, start, end), start_char=start, end_char=end)
             yield self._document(chunk, source)
 
     def _split_single(self, doc: DocPart, state: dict[str, bool]) -> Iterator[DocPart]:
@@ -369,7 +360,7 @@ class PartSplitter:
         own = part
         ps = own.start_char or 0
         start = ranges[0][0] if ranges else int(parent.get("start_char", 0) or 0)
-        record = ChunkRecord.of_boxes(
+        record = Chunk.of_boxes(
             part.id,
             part.content,
             geom,
@@ -392,7 +383,7 @@ class PartSplitter:
         meta = unflatten_metadata(doc.metadata)
         inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS and k not in ("section", "heading_path")}
         for part in self.text_chunks(doc.text, _part_key(doc)):
-            record = ChunkRecord(
+            record = Chunk(
                 part.id, part.content, strategy=self.chunker.strategy.name, token_count=part.token_count
             )  # not located (start_char None): no place fields
             metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", **part_fields(record, flat=False)}

@@ -1,6 +1,6 @@
 """One answer to "the boxes of this node / Document / hit", whatever made it.
 
-:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_metadata.record_from_store`
+:func:`chunk_of` reads a stored chunk the way :func:`grounded.io.chunk_codec.read_stored_chunk`
 does (a LlamaIndex node or ``NodeWithScore``, a LangChain ``Document``, an ingest/LanceDB row, a
 chunks-JSON dict, a :class:`~grounded.model.Chunk`) and then makes sure its boxes belong to its
 own text:
@@ -11,10 +11,10 @@ own text:
   (:func:`~.sources.source_view`: grounded's tree reference, or the PDF its metadata names): the
   exact span of its text when it is a slice of the document text, else its grounding;
 * when neither is possible: no boxes, no pages, no offsets, and one
-  :class:`~grounded.io.chunk_metadata.GroundingWarning` naming the item and the cause - never the
+  :class:`~grounded.io.box_codec.GroundingWarning` naming the item and the cause - never the
   parent's boxes.
 
-``grounded.metadata.chunk_from_store``, ``llama_index_grounded.node_boxes``, the adapters'
+``grounded.metadata.read_stored_chunk``, ``llama_index_grounded.node_boxes``, the adapters'
 ``GroundedParts`` and ``grounded.attribution.highlight``/``render`` all go through it.
 """
 
@@ -26,25 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..io.chunk_metadata import (
-    TEXT_HASH_KEY,
-    GroundingWarning,
-    chunk_metadata,
-    part_metadata,
-    record_from_store,
-    text_hash,
-    unflatten_metadata,
-)
+from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_to_metadata, compact_json, text_hash
+from ..io.chunk_codec import chunk_metadata, part_metadata, read_stored_chunk, unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
-from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
 from ..text.tokenizer import load_tokenizer
 from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf
-from .wrappers import ground_records, refused_records, with_grounding
+from .wrappers import ground_texts, refused_texts, with_grounding
 
-__all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
+__all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "focus_metadata", "FOCUS_KEYS"]
 
 
 def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
@@ -68,87 +60,82 @@ def _fresh(meta: Mapping[str, Any], text: str) -> bool:
     return bool(meta.get("boxes")) and (recorded is None or str(recorded) == text_hash(text))
 
 
-def record_of(
+def chunk_of(
     item: Any,
     *,
     cache: ParseCache | str | Path | None = None,
     box_mode: str = "auto",
     password: str | None = None,
     warn: bool = True,
-) -> ChunkRecord:
-    """The :class:`~grounded.model.record.ChunkRecord` of ``item`` with the boxes of its own text (see
+) -> Chunk:
+    """The :class:`~grounded.model.Chunk` of ``item`` with the boxes of its own text (see
     the module docstring)."""
     seen = item_text_and_metadata(item)
     if seen is None:
-        return record_from_store(item)
+        return read_stored_chunk(item)
     text, meta, name, start_idx = seen
     if _fresh(meta, text):
-        return record_from_store(item)
+        return read_stored_chunk(item)
     with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
         warnings.simplefilter("ignore", GroundingWarning)
-        record = record_from_store(item)
+        chunk = read_stored_chunk(item)
     if not names_pdf(meta):
         if meta.get("boxes") and warn:
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
                           "names no PDF to make them again from", GroundingWarning, stacklevel=3)
-        return _unplaced(record)
+        return _unplaced(chunk)
     view, why = document_view(unflatten_metadata(meta), cache=cache, password=password)
     if view is None:
         if warn:
             warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=3)
-        return _unplaced(record)
+        return _unplaced(chunk)
     span = view.span_of(text, meta, start_idx)
     if span is not None:
         boxes = view.boxes(*span, box_mode=box_mode)
-        placed = ChunkRecord.of_boxes(record.id, record.content, boxes)
-        return _unplaced(record).replace(
+        placed = Chunk.of_boxes(chunk.id, chunk.content, boxes)
+        return _unplaced(chunk).replace(
             start_char=span[0], end_char=span[1], boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids
         )
     g = view.grounder(box_mode=box_mode, password=password).ground(text)
     if not g.ok and warn:
         warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=3)
-    grounded = with_grounding(_unplaced(record), g)
+    grounded = with_grounding(_unplaced(chunk), g)
     if g.ok and g.spans:
         grounded = grounded.replace(start_char=int(g.spans[0][0]), end_char=int(g.spans[-1][1]))
     return grounded
 
 
-def _unplaced(record: ChunkRecord) -> ChunkRecord:
-    """``record`` without anything that places it (boxes, pages, offsets, element spans): what is
+def _unplaced(chunk: Chunk) -> Chunk:
+    """``chunk`` without anything that places it (boxes, pages, offsets, element spans): what is
     left of a part whose parent's placement it copied."""
-    return record.replace(
+    return chunk.replace(
         boxes=[], pages=[], start_char=None, end_char=None, element_ids=[], element_spans=[], grounding_spans=[],
         grounding_furniture_boxes=[],
     )
 
 
-def chunk_of(item: Any, **options: Any) -> Chunk:
-    """:func:`record_of` as a :class:`~grounded.model.Chunk` (for ``highlight``/``render``)."""
-    return record_of(item, **options)
-
-
 def boxes_of(item: Any, **options: Any) -> list[ParsingBoundingBox]:
-    """The boxes of ``item``'s own text (:func:`record_of`)."""
-    return list(record_of(item, **options).boxes)
+    """The boxes of ``item``'s own text (:func:`chunk_of`)."""
+    return list(chunk_of(item, **options).boxes)
 
 
 def ground_in_view(
-    view: SourceView, records: list[ChunkRecord], *, label: object, what: str = "chunks", box_mode: str = "auto"
-) -> list[ChunkRecord]:
+    view: SourceView, chunks: list[Chunk], *, label: object, what: str = "chunks", box_mode: str = "auto"
+) -> list[Chunk]:
     """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
     as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
     (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
     could not be found. The adapters' drop-in path."""
-    groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in records])
+    groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in chunks])
     refused = [g.reason for g in groundings if not g.ok]
     if refused:
         warnings.warn(
-            f"{label}: {len(refused)} of {len(records)} {what} could not be found in the PDF and carry no boxes "
+            f"{label}: {len(refused)} of {len(chunks)} {what} could not be found in the PDF and carry no boxes "
             f"(first reason: {refused[0]})",
             GroundingWarning,
             stacklevel=3,
         )
-    return [with_grounding(r, g) for r, g in zip(records, groundings, strict=True)]
+    return [with_grounding(r, g) for r, g in zip(chunks, groundings, strict=True)]
 
 
 def ground_parts(
@@ -163,19 +150,19 @@ def ground_parts(
     refused_key: str,
     near: int | None = None,
     **grounder_options: Any,
-) -> list[tuple[ChunkRecord, Grounding]]:
+) -> list[tuple[Chunk, Grounding]]:
     """The grounding wrappers' step (LlamaIndex ``GroundingNodeParser``, LangChain
     ``GroundingSplitter``): the parts another splitter made of one Document (``meta``: its metadata)
-    grounded in the PDF behind it (``tree=`` for a Document that names none), each a record with
+    grounded in the PDF behind it (``tree=`` for a Document that names none), each a chunk with
     its grounding; every part refused with the cause when there is no readable tree."""
     try:
         view, why = document_view(meta, tree=tree, cache=cache, password=password)
     except SchemaError as exc:
         view, why = None, f"its parse tree cannot be read ({exc})"
     if view is None:
-        return refused_records(texts, why, key=refused_key, fingerprint=fingerprint, strategy=strategy)
+        return refused_texts(texts, why, key=refused_key, fingerprint=fingerprint, strategy=strategy)
     grounder = view.grounder(password=password, **grounder_options)
-    return ground_records(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
+    return ground_texts(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
 
 
 def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) -> None:
@@ -189,17 +176,36 @@ def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) 
         )
 
 
+#: the metadata keys of a retrieved node's / Document's focus: what the reader highlights, never what
+#: the embedder or the LLM reads
+FOCUS_KEYS = ("focus_spans", "focus_boxes")
+
+
+def focus_metadata(hit: Any, *, flat: bool = False, line_spans: bool = True) -> dict[str, Any]:
+    """``focus_spans`` (``[start, end]`` offsets into the hit's text) and ``focus_boxes`` (the form of
+    a chunk's ``boxes`` metadata) of a search hit (its ``focus``/``focus_boxes``: :mod:`grounded.focus`),
+    as the retrievers add them; ``flat``: both as compact JSON strings (store-safe)."""
+    boxes = [ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=b.mode, element_id=b.element_id,
+                                spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans])
+             for b in hit.focus_boxes]
+    spans: Any = [list(span) for span in hit.focus]
+    return {"focus_spans": compact_json(spans) if flat else spans,
+            "focus_boxes": boxes_to_metadata(boxes, flat, line_spans=line_spans)}
+
+
 def hit_fields(
-    hit: Any, record: ChunkRecord, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
+    hit: Any, chunk: Chunk, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """A search hit's metadata for LlamaIndex's retriever: every field of the chunk field table (of
-    the row's ``record``, but ``drop``), the page keys of ``pages``, then the indexed PDF
-    (``file_name``, ``file_path``, ``source_sha256``) and the ingest configuration (``config_fingerprint``)."""
-    fields = chunk_metadata(record, flat=flat, line_spans=line_spans, text=record.content)
+    the row's ``chunk``, but ``drop``), the page keys of ``pages``, then the indexed PDF
+    (``file_name``, ``file_path``, ``source_sha256``), the ingest configuration (``config_fingerprint``)
+    and the hit's focus (:func:`focus_metadata`)."""
+    fields = chunk_metadata(chunk, flat=flat, line_spans=line_spans, text=chunk.content)
     return {
         **{k: v for k, v in fields.items() if k not in drop}, **(pages or {}),
         "file_name": Path(hit.source_path).name, "file_path": hit.source_path,
         "source_sha256": hit.source_sha256, "config_fingerprint": hit.config,
+        **focus_metadata(hit, flat=flat, line_spans=line_spans),
     }
 
 
@@ -208,16 +214,16 @@ def own_part_metadata(
 ) -> tuple[dict[str, Any], list[int] | None] | None:
     """The metadata ``item`` (a part another splitter made of a grounded chunk: its ``text`` under
     its parent's ``meta``) should carry for its own text, by the field table's re-split rules
-    (:func:`~grounded.io.chunk_metadata.part_metadata`), and its pages (``None``: not located).
-    Offsets and boxes are located or grounded in the PDF behind it (:func:`record_of`; ``options``
+    (:func:`~grounded.io.chunk_codec.part_metadata`), and its pages (``None``: not located).
+    Offsets and boxes are located or grounded in the PDF behind it (:func:`chunk_of`; ``options``
     go there), withheld with one warning when impossible. ``None`` when ``meta`` already describes
     ``text`` or names no PDF (nothing to change); ``tokenizer`` (default MiniLM) counts ``token_count``."""
     recorded = meta.get(TEXT_HASH_KEY)
     if (recorded is not None and str(recorded) == text_hash(text)) or (recorded is None and not names_pdf(meta)):
         return None
     tokens = (tokenizer or load_tokenizer(None)).count(text)
-    record = record_of(item, **options)
-    if record.start_char is None or record.end_char is None:
+    chunk = chunk_of(item, **options)
+    if chunk.start_char is None or chunk.end_char is None:
         return part_metadata(meta, text, token_count=tokens), None
-    span = (record.start_char, record.end_char)
-    return part_metadata(meta, text, span=span, boxes=record.boxes, token_count=tokens), record.pages
+    span = (chunk.start_char, chunk.end_char)
+    return part_metadata(meta, text, span=span, boxes=chunk.boxes, token_count=tokens), chunk.pages

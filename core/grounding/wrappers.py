@@ -27,12 +27,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ChunkingError
-from ..io.chunk_metadata import FURNITURE_BOXES_KEY, text_hash
+from ..io.box_codec import FURNITURE_BOXES_KEY, text_hash
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.chunk_fields import STORED_KEYS
 from ..model.elements import ParsingResult
-from ..model.record import ChunkRecord
 from ..text.ids import chunk_id, refused_id, repeat_id, source_key, stable_hash
 from .grounder import Grounder, Grounding
 from .limits import text_problem
@@ -44,11 +43,10 @@ __all__ = [
     "grounding_fields",
     "furniture_boxes_to_list",
     "furniture_boxes_from_list",
-    "grounded_record",
     "grounded_chunk",
     "ground_chunks",
-    "ground_records",
-    "refused_records",
+    "ground_texts",
+    "refused_texts",
     "with_grounding",
     "status_counts",
 ]
@@ -133,7 +131,7 @@ def furniture_boxes_from_list(rows: Sequence[Sequence[float]]) -> list[ParsingBo
     return [ParsingBoundingBox(page=int(r[0]), left=r[1], top=r[2], right=r[3], bottom=r[4], mode="exact") for r in rows]
 
 
-def grounded_record(
+def grounded_chunk(
     text: str,
     g: Grounding,
     *,
@@ -141,8 +139,8 @@ def grounded_record(
     fingerprint: str,
     strategy: str = "grounding",
     token_count: int = 0,
-) -> ChunkRecord:
-    """One grounded text as a :class:`~grounded.model.record.ChunkRecord` (see the module
+) -> Chunk:
+    """One grounded text as a :class:`~grounded.model.Chunk` (see the module
     docstring): the id, offsets, boxes (with their pages and element ids) and grounding fields of
     ``g``; a text without spans (refused, or page furniture only) gets no offsets and no boxes."""
     start = end = None
@@ -151,7 +149,7 @@ def grounded_record(
         cid = chunk_id(key, fingerprint, start, end)
     else:
         cid = refused_id(key, fingerprint, text_hash(text))
-    return ChunkRecord.of_boxes(
+    return Chunk.of_boxes(
         cid,
         text,
         list(g.boxes) if g.ok else [],
@@ -163,27 +161,20 @@ def grounded_record(
     )
 
 
-def grounded_chunk(text: str, g: Grounding, **fields: Any) -> Chunk:
-    """One grounded text as a :class:`~grounded.model.Chunk` (see the module docstring), built by
-    the record: :func:`grounded_record` (``fields``: its keywords ``key``, ``fingerprint``,
-    ``strategy``, ``token_count``), then :meth:`~grounded.model.record.ChunkRecord.to_chunk`."""
-    return grounded_record(text, g, **fields)
-
-
-def with_grounding(record: ChunkRecord, g: Grounding) -> ChunkRecord:
-    """``record`` (a chunk of text made elsewhere: a foreign Document's text chunked as plain text)
+def with_grounding(chunk: Chunk, g: Grounding) -> Chunk:
+    """``chunk`` (a chunk of text made elsewhere: a foreign Document's text chunked as plain text)
     with the boxes, pages and element ids of its grounding ``g`` and the grounding fields; a
-    refused grounding gives no boxes and no pages. The record's own offsets are kept."""
+    refused grounding gives no boxes and no pages. The chunk's own offsets are kept."""
     boxes = list(g.boxes) if g.ok else []
-    placed = ChunkRecord.of_boxes(record.id, record.content, boxes)
-    return record.replace(
+    placed = Chunk.of_boxes(chunk.id, chunk.content, boxes)
+    return chunk.replace(
         boxes=placed.boxes, pages=placed.pages, element_ids=placed.element_ids, element_spans=[],
         grounding_status=None, grounding_score=None, grounding_reason=None,
         grounding_spans=[], grounding_furniture_boxes=[],
     ).replace(**grounding_fields(g))
 
 
-def ground_records(
+def ground_texts(
     grounder: Grounder,
     texts: Sequence[str],
     *,
@@ -191,44 +182,44 @@ def ground_records(
     strategy: str,
     near: int | None = None,
     key: str | None = None,
-) -> list[tuple[ChunkRecord, Grounding]]:
+) -> list[tuple[Chunk, Grounding]]:
     """The one ground-each-part loop of the wrappers (:func:`ground_chunks`, LlamaIndex
     ``GroundingNodeParser``, LangChain ``GroundingSplitter``): each text grounded in document order
-    (:meth:`Grounder.ground_all`, searched near the previous one's end), as a record
-    (:func:`grounded_record`) with ids unique within the call (:func:`~grounded.text.ids.repeat_id`
+    (:meth:`Grounder.ground_all`, searched near the previous one's end), as a chunk
+    (:func:`grounded_chunk`) with ids unique within the call (:func:`~grounded.text.ids.repeat_id`
     for a span met again). A text that cannot be grounded at all (too long, not valid Unicode) is
     refused without being tokenized (``token_count`` 0)."""
     key = key if key is not None else source_key(grounder.root.metadata, grounder.text)
     tok = grounder.stream.tokenizer
-    out: list[tuple[ChunkRecord, Grounding]] = []
+    out: list[tuple[Chunk, Grounding]] = []
     seen: Counter[str] = Counter()
     for text, g in zip(texts, grounder.ground_all(list(texts), near=near), strict=True):
-        record = grounded_record(
+        chunk = grounded_chunk(
             text, g, key=key, fingerprint=fingerprint, strategy=strategy,
             token_count=tok.count(text) if tok is not None and text_problem(text, grounder.max_chars) is None else 0,
         )
-        seen[record.id] += 1
-        if seen[record.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
-            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
-        out.append((record, g))
+        seen[chunk.id] += 1
+        if seen[chunk.id] > 1:  # the same span twice (overlapping or repeated items): still unique ids
+            chunk = chunk.replace(id=repeat_id(chunk.id, seen[chunk.id] - 1))
+        out.append((chunk, g))
     return out
 
 
-def refused_records(
+def refused_texts(
     texts: Sequence[str], reason: str, *, key: str, fingerprint: str, strategy: str, tokenizer: Any = None
-) -> list[tuple[ChunkRecord, Grounding]]:
-    """What :func:`ground_records` gives when there is no tree to ground in: every text refused
+) -> list[tuple[Chunk, Grounding]]:
+    """What :func:`ground_texts` gives when there is no tree to ground in: every text refused
     with ``reason`` (no boxes, no offsets), ids unique within the call."""
-    out: list[tuple[ChunkRecord, Grounding]] = []
+    out: list[tuple[Chunk, Grounding]] = []
     seen: Counter[str] = Counter()
     for text in texts:
         g = Grounding([], 0.0, [], "refused", reason)
-        record = grounded_record(text, g, key=key, fingerprint=fingerprint, strategy=strategy,
+        chunk = grounded_chunk(text, g, key=key, fingerprint=fingerprint, strategy=strategy,
                                  token_count=tokenizer.count(text) if tokenizer is not None else 0)
-        seen[record.id] += 1
-        if seen[record.id] > 1:
-            record = record.replace(id=repeat_id(record.id, seen[record.id] - 1))
-        out.append((record, g))
+        seen[chunk.id] += 1
+        if seen[chunk.id] > 1:
+            chunk = chunk.replace(id=repeat_id(chunk.id, seen[chunk.id] - 1))
+        out.append((chunk, g))
     return out
 
 
@@ -259,8 +250,8 @@ def ground_chunks(
         raise ChunkingError("min_score and tokenizer belong to the Grounder: pass them when building it")
     texts = [text_of(item) for item in items]
     name = "text" if splitter is None else type(splitter).__name__
-    records = ground_records(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
-    return [record for record, _ in records]
+    chunks = ground_texts(grounder, texts, fingerprint=splitter_fingerprint(splitter), strategy=f"grounding:{name}", near=near)
+    return [chunk for chunk, _ in chunks]
 
 
 def status_counts(chunks: Sequence[Chunk] | Sequence[Grounding]) -> dict[str, int]:

@@ -2,7 +2,7 @@
 
 One row per chunk (``chunks/part-*.parquet``), written from the chunk record: one column per field
 of the chunk field table (:mod:`grounded.model.chunk_fields`; read a row back with
-:func:`grounded.metadata.chunk_from_store`); boxes are a nested column: a list of
+:func:`grounded.metadata.chunk_of`); boxes are a nested column: a list of
 ``struct{page, left, top, right, bottom, mode, heading, element_id, spans: list<struct{left, top,
 right, bottom}>}`` (LTRB fractions of the page, origin top-left, as in
 :class:`grounded.ParsingBoundingBox`).
@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendUnavailableError
-from ..io.chunk_metadata import record_to_row
+from ..io.chunk_codec import chunk_to_row
 from ..model.chunk import Chunk
 from ..model.chunk_fields import FIELDS, search_keys
 
@@ -172,7 +172,7 @@ def chunk_rows(
     columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     source = {"source_path": source_path, "source_sha256": source_sha256, "config_fingerprint": config_fingerprint}
     for c in chunks:
-        row = {**record_to_row(c), **source}
+        row = {**chunk_to_row(c), **source}
         for name, values in columns.items():
             if name != "embedding":
                 values.append(row[name])

@@ -279,7 +279,7 @@ def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[.
 def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | None) -> DocResult:
     """The second half of :func:`document_result`: embed (``embed_map`` over
     :func:`embed_slices`) and tabulate a chunked document; never raises."""
-    from ..io.chunk_metadata import record_to_row
+    from ..io.chunk_codec import chunk_to_row
     from .rows import chunk_rows, embed_text
 
     seconds = dict(staged.seconds)
@@ -290,7 +290,7 @@ def finish_document(staged: Chunked, config: JobConfig, embed_map: EmbedMap | No
             started = time.perf_counter()
             if staged.chunks:
                 count, window = embed_window(config.embed)
-                fitted = [embed_text(record_to_row(c), count, window) for c in staged.chunks]
+                fitted = [embed_text(chunk_to_row(c), count, window) for c in staged.chunks]
                 cut = sum(1 for _, beyond in fitted if beyond)
                 vectors = embed_document([text for text, _ in fitted], embed_map)
             seconds["embed"] = time.perf_counter() - started

@@ -1,7 +1,7 @@
 """Read chunks from any file a chunk is stored in: ``chunks.json``, ``chunks.jsonl``, an ingest
 Parquet part (``OUT/chunks/part-*.parquet``) or a folder of such parts (a Parquet dataset).
 
-Parquet rows become chunks through the field table (:func:`grounded.metadata.chunk_from_store`);
+Parquet rows become chunks through the field table (:func:`grounded.metadata.read_stored_chunk`);
 their result metadata records the source PDF's sha256 when the rows name exactly one PDF, so
 ``grounded highlight`` checks the PDF as it does for a chunks file.
 """
@@ -13,7 +13,7 @@ from typing import Any
 
 from ..errors import BackendUnavailableError, SchemaError
 from ..model.chunk import ChunkingResult
-from .chunk_metadata import chunk_from_store
+from .chunk_codec import read_stored_chunk
 from .codec import load_chunking_result
 
 __all__ = ["load_chunks_file", "is_parquet"]
@@ -37,7 +37,7 @@ def load_chunks_file(path: str | Path, *, source_sha256: str | None = None) -> C
         rows = [r for r in rows if r.get("source_sha256") in (None, "", source_sha256)]
     shas = {str(r["source_sha256"]) for r in rows if r.get("source_sha256")}
     try:
-        chunks = [chunk_from_store(r) for r in rows]
+        chunks = [read_stored_chunk(r) for r in rows]
     except SchemaError as exc:
         raise SchemaError(f"{p}: {exc}") from exc
     metadata: dict[str, Any] = {}

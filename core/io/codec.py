@@ -29,9 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..model.chunk import Chunk, ChunkingResult
+from ..model.chunk import FIELD_NAMES, Chunk, ChunkingResult, stored_chunk_dict, text_hash
 from ..model.elements import ParsingResult
-from ..model.record import RECORD_KEYS, stored_chunk_dict, text_hash
 from .atomic import atomic_write_files, atomic_write_text
 from .jsonl import iter_jsonl
 
@@ -59,7 +58,7 @@ log = logging.getLogger(__name__)
 PARSE_SCHEMA = "grounded.parsing_result"
 CHUNKS_SCHEMA = "grounded.chunking_result"
 SCHEMA_VERSION = 1
-#: version 2: each chunk's metadata in the record's key order (:func:`~grounded.model.record.stored_chunk_dict`):
+#: version 2: each chunk's metadata in the record's key order (:func:`~grounded.model.chunk.stored_chunk_dict`):
 #: the strategy's parameters under ``metadata.strategy_params``, ``metadata.text_hash`` of the
 #: content (checked on reading); version 1 (no hash) is still read
 CHUNKS_VERSION = 2
@@ -280,7 +279,7 @@ def _chunk_dict(chunk: Chunk) -> dict[str, Any]:
     is, with the content's hash). A metadata value that is no JSON value raises
     :class:`SchemaError` naming the chunk and the key (it would be lost or mangled otherwise)."""
     for key, value in chunk.metadata.items():
-        if key not in RECORD_KEYS:
+        if key not in FIELD_NAMES:
             try:
                 json.dumps(value, ensure_ascii=False)
             except (TypeError, ValueError) as exc:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from .boxes import BoxMode, ParsingBoundingBox
 from .chunk import Chunk, ChunkingResult, RichToken
 from .elements import CONTAINER_TYPES, HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
-from .record import ChunkRecord
 
 __all__ = [
     "ParsingResultType",
@@ -16,7 +15,6 @@ __all__ = [
     "RichToken",
     "Chunk",
     "ChunkingResult",
-    "ChunkRecord",
     "BoxMode",
     "CONTAINER_TYPES",
     "TEXT_TYPES",

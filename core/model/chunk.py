@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import SchemaError
 from ._checks import _array, _is_int, _kind, _metadata, _object, _text
 from .boxes import ParsingBoundingBox
+from .chunk_fields import check_field_table, check_metadata
 
 
 @dataclass(slots=True)
@@ -79,9 +80,10 @@ class Chunk(_ChunkFields):
     is the vision model's flag, ``"True"``, ``"False"`` or ``"Partial"``. ``extra``: the caller's
     own keys (JSON values), kept and stored on every surface under the one key ``extra``.
 
-    :attr:`metadata` is the derived mapping of the fields (the chunker's layout: the fields every
-    chunk has first, then the set optional ones in field order, ``strategy_params`` when there are
-    any, then ``extra``'s keys); writing a key writes its field (an unknown key goes to ``extra``).
+    :attr:`metadata` is the derived, read-only mapping of the fields (the chunker's layout: the
+    fields every chunk has first, then the set optional ones in field order, ``strategy_params``
+    when there are any, then ``extra``'s keys); a change goes through the fields
+    (``chunk.index = 3``, ``chunk.extra["reviewed_by"] = "dr. a"``, or :meth:`replace`).
     ``Chunk(id, content, metadata, geom)`` - the dict form - reads the fields from ``metadata``
     (unknown keys to ``extra``; a stored ``text_hash`` is derived, not kept) and the boxes from
     ``geom``. How each field is stored on every surface, who sees it and what a re-split part does
@@ -133,7 +135,8 @@ class Chunk(_ChunkFields):
 
     @property
     def metadata(self) -> ChunkMetadata:
-        """The fields as the chunker's metadata mapping (see the class docstring); writes go through."""
+        """The fields as the chunker's metadata mapping (see the class docstring), read-only: a
+        snapshot made on each access; set the fields to change it."""
         md: dict[str, Any] = {"token_count": self.token_count, "strategy": self.strategy}
         if self.start_char is not None:
             md["start_char"] = self.start_char
@@ -150,19 +153,9 @@ class Chunk(_ChunkFields):
         if self.strategy_params:
             md["strategy_params"] = dict(self.strategy_params)
         md.update(self.extra)
-        return ChunkMetadata(self, md)
+        return ChunkMetadata(md)
 
     # -- copies ----------------------------------------------------------------------------------
-    @classmethod
-    def from_chunk(cls, chunk: Chunk) -> Chunk:
-        """A copy of ``chunk`` (lists and mappings copied): what the typed-record API of earlier
-        releases (``ChunkRecord.from_chunk``) gave."""
-        return chunk.replace()
-
-    def to_chunk(self) -> Chunk:
-        """A copy of this chunk (see :meth:`from_chunk`)."""
-        return self.replace()
-
     def replace(self, **changes: Any) -> Chunk:
         """A copy with ``changes``; list and mapping fields are copied, never shared."""
         values = {f.name: _copied(getattr(self, f.name)) for f in dataclasses.fields(_ChunkFields)}
@@ -199,62 +192,24 @@ class Chunk(_ChunkFields):
         where = f"chunk {str(raw_id)!r}"
         content = _text(d, "content", where, required=True) or ""
         metadata = _metadata(d, where)
-        _check_chunk_metadata(metadata, len(content), where)
+        check_metadata(metadata, len(content), where)
         geom = [ParsingBoundingBox.from_dict(b, f"{where}: geom[{i}]") for i, b in enumerate(_array(d, "geom", where))]
         return cls(str(raw_id), content, metadata, geom)
 
 
 class ChunkMetadata(dict[str, Any]):
-    """:attr:`Chunk.metadata`: a dict of the chunk's fields whose writes also set the field (a key
-    that is no field goes to ``extra``; ``text_hash`` is derived from the content and not kept)."""
+    """:attr:`Chunk.metadata`: the chunk's fields as a read-only mapping. Every write raises
+    :class:`TypeError` (set the field instead); it stays a ``dict`` for readers, so ``json.dumps``,
+    pickling and the frameworks' metadata validation take it as it is."""
 
-    def __init__(self, chunk: Chunk, values: dict[str, Any]) -> None:
-        super().__init__(values)
-        self._chunk = chunk
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("Chunk.metadata is read-only: set the field (chunk.index = 3), chunk.extra[key] for a key of "
+                        "your own, or chunk.replace(...)")
 
-    def __setitem__(self, key: str, value: Any) -> None:
-        super().__setitem__(key, value)
-        _set_field(self._chunk, key, value)
-
-    def __delitem__(self, key: str) -> None:
-        super().__delitem__(key)
-        _set_field(self._chunk, key, _DELETED)
-
-    def update(self, *args: Any, **kwargs: Any) -> None:
-        for key, value in dict(*args, **kwargs).items():
-            self[key] = value
-
-    def setdefault(self, key: str, default: Any = None) -> Any:
-        if key not in self:
-            self[key] = default
-        return self[key]
-
-    def pop(self, key: str, *default: Any) -> Any:
-        if key not in self:
-            if default:
-                return default[0]
-            raise KeyError(key)
-        value = self[key]
-        del self[key]
-        return value
+    __setitem__ = __delitem__ = update = setdefault = pop = popitem = clear = __ior__ = _read_only
 
     def __reduce__(self) -> Any:  # pickles as the plain dict it shows
         return (dict, (dict(self),))
-
-
-_DELETED = object()
-
-
-def _set_field(chunk: Chunk, key: str, value: Any) -> None:
-    if key == "text_hash":
-        return
-    if key == "strategy_params" or key in _METADATA_FIELDS:
-        default = _DEFAULTS[key]
-        setattr(chunk, key, default() if value is _DELETED else value)
-    elif value is _DELETED:
-        chunk.extra.pop(key, None)
-    else:
-        chunk.extra[key] = value
 
 
 def _copied(value: Any) -> Any:
@@ -271,20 +226,16 @@ def _fields_of(md: Mapping[str, Any], boxes: list[ParsingBoundingBox]) -> dict[s
     pages = values.pop("pages", None)
     values["pages"] = sorted({int(p) for p in pages}) if pages else sorted({b.page for b in boxes})
     values["strategy_params"] = dict(md.get("strategy_params") or {})
-    values["extra"] = {k: v for k, v in md.items() if k not in RECORD_KEYS and k != "text_hash"}
+    values["extra"] = {k: v for k, v in md.items() if k not in FIELD_NAMES and k != "text_hash"}
     return values
 
 
 #: every field name of :class:`Chunk`
-RECORD_KEYS: frozenset[str] = frozenset(f.name for f in dataclasses.fields(_ChunkFields))
+FIELD_NAMES: frozenset[str] = frozenset(f.name for f in dataclasses.fields(_ChunkFields))
 #: fields read from / written to ``Chunk.metadata`` under their own name
 _METADATA_FIELDS = tuple(
     f.name for f in dataclasses.fields(_ChunkFields) if f.name not in {"id", "content", "boxes", "strategy_params", "extra"}
 )
-_DEFAULTS = {
-    f.name: (f.default_factory if f.default_factory is not dataclasses.MISSING else (lambda d=f.default: d))
-    for f in dataclasses.fields(_ChunkFields) if f.name not in {"id", "content"}
-}
 _ALWAYS = ("token_count", "strategy", "start_char", "end_char", "body_start", "pages", "element_ids", "heading_path")
 _OPTIONAL_FIELDS = tuple(k for k in _METADATA_FIELDS if k not in _ALWAYS)
 #: the key order of stored chunk metadata: ``metadata``'s, with ``text_hash`` after ``element_spans``
@@ -313,26 +264,6 @@ def stored_chunk_dict(chunk: Chunk) -> dict[str, Any]:
     return {"id": chunk.id, "content": chunk.content, "metadata": out, "geom": [b.to_dict() for b in chunk.boxes]}
 
 
-_CHUNK_INT_KEYS = ("token_count", "start_char", "end_char", "body_start")
-_CHUNK_LIST_KEYS = {"pages": _is_int, "heading_path": lambda v: isinstance(v, str),
-                    "element_ids": lambda v: isinstance(v, str), "heading_ids": lambda v: isinstance(v, str)}
-
-
-def _check_chunk_metadata(meta: dict[str, Any], length: int, where: str) -> None:
-    """The chunk metadata keys readers rely on have the types the chunker writes."""
-    for key in _CHUNK_INT_KEYS:
-        v = meta.get(key)
-        if v is not None and (not _is_int(v) or v < 0):
-            raise SchemaError(f"{where}: metadata.{key} must be an integer >= 0, got {_kind(v)} {v!r:.40}")
-    body_start = meta.get("body_start")
-    if body_start is not None and body_start > length:
-        raise SchemaError(f"{where}: metadata.body_start {body_start} lies beyond the content ({length} characters)")
-    for key, ok in _CHUNK_LIST_KEYS.items():
-        v = meta.get(key)
-        if v is not None and (not isinstance(v, list) or not all(ok(x) for x in v)):
-            raise SchemaError(f"{where}: metadata.{key} must be an array of {'integers' if key == 'pages' else 'strings'}")
-
-
 @dataclass(eq=True)
 class ChunkingResult:
     """All chunks of one document plus metadata: strategy + parameters, tokenizer, and the root
@@ -350,3 +281,6 @@ class ChunkingResult:
         _object(d, "result")
         chunks = [Chunk.from_dict(c, f"chunks[{i}]") for i, c in enumerate(_array(d, "chunks", "result"))]
         return cls(chunks=chunks, metadata=_metadata(d, "result"))
+
+
+check_field_table(_ChunkFields, Chunk)

@@ -23,14 +23,21 @@ PACKAGE = Path(__file__).resolve().parents[1]
 PARSE_CODE: tuple[str, ...] = ("model", "parsers")
 #: the code that makes a chunk (text, ids, boxes, row metadata) from a tree
 CHUNK_CODE: tuple[str, ...] = (
-    "model", "text", "chunking", "grounding", "llm", "io/chunk_metadata.py", "ingest/rows.py",
+    "model", "text", "chunking", "grounding", "llm", "io/box_codec.py", "io/chunk_codec.py", "io/tree_payload.py",
+    "io/pdf_info.py", "ingest/rows.py",
 )
 #: parts covered by neither fingerprint, and why their changes cannot change a stored tree or chunk
 OUTSIDE: dict[str, str] = {
+    "focus/__init__.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
+    "focus/api.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
+    "focus/boxes.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
+    "focus/lexical.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
+    "focus/select.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
+    "focus/units.py": "the focus of a hit is computed at query time, never stored in a tree or chunk",
     "__init__.py": "lazy exports only",
     "api.py": "thin wrappers over get_parser / Chunker",
     "errors.py": "error types and messages",
-    "metadata.py": "re-export of io/chunk_metadata.py",
+    "metadata.py": "re-export of the io codecs (box, chunk, tree payload, PDF info) and grounding.stored.chunk_of",
     "serialization.py": "re-export of io/codec.py and io/atomic.py",
     "samples.py": "re-export of demo/samples.py",
     "runtime": "process infrastructure: retries, processes, memory, telemetry switches, these fingerprints",

@@ -3,7 +3,8 @@ exact source boxes.
 
 ``grounded.search.search(out, question, k=5, mode=None) -> list[Hit]`` (None: hybrid, or text without embeddings); each :class:`Hit`
 carries the chunk id, score, source path + sha256, configuration fingerprint, pages, boxes with
-line spans, heading path and text. ``render_hits`` draws them on their pages (PNG);
+line spans, heading path and text, and its focus (the sentences that answer, with their boxes:
+:mod:`grounded.search.focus`). ``render_hits`` draws them on their pages (PNG);
 ``source_pdf`` reads a hit's PDF after checking it is the one indexed. See
 :mod:`grounded.search.engine` for the modes and the fusion.
 """
@@ -34,6 +35,7 @@ from .errors import (
     SearchError,
     SourceChangedError,
 )
+from .focus import FOCUS_KEYS, focus_metadata, hit_view, with_focus
 from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import Hit, HitBox, Span, hit_chunk, hit_from_row
 from .index import SearchIndex
@@ -60,6 +62,10 @@ __all__ = [
     "TEXT_WEIGHT",
     "hit_chunk",
     "hit_from_row",
+    "FOCUS_KEYS",
+    "focus_metadata",
+    "hit_view",
+    "with_focus",
     "render_hits",
     "source_pdf",
     "SearchError",

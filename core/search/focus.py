@@ -13,26 +13,19 @@ PDF is gone or changed, the hit keeps its focus spans without boxes, and one
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ..chunking.minilm_onnx import QueryEmbedder
 from ..focus import FocusSettings, FocusWarning, focus_texts
 from ..focus.boxes import span_boxes
 from ..grounding.sources import SourceView, source_view
-from ..io.chunk_metadata import boxes_to_metadata
-from ..model.boxes import ParsingBoundingBox
+from ..grounding.stored import FOCUS_KEYS, focus_metadata
 from ..parsers.cache import TREE_REF_KEY, ParseCache, file_sha256
 from .hit import Hit, hit_box
 
 __all__ = ["with_focus", "hit_view", "focus_metadata", "FOCUS_KEYS"]
-
-#: the metadata keys of a retrieved node's / Document's focus: what the reader highlights, never what
-#: the embedder or the LLM reads
-FOCUS_KEYS = ("focus_spans", "focus_boxes")
 
 
 def hit_view(hit: Hit, cache: ParseCache | None = None, *, parse: bool = True) -> SourceView | None:
@@ -92,15 +85,3 @@ def with_focus(hits: Sequence[Hit], question: str, embed: QueryEmbedder | None,
         )
     return out
 
-
-def focus_metadata(hit: Hit, *, flat: bool = False, line_spans: bool = True) -> dict[str, Any]:
-    """``focus_spans`` (``[start, end]`` offsets into the hit's text) and ``focus_boxes`` (the form of
-    a chunk's ``boxes`` metadata: :func:`~grounded.io.chunk_metadata.boxes_to_metadata`) of a hit, as
-    the retrievers add them; ``flat``: both as compact JSON strings (store-safe)."""
-    boxes = [ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=b.mode, element_id=b.element_id,
-                                spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans])
-             for b in hit.focus_boxes]
-    spans: Any = [list(span) for span in hit.focus]
-    if flat:
-        spans = json.dumps(spans, separators=(",", ":"))
-    return {"focus_spans": spans, "focus_boxes": boxes_to_metadata(boxes, flat, line_spans=line_spans)}

@@ -1,8 +1,8 @@
 """The typed search result (:class:`Hit`) and the conversions row -> Hit -> Chunk.
 
 A row is one record of the ingest table (:func:`grounded.ingest.rows.chunk_schema`); it is read
-by io's one row reader (:func:`grounded.io.chunk_metadata.record_from_row`, what
-:func:`~grounded.io.chunk_metadata.record_from_store` calls for a row), which checks every
+by io's one row reader (:func:`grounded.io.chunk_codec.chunk_from_row`, what
+:func:`~grounded.io.chunk_codec.read_stored_chunk` calls for a row), which checks every
 box struct and names the chunk and the field of a malformed one. :func:`hit_chunk` gives the
 :class:`~grounded.model.Chunk` of a hit through the record (for :mod:`grounded.attribution`
 render/highlight).
@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import SchemaError
-from ..io.chunk_metadata import record_from_row
+from ..io.chunk_codec import chunk_from_row
 from ..model import Chunk, ParsingBoundingBox
-from ..model.record import ChunkRecord
 
 __all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "hit_box", "ROW_COLUMNS"]
 
@@ -145,7 +144,7 @@ def hit_from_row(
     missing = [c for c in ROW_COLUMNS if c not in row]
     if missing:
         raise SchemaError(f"{where}: missing columns {missing}")
-    record = record_from_row(row, where)
+    record = chunk_from_row(row, where)
     return Hit(
         chunk_id=record.id,
         rank=rank,
@@ -180,7 +179,7 @@ def hit_chunk(hit: Hit, pages: Sequence[int] | None = None) -> Chunk:
         for b in hit.boxes
         if keep is None or b.page in keep
     ]
-    return ChunkRecord(
+    return Chunk(
         id=hit.chunk_id,
         content=hit.text,
         body_start=hit.body_start,

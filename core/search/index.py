@@ -22,8 +22,8 @@ from typing import Any
 
 from ..errors import BackendUnavailableError, GroundedError
 from ..ingest.manifest import MANIFEST, read_manifest
-from ..io.chunk_metadata import record_from_row
-from ..model.record import ChunkRecord
+from ..io.chunk_codec import chunk_from_row
+from ..model.chunk import Chunk
 from .errors import IndexNotFoundError, MixedConfigurationsError, NotAnIndexError
 from .hit import ROW_COLUMNS, Hit, hit_chunk
 
@@ -225,7 +225,7 @@ class SearchIndex:
 
     def rows(self, chunk_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The whole rows of ``chunk_ids`` (every column but the vectors: what
-        :func:`grounded.io.chunk_metadata.record_from_row` reads), by chunk id; an id the table does
+        :func:`grounded.io.chunk_codec.chunk_from_row` reads), by chunk id; an id the table does
         not hold is left out."""
         ids = list(dict.fromkeys(chunk_ids))
         if not ids:
@@ -237,14 +237,14 @@ class SearchIndex:
             found = self.table.search().where(where).select(columns).limit(None).to_list()
         return {str(r["chunk_id"]): r for r in found}
 
-    def records(self, hits: Sequence[Hit]) -> list[ChunkRecord]:
-        """The :class:`~grounded.model.record.ChunkRecord` of each hit, every field of the chunk
-        field table read from its row (:meth:`rows`, :func:`~grounded.io.chunk_metadata.record_from_row`);
+    def records(self, hits: Sequence[Hit]) -> list[Chunk]:
+        """The :class:`~grounded.model.Chunk` of each hit, every field of the chunk
+        field table read from its row (:meth:`rows`, :func:`~grounded.io.chunk_codec.chunk_from_row`);
         a hit whose row is gone (a re-ingest published since the search) gets the record of its own
         fields (:func:`~grounded.search.hit.hit_chunk`: text, pages, boxes, heading path)."""
         rows = self.rows([h.chunk_id for h in hits])
         return [
-            record_from_row(rows[h.chunk_id], f"{self.out / 'lancedb'} row") if h.chunk_id in rows
+            chunk_from_row(rows[h.chunk_id], f"{self.out / 'lancedb'} row") if h.chunk_id in rows
             else hit_chunk(h)
             for h in hits
         ]

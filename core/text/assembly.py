@@ -28,7 +28,6 @@ from ..errors import ChunkingError
 from ..model.boxes import BoxMode, ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..model.elements import HEADING_TYPES, ParsingResult
-from ..model.record import ChunkRecord
 from .groups import TokenGroup
 from .ids import chunk_id as _chunk_id
 from .ids import text_key
@@ -254,7 +253,7 @@ class ChunkAssembler:
             else (self.heading_path(first_k) if first_k is not None else [])
         )
         chunk_id = _chunk_id(self.doc_key or text_key(doc.text), self.fingerprint or self.strategy, body_start, body_end)
-        return ChunkRecord(
+        return Chunk(
             id=chunk_id,
             content=prefix + body,
             token_count=len(group) + self.heading_tokens(group.headings),

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from grounded.evaluation.box_words import box_word_scores
-from grounded.grounding.stored import boxes_of, chunk_of
+from grounded.grounding.stored import boxes_of
 from grounded.metadata import GroundingWarning, boxes_from_metadata, text_hash
 from tests.support.data import shared
 
@@ -192,7 +192,7 @@ def test_stale_parent_boxes_are_never_served(pdf: Path, cache_dir: str) -> None:
     from langchain_text_splitters import RecursiveCharacterTextSplitter
     from llama_index.core.node_parser import SentenceSplitter
 
-    from grounded.metadata import chunk_from_store
+    from grounded.metadata import chunk_of
     from langchain_grounded import GroundedPDFLoader
     from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, node_boxes
 
@@ -207,9 +207,9 @@ def test_stale_parent_boxes_are_never_served(pdf: Path, cache_dir: str) -> None:
     for part in [*parts, *lc_parts]:
         with warnings.catch_warnings():
             warnings.simplefilter("error", GroundingWarning)
-            chunk = chunk_from_store(part)
+            chunk = chunk_of(part)
             own = boxes_of(part)
-        assert own and chunk.geom == own == chunk_of(part).geom, "chunk_from_store and boxes_of give the part's own boxes"
+        assert own and chunk.geom == own == chunk_of(part).geom, "chunk_of and boxes_of give the part's own boxes"
         if hasattr(part, "node_id"):
             assert node_boxes(part) == own
         text = part.text if hasattr(part, "node_id") else part.page_content

@@ -18,12 +18,8 @@ from langchain_core.vectorstores import InMemoryVectorStore
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, SchemaError
 from grounded.grounding.blocks import ELEMENT_KEY, tree_from_payloads
-from grounded.io.chunk_metadata import (
-    GroundingWarning,
-    boxes_from_metadata,
-    flatten_metadata,
-    unflatten_metadata,
-)
+from grounded.io.box_codec import GroundingWarning, boxes_from_metadata
+from grounded.io.chunk_codec import flatten_metadata, unflatten_metadata
 from grounded.parsers import get_parser
 from grounded.parsers.cache import TREE_REF_KEY
 from langchain_grounded import GroundedPDFLoader, GroundedTextSplitter, MiniLMEmbeddings

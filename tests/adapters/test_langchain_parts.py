@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grounded.metadata import GroundingWarning, boxes_from_metadata, record_from_store, text_hash
+from grounded.metadata import GroundingWarning, boxes_from_metadata, chunk_of, text_hash
 from grounded.text.tokenizer import load_tokenizer
 
 
@@ -38,7 +38,7 @@ def test_recursive_splitter_parts_of_elements_get_their_own_numbers(element_docs
         fixed = GroundedParts().transform_documents(parts)
     was_stale = {id(p) for p in stale}
     for before, part in zip(parts, fixed, strict=True):
-        record = record_from_store(part)
+        record = chunk_of(part)
         assert record.text_hash == text_hash(part.page_content)
         assert record.boxes and record.boxes == boxes_from_metadata(part.metadata, text=part.page_content)
         assert doc_text[record.start_char : record.end_char] == part.page_content.strip()
@@ -46,7 +46,7 @@ def test_recursive_splitter_parts_of_elements_get_their_own_numbers(element_docs
             assert record.token_count == tok.count(part.page_content)
         assert record.pages == sorted({b.page for b in record.boxes})
         assert part.metadata["page"] == record.page_start - 1 and isinstance(part.metadata["page_start"], int)
-    assert len({record_from_store(p).start_char for p in fixed}) > len({d.metadata["start_char"] for d in element_docs}) // 2
+    assert len({chunk_of(p).start_char for p in fixed}) > len({d.metadata["start_char"] for d in element_docs}) // 2
 
 
 def test_grounded_splitter_over_element_documents_gives_boxes_without_a_tree_warning(element_docs: list) -> None:

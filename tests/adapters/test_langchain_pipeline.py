@@ -24,15 +24,9 @@ from langchain_core.documents.base import Blob
 from grounded.chunking import document_text
 from grounded.errors import ChunkingError
 from grounded.grounding.blocks import ELEMENT_KEY
-from grounded.io.chunk_metadata import (
-    PDF_METADATA_KEYS,
-    TEXT_HASH_KEY,
-    GroundingWarning,
-    boxes_from_metadata,
-    chunk_from_metadata,
-    text_hash,
-    unflatten_metadata,
-)
+from grounded.io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_from_metadata, text_hash
+from grounded.io.chunk_codec import chunk_from_metadata, unflatten_metadata
+from grounded.io.pdf_info import PDF_METADATA_KEYS
 from grounded.parsers import get_parser
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, clear_memory
 from grounded.samples import write_sample_pdf

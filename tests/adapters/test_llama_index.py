@@ -21,14 +21,9 @@ from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import ChunkingError, EncryptedPDFError, GroundedError, NotAPDFError
-from grounded.io.chunk_metadata import (
-    PAYLOAD_KEYS,
-    TREE_KEY,
-    GroundingWarning,
-    boxes_from_metadata,
-    text_hash,
-    unflatten_metadata,
-)
+from grounded.io.box_codec import GroundingWarning, boxes_from_metadata, text_hash
+from grounded.io.chunk_codec import PAYLOAD_KEYS, unflatten_metadata
+from grounded.io.tree_payload import TREE_KEY
 from grounded.parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache, clear_memory
 from llama_index_grounded import GroundedNodeParser, GroundedPDFReader, MiniLMEmbedding, node_boxes
 from llama_index_grounded.grounding import tree_for

@@ -32,7 +32,7 @@ from llama_index.core.schema import (
 from llama_index.core.storage.docstore import SimpleDocumentStore
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
-from grounded.io.chunk_metadata import GroundingWarning, boxes_from_metadata
+from grounded.io.box_codec import GroundingWarning, boxes_from_metadata
 from grounded.parsers.cache import ParseCache, clear_memory
 from llama_index_grounded import (
     GroundedNodeParser,

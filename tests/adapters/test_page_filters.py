@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grounded.metadata import record_from_store
+from grounded.metadata import chunk_of
 
 PAGES = (1, 2, 5, 9, 13, 14)
 
@@ -28,7 +28,7 @@ def documents(clinsci_pdf: Path) -> list:
 
 
 def _expected(items: list, page: int) -> set[str]:
-    records = [record_from_store(x) for x in items]
+    records = [chunk_of(x) for x in items]
     return {r.id for r in records if r.page_start <= page <= r.page_end}
 
 
@@ -55,7 +55,7 @@ def _li_ids(index, page: int, n: int) -> set[str]:
 def test_nodes_and_documents_carry_one_based_int_page_ranges(nodes: list, documents: list) -> None:
     for item, meta in [*((n, n.metadata) for n in nodes), *((d, d.metadata) for d in documents)]:
         assert isinstance(meta["page_start"], int) and isinstance(meta["page_end"], int)
-        record = record_from_store(item)
+        record = chunk_of(item)
         assert (record.page_start, record.page_end) == (meta["page_start"], meta["page_end"]) and record.page_start >= 1
         assert "page_start" in getattr(item, "excluded_embed_metadata_keys", ["page_start"])
     assert all(d.metadata["page"] == d.metadata["page_start"] - 1 for d in documents)  # LangChain's page is 0-based

@@ -12,8 +12,8 @@ import pytest
 from grounded.metadata import (
     GroundingWarning,
     boxes_from_metadata,
+    chunk_of,
     part_metadata,
-    record_from_store,
     text_hash,
 )
 from grounded.text.tokenizer import load_tokenizer
@@ -36,7 +36,7 @@ def _check_own_numbers(parts: list, parents: dict[str, object], clinsci_pdf: Pat
     changed = 0
     for part in parts:
         text = part.get_content(metadata_mode="none")
-        record = record_from_store(part)
+        record = chunk_of(part)
         assert record.text_hash == text_hash(text)
         assert record.boxes == node_boxes(part) and record.boxes, part.node_id
         assert record.token_count == tok.count(text)
@@ -44,7 +44,7 @@ def _check_own_numbers(parts: list, parents: dict[str, object], clinsci_pdf: Pat
         assert " ".join(doc_text[record.start_char : record.end_char].split()) == " ".join(own.split())
         assert record.pages == sorted({b.page for b in record.boxes})
         assert (record.page_start, record.page_end) == (record.pages[0], record.pages[-1])
-        parent = record_from_store(parents[part.ref_doc_id or ""]) if part.ref_doc_id in parents else None
+        parent = chunk_of(parents[part.ref_doc_id or ""]) if part.ref_doc_id in parents else None
         if parent is not None and len(text) < len(parent.content):
             changed += 1
             assert record.heading_path == parent.heading_path  # inherited

@@ -30,12 +30,8 @@ from pydantic import ValidationError
 import langchain_grounded
 import llama_index_grounded
 from grounded.errors import GroundedError
-from grounded.io.chunk_metadata import (
-    boxes_from_metadata,
-    chunk_from_store,
-    record_from_row,
-    record_from_store,
-)
+from grounded.io.box_codec import boxes_from_metadata
+from grounded.io.chunk_codec import chunk_from_row, read_stored_chunk
 from grounded.search import IndexNotFoundError, NotAnIndexError, SearchIndex
 from tests.support.data import REPO, shared
 from tests.support.search_index import ANSWER_PAGE, ENV, QUESTION, guideline_index, table_rows
@@ -69,7 +65,7 @@ def _lang(out: Path, query: str = QUESTION, **kwargs: Any) -> list[Document]:
 
 def _assert_same_record(item: Any, row: dict[str, Any]) -> None:
     """The chunk read back from a node/Document is the row's chunk (boxes to the 5 decimals kept)."""
-    got, want = record_from_store(item), record_from_row(row)
+    got, want = read_stored_chunk(item), chunk_from_row(row)
     for field in ("id", "content", "start_char", "end_char", "body_start", "pages", "heading_path", "element_ids",
                   "token_count", "strategy", "strategy_params"):
         assert getattr(got, field) == getattr(want, field), field
@@ -107,7 +103,7 @@ def test_llama_index_retriever_in_a_query_engine(out: Path, rows: dict[str, dict
     assert "Capecitabine" in first.node.get_content()
     boxes = llama_index_grounded.node_boxes(first)
     assert boxes and all(b.page == ANSWER_PAGE for b in boxes) and any(len(b.spans) > 1 for b in boxes)
-    assert boxes == boxes_from_metadata(meta, text=first.node.get_content()) == chunk_from_store(first).geom
+    assert boxes == boxes_from_metadata(meta, text=first.node.get_content()) == read_stored_chunk(first).geom
     for hit in hits:
         _assert_same_record(hit, rows[hit.node.node_id])
     # the LLM got the chunk texts with their page and file, never the boxes or ids (MockLLM echoes the prompt)
@@ -167,7 +163,7 @@ def test_langchain_retriever_in_an_lcel_chain(out: Path, rows: dict[str, dict[st
     assert meta["score"] > 0 and "Capecitabine" in first.page_content
     boxes = boxes_from_metadata(meta, text=first.page_content)
     assert boxes and all(b.page == ANSWER_PAGE for b in boxes) and any(len(b.spans) > 1 for b in boxes)
-    assert boxes == chunk_from_store(first).geom
+    assert boxes == read_stored_chunk(first).geom
     _assert_focus(first.page_content, meta, boxes)
     assert "focus" not in seen[0]  # the chain formats page_content: the focus never reaches the LLM
     for doc in docs:
@@ -296,7 +292,7 @@ def test_llama_index_bm25_retriever_keeps_the_boxes(small_pdf: Path, shared_pars
     for hit in hits:
         boxes = llama_index_grounded.node_boxes(hit)
         assert boxes and boxes == llama_index_grounded.node_boxes(by_id[hit.node.node_id])
-        assert chunk_from_store(hit).geom == boxes
+        assert read_stored_chunk(hit).geom == boxes
 
 
 def test_langchain_bm25_retriever_keeps_the_boxes(small_pdf: Path, shared_parses: SharedParses) -> None:
@@ -310,7 +306,7 @@ def test_langchain_bm25_retriever_keeps_the_boxes(small_pdf: Path, shared_parses
     assert len(hits) == 3
     for hit in hits:
         boxes = boxes_from_metadata(hit.metadata, text=hit.page_content)
-        assert boxes and boxes == boxes_from_metadata(by_id[hit.id].metadata) == chunk_from_store(hit).geom
+        assert boxes and boxes == boxes_from_metadata(by_id[hit.id].metadata) == read_stored_chunk(hit).geom
 
 
 # -- the README section runs as written -------------------------------------------------------------

@@ -13,7 +13,7 @@ import pytest
 from grounded.cli.main import main
 from grounded.io.chunks_file import load_chunks_file
 from grounded.io.codec import save_chunking_result, write_chunks_jsonl
-from grounded.metadata import chunk_from_store
+from grounded.metadata import chunk_of
 from grounded.model import ChunkingResult
 from tests.support.data import shared
 
@@ -44,7 +44,7 @@ def test_highlight_from_a_parquet_part_draws_the_rows_boxes(ingested: Path, tmp_
     sha = hashlib.sha256(PDF_A.read_bytes()).hexdigest()
     part = next(p for p in _parts(ingested) if sha in {r["source_sha256"] for r in pq.read_table(p).to_pylist()})
     rows = [r for r in pq.read_table(part).to_pylist() if r["source_sha256"] == sha]
-    first = chunk_from_store(rows[0])
+    first = chunk_of(rows[0])
     assert first.geom and first.metadata["pages"] and first.content == rows[0]["text"]
     assert [(b.page, b.left, b.top) for b in first.geom] == [(b["page"], b["left"], b["top"]) for b in rows[0]["boxes"]]
     out = tmp_path / "x.png"

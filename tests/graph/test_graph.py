@@ -39,7 +39,7 @@ from grounded.graph import GraphNode, NodeGraph, NodeKind, assemble, build_graph
 from grounded.graph.enrich import parse_items
 from grounded.graph.llm import ModelClient
 from grounded.graph.tables import append_rows
-from grounded.io.chunk_metadata import boxes_from_metadata
+from grounded.io.box_codec import boxes_from_metadata
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
 from grounded.runtime.cloud import RetryPolicy

@@ -33,7 +33,9 @@ from rapidfuzz import fuzz
 from grounded.errors import ChunkingError
 from grounded.grounding.normalize import alnum_text, strip_markup
 from grounded.grounding.wrappers import ground_chunks, splitter_fingerprint, status_counts, text_of
-from grounded.io.chunk_metadata import TREE_KEY, GroundingWarning, boxes_from_metadata, unflatten_metadata
+from grounded.io.box_codec import GroundingWarning, boxes_from_metadata
+from grounded.io.chunk_codec import unflatten_metadata
+from grounded.io.tree_payload import TREE_KEY
 from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 from grounded.parsers.cache import resolve_tree

@@ -5,6 +5,7 @@ field by field (issue 22)."""
 from __future__ import annotations
 
 import dataclasses
+import pickle
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,16 +18,13 @@ from grounded.metadata import (
     boxes_from_metadata,
     boxes_to_metadata,
     chunk_from_metadata,
-    chunk_from_store,
     chunk_metadata,
+    chunk_of,
     part_fields,
-    record_from_metadata,
-    record_from_store,
     text_hash,
 )
 from grounded.model import Chunk, ChunkingResult, ParsingBoundingBox
 from grounded.model.chunk_fields import FIELDS, LIST_KEYS, embed_hidden_keys, llm_hidden_keys
-from grounded.model.record import ChunkRecord
 
 
 def _box(page: int, top: float, lines: int, element: str, *, heading: bool = False) -> ParsingBoundingBox:
@@ -74,10 +72,9 @@ def vision_chunk() -> Chunk:
     )
 
 
-def expected(chunk: Chunk) -> ChunkRecord:
+def expected(chunk: Chunk) -> Chunk:
     """The record as every surface stores it: boxes at 5 decimals without character extents."""
-    record = ChunkRecord.from_chunk(chunk)
-    return record.replace(boxes=boxes_from_metadata(boxes_to_metadata(record.boxes)))
+    return chunk.replace(boxes=boxes_from_metadata(boxes_to_metadata(chunk.boxes)))
 
 
 def _jsonl(chunk: Chunk, tmp: Path) -> Any:
@@ -140,8 +137,8 @@ SURFACES: dict[str, Callable[[Chunk, Path], Any]] = {
 }
 
 
-def _assert_same(got: ChunkRecord, want: ChunkRecord, surface: str) -> None:
-    for f in dataclasses.fields(ChunkRecord):
+def _assert_same(got: Chunk, want: Chunk, surface: str) -> None:
+    for f in dataclasses.fields(Chunk):
         assert getattr(got, f.name) == getattr(want, f.name), f"{surface}: field {f.name} differs"
     assert got == want
 
@@ -152,21 +149,51 @@ def test_every_surface_gives_the_same_chunk_back(surface: str, make: Callable[[]
     chunk = make()
     stored = SURFACES[surface](chunk, tmp_path)
     want = expected(chunk)
-    _assert_same(record_from_store(stored), want, surface)
-    back = chunk_from_store(stored)  # the one call from a row / node / document to the chunk
+    _assert_same(chunk_of(stored), want, surface)
+    back = chunk_of(stored)  # the one call from a row / node / document to the chunk
     assert back.geom == want.boxes and back.id == chunk.id
     assert back.metadata.get("grounding_furniture_boxes") == chunk.metadata.get("grounding_furniture_boxes")
-    _assert_same(ChunkRecord.from_chunk(back), want, f"{surface} -> Chunk")
 
 
-def test_record_and_chunk_are_one_another() -> None:
+def test_a_copy_is_the_same_chunk_with_its_derived_fields() -> None:
     for chunk in (text_chunk(), vision_chunk()):
-        assert ChunkRecord.from_chunk(chunk).to_chunk() == chunk
-        record = ChunkRecord.from_chunk(chunk)
+        assert chunk.replace() == chunk
+        record = chunk.replace()
         assert record.strategy_params == {"max_tokens": 128} or chunk.metadata["strategy"] == "vision"
         assert record.extra == {"reviewed_by": "dr. a", "tags": ["dose", "protocol"]} or chunk.metadata["strategy"] == "vision"
         assert record.text_hash == text_hash(chunk.content)
         assert (record.page_start, record.page_end) == (min(chunk.metadata["pages"]), max(chunk.metadata["pages"]))
+
+
+def test_metadata_is_a_read_only_view_of_the_fields() -> None:
+    """Writes go through the fields: the mapping refuses every write, and shows a field once it is set."""
+    chunk = text_chunk()
+    for write in (lambda m: m.__setitem__("index", 9), lambda m: m.update(index=9), lambda m: m.pop("pages"),
+                  lambda m: m.setdefault("x", 1), lambda m: m.__delitem__("strategy"), lambda m: m.clear()):
+        with pytest.raises(TypeError, match="read-only"):
+            write(chunk.metadata)
+    chunk.index = 9
+    chunk.extra["reviewer"] = "pharmacy"
+    assert chunk.metadata["index"] == 9 and chunk.metadata["reviewer"] == "pharmacy"
+    assert pickle.loads(pickle.dumps(chunk.metadata)) == dict(chunk.metadata)
+
+
+def test_stored_values_are_read_and_checked_by_the_type_column() -> None:
+    """The field table's ``type`` column decides how a stored value is read (numpy / float ints of a
+    store row) and what chunks JSON must hold (``count``: an int >= 0; ``list[...]``: its items)."""
+    import numpy as np
+
+    from grounded.model.chunk_fields import check_metadata, coerce
+
+    assert {f.type for f in FIELDS} >= {"str", "count", "int", "float", "bool", "list[int]", "list[str]", "dict", "boxes"}
+    assert coerce("vision_batch", "vision_batch", np.int32(3)) == 3 and coerce("pages", "pages", np.array([2.0, 3])) == [2, 3]
+    assert coerce("grounded", "grounded", np.bool_(True)) is True
+    with pytest.raises(SchemaError, match="'token_count'"):
+        coerce("token_count", "token_count", "many")
+    for meta, message in (({"token_count": -1}, "integer >= 0"), ({"vision_pages": ["2"]}, "array of integers"),
+                          ({"heading_ids": [1]}, "array of strings"), ({"body_start": 9}, "beyond the content")):
+        with pytest.raises(SchemaError, match=message):
+            check_metadata(meta, 4, "chunk 'c'")
 
 
 def test_flat_metadata_is_scalars_and_filterable_pages() -> None:
@@ -196,7 +223,7 @@ def test_adapter_parts_write_every_field_their_record_holds(flat: bool) -> None:
             assert fields == chunk_metadata(record, flat)
         else:  # no heading path known: no empty section (a part may keep its parent's)
             assert fields == {k: v for k, v in chunk_metadata(record, flat).items() if k != "section"}
-        _assert_same(record_from_metadata(record.content, fields), record, f"part_fields(flat={flat})")
+        _assert_same(chunk_from_metadata(record.content, fields), record, f"part_fields(flat={flat})")
 
 
 def test_a_part_not_located_gets_no_place_fields() -> None:
@@ -208,12 +235,12 @@ def test_a_part_not_located_gets_no_place_fields() -> None:
     assert fields["grounding_status"] == "furniture" and fields["vision_pages"] == "[5,6]"  # the rest is kept
 
 
-def test_a_record_of_boxes_takes_their_pages_and_body_elements() -> None:
+def test_a_chunk_of_boxes_takes_their_pages_and_body_elements() -> None:
     boxes = text_chunk().geom
-    record = ChunkRecord.of_boxes("c", "text", [boxes[2], *boxes[:2], boxes[2]], token_count=3)
+    record = Chunk.of_boxes("c", "text", [boxes[2], *boxes[:2], boxes[2]], token_count=3)
     assert record.pages == [3, 4] and record.element_ids == ["e-13", "e-12"]  # headings left out, first seen first
     assert record.token_count == 3 and len(record.boxes) == 4
-    assert ChunkRecord.of_boxes("c", "text", []).pages == []
+    assert Chunk.of_boxes("c", "text", []).pages == []
 
 
 def test_the_librarys_own_parquet_box_schema_is_read() -> None:
@@ -228,7 +255,7 @@ def test_a_malformed_store_value_is_a_schema_error() -> None:
     with pytest.raises(SchemaError, match="token_count"):
         chunk_from_metadata("text", {"chunk_id": "x", "token_count": "many"})
     with pytest.raises(SchemaError, match="not a stored chunk"):
-        chunk_from_store(42)
+        chunk_of(42)
 
 
 def test_chunks_json_version_1_is_still_read(tmp_path: Path) -> None:
@@ -249,7 +276,7 @@ def test_chunks_json_version_1_is_still_read(tmp_path: Path) -> None:
 
 def test_a_key_that_is_no_json_value_is_refused_at_write_time(tmp_path: Path) -> None:
     chunk = text_chunk()
-    chunk.metadata["opened_at"] = object()
+    chunk.extra["opened_at"] = object()
     with pytest.raises(SchemaError, match="'opened_at'"):
         save_chunking_result(ChunkingResult(chunks=[chunk]), tmp_path / "chunks.json")
     assert not (tmp_path / "chunks.json").exists()

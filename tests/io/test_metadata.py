@@ -14,26 +14,23 @@ from hypothesis import strategies as st
 
 from grounded.chunking import Chunker, document_text
 from grounded.errors import SchemaError
-from grounded.io.chunk_metadata import (
+from grounded.io.box_codec import (
     BOXES_KEY,
-    LIST_KEYS,
-    PDF_METADATA_KEYS,
-    SOURCE_INFO_KEY,
     TEXT_HASH_KEY,
     GroundingWarning,
     boxes_from_metadata,
     boxes_to_metadata,
+    text_hash,
+)
+from grounded.io.chunk_codec import (
+    LIST_KEYS,
     chunk_from_metadata,
     chunk_metadata,
-    decode_tree,
-    encode_tree,
     flatten_metadata,
-    pdf_metadata,
-    recorded_info,
-    text_hash,
-    text_tree,
     unflatten_metadata,
 )
+from grounded.io.pdf_info import PDF_METADATA_KEYS, SOURCE_INFO_KEY, pdf_metadata, recorded_info
+from grounded.io.tree_payload import decode_tree, encode_tree, text_tree
 from grounded.model import ParsingBoundingBox, ParsingResult
 from grounded.parsers import get_parser
 from tests.support.data import shared
@@ -249,7 +246,7 @@ def test_boxes_made_for_another_text_are_withheld_with_one_warning():
     ],
 )
 def test_pdf_dates_become_iso_8601(raw, iso):
-    from grounded.io.chunk_metadata import _pdf_date
+    from grounded.io.pdf_info import _pdf_date
 
     assert _pdf_date(raw) == iso
 

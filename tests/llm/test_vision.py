@@ -19,7 +19,7 @@ from google.genai import types as genai_types
 
 from grounded.chunking import Chunker
 from grounded.errors import ChunkingError, ModelOutputError, RemoteServiceError
-from grounded.io.chunk_metadata import boxes_from_metadata
+from grounded.io.box_codec import boxes_from_metadata
 from grounded.llm.vision import VisionWarning, parse_response
 from grounded.llm.vision.merge import merge_batches
 from grounded.llm.vision.response import ModelChunk

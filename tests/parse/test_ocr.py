@@ -19,7 +19,7 @@ from rapidfuzz.distance import Levenshtein
 from grounded.chunking import Chunker
 from grounded.cli.main import main
 from grounded.errors import BackendUnavailableError, NoTextLayerError
-from grounded.io.chunk_metadata import boxes_from_metadata
+from grounded.io.box_codec import boxes_from_metadata
 from grounded.model import HEADING_TYPES, ParsingResult
 from grounded.parsers.backends.pymupdf import parser as pymupdf_parser
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser

@@ -41,11 +41,7 @@ _INLINE = re.compile(r"(?<!`)`((?:[A-Z_]+=\S+ )*(?:grounded |python benchmarks/)
 
 #: names the docs already use that another branch is about to introduce (the lead removes an entry, and
 #: this guard, once that branch is merged): ``(module, name) -> why it does not resolve yet``
-PENDING_RENAMES = {
-    ("grounded.metadata", "chunk_of"): (
-        "issue 39 item 1 (branch vocab) renames grounded.metadata.chunk_from_store to chunk_of"
-    ),
-}
+PENDING_RENAMES: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from grounded.io.chunk_metadata import record_from_row
+from grounded.io.chunk_codec import chunk_from_row
 from grounded.search import SearchIndex, page_numbers, pages_filter, search
 from tests.support.search_index import guideline_index, table_rows
 
@@ -60,7 +60,7 @@ def test_page_numbers_of_a_list_or_a_range() -> None:
 def test_records_read_every_field_of_the_rows(index: SearchIndex) -> None:
     hits = search(index, QUERY, 4)
     rows = {r["chunk_id"]: r for r in table_rows(Path(index.out)).to_pylist()}
-    assert index.records(hits) == [record_from_row(rows[h.chunk_id]) for h in hits]
+    assert index.records(hits) == [chunk_from_row(rows[h.chunk_id]) for h in hits]
     assert set(index.rows([hits[0].chunk_id, "no-such-chunk"])) == {hits[0].chunk_id} and index.rows([]) == {}
     # a hit whose row is gone (a re-ingest published since) keeps the fields the hit carries
     gone = dataclasses.replace(hits[0], chunk_id="gone")

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grounded.chunking import Chunker
-from grounded.io.chunk_metadata import text_tree
+from grounded.io.tree_payload import text_tree
 from grounded.model import ParsingResult
 from grounded.parsers import get_parser
 from grounded.text.ids import chunk_id, source_key, text_key

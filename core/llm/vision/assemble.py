@@ -28,10 +28,9 @@ from grounded.chunking.base import TokenGroup
 from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.normalize import alnum_text, strip_markup
 from grounded.grounding.wrappers import grounding_fields
-from grounded.io.chunk_metadata import text_hash
+from grounded.io.box_codec import text_hash
 from grounded.model.boxes import ParsingBoundingBox
 from grounded.model.chunk import Chunk
-from grounded.model.record import ChunkRecord
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.bound import enforce_bound
 from grounded.text.ids import chunk_id, text_only_id
@@ -211,7 +210,7 @@ class ChunkBuilder:
         """One chunk for the grounded ``parts`` (in reading order): the document text from the first
         part's start to the last part's end after the first part's heading line and context, or None
         when that exceeds ``max_tokens``. Keeps the first part's id scheme, headings and batch."""
-        records = [ChunkRecord.from_chunk(c) for c in parts]
+        records = parts
         record = records[0]
         s = min(int(r.start_char or 0) for r in records)
         e = max(int(r.end_char or 0) for r in records)
@@ -234,12 +233,12 @@ class ChunkBuilder:
             vision_issues="; ".join(dict.fromkeys(issues)) if issues else record.vision_issues,
             vision_text=None,  # the model's own texts of the parts no longer match one body
             extra={**record.extra, "list_merged": len(parts)},
-        ).to_chunk()
+        )
 
     # -- one chunk ---------------------------------------------------------------------------------
     def _chunk(self, mc: ModelChunk, prefix: str, body: str, s: int, e: int, boxes: list[ParsingBoundingBox],
                grounding: dict[str, Any]) -> Chunk:
-        """One model chunk through the record; ``grounding``: its grounding fields (record field names)."""
+        """One model chunk; ``grounding``: its grounding fields (chunk field names)."""
         content = prefix + body
         pages = sorted({b.page for b in boxes})
         issues = list(mc.issues)
@@ -252,7 +251,7 @@ class ChunkBuilder:
             cid = chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e)
         else:
             cid = text_only_id(self.assembler.doc_key, self.assembler.fingerprint or 'vision', s, text_hash(content))
-        return ChunkRecord(
+        return Chunk(
             id=cid,
             content=content,
             token_count=self.tokenizer.count(content),
@@ -271,4 +270,4 @@ class ChunkBuilder:
             vision_merged=mc.parts if mc.parts > 1 else None,
             vision_issues="; ".join(issues) if issues else None,
             index=index,
-        ).to_chunk()
+        )

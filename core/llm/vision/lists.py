@@ -115,7 +115,7 @@ def keep_lists_whole(
             out[held[0] : held[-1] + 1] = [merged, *ungrounded_between]
             continue
         for chunk in parts:
-            chunk.metadata["list_split"] = True
+            chunk.extra["list_split"] = True
         log.warning("%s: a list of %d items (characters %d-%d) is split over %d chunks: merged it exceeds the token "
                     "bound; the chunks are flagged list_split", escape_controls(str(source)), run.items, run.start, run.end, len(parts))
     return out

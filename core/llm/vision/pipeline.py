@@ -143,7 +143,7 @@ class VisionChunker:
         built = keep_lists_whole(built, list_runs(assembler.stream.doc), builder.merge, label)
         covered: set[int] = set()
         for index, chunk in enumerate(built):
-            chunk.metadata["index"] = index
+            chunk.index = index
             covered.update(chunk.metadata["pages"])
             yield chunk
         text_pages = {b.page for n in assembler.stream.doc.nodes if n.content.strip() for b in n.geom}
