@@ -19,6 +19,7 @@ from .engine import (
     default_mode,
     page_numbers,
     pages_filter,
+    parse_page_range,
     query_embedder,
     search,
 )
@@ -31,6 +32,7 @@ from .errors import (
     NoSearchableWordsError,
     NotAnIndexError,
     NoTextIndexError,
+    PageFilterError,
     SearchError,
     SourceChangedError,
 )
@@ -54,6 +56,7 @@ __all__ = [
     "candidates",
     "pages_filter",
     "page_numbers",
+    "parse_page_range",
     "query_embedder",
     "reciprocal_rank_fusion",
     "normalized_score_fusion",
@@ -70,6 +73,7 @@ __all__ = [
     "MixedConfigurationsError",
     "EmptyQueryError",
     "NoSearchableWordsError",
+    "PageFilterError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]

@@ -13,6 +13,7 @@ __all__ = [
     "MixedConfigurationsError",
     "EmptyQueryError",
     "NoSearchableWordsError",
+    "PageFilterError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]
@@ -46,6 +47,11 @@ class MixedConfigurationsError(SearchError, InputError):
 
 class EmptyQueryError(SearchError, ValueError):
     """The question is empty or only whitespace."""
+
+
+class PageFilterError(SearchError, ValueError):
+    """A page filter that is not 1-based page numbers (``pages=``) or an inclusive ``(first, last)``
+    range with ``1 <= first <= last`` (``page_range=``, ``grounded search --pages 3-5``), or both at once."""
 
 
 class NoSearchableWordsError(SearchError, ValueError):
