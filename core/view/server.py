@@ -289,6 +289,8 @@ class ViewerServer:
                     else:
                         conn = key.fileobj
                         assert isinstance(conn, socket.socket)
+                        if conn not in idle:  # closed earlier in this batch (to admit a new one): skip it
+                            continue
                         selector.unregister(conn)
                         del idle[conn]
                         self._jobs.put((conn, key.data))
@@ -315,16 +317,11 @@ class ViewerServer:
             self._stopped.set()
 
     def _accept(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> float:
-        """Accept what the backlog holds, within :attr:`max_connections` (the oldest silent connection
-        is closed to admit a new one); returns until when accepting pauses (0: no pause)."""
+        """Accept what the backlog holds, within :attr:`max_connections` (a new connection admitted
+        over the bound closes the oldest silent one); returns until when accepting pauses (0: no pause)."""
         while True:
-            if len(self._open) >= self.max_connections:
-                if not idle:
-                    return 0.0
-                oldest = min(idle, key=idle.__getitem__)
-                selector.unregister(oldest)
-                del idle[oldest]
-                self._close(oldest)
+            if len(self._open) >= self.max_connections and not idle:
+                return 0.0
             try:
                 conn, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
@@ -332,19 +329,26 @@ class ViewerServer:
             except OSError as exc:
                 if exc.errno in _ACCEPT_PAUSE:
                     log.warning("cannot accept a connection (%s): pausing for 0.1 s", exc.strerror)
-                    if idle:  # make room: the oldest silent connection goes
-                        oldest = min(idle, key=idle.__getitem__)
-                        selector.unregister(oldest)
-                        del idle[oldest]
-                        self._close(oldest)
+                    self._close_oldest(selector, idle)  # make room
                     return time.monotonic() + 0.1
                 log.debug("accept failed: %s", exc)
                 return 0.0
+            if len(self._open) >= self.max_connections:
+                self._close_oldest(selector, idle)  # only once a new one is here: the slots stay full
             conn.setblocking(True)
             with self._lock:
                 self._open.add(conn)
             selector.register(conn, selectors.EVENT_READ, address)
             idle[conn] = time.monotonic()
+
+    def _close_oldest(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> None:
+        """Close the connection silent for longest (if any). It leaves ``idle`` and the selector first:
+        an event of it still pending in the current batch is skipped by :meth:`serve_forever`."""
+        if idle:
+            oldest = min(idle, key=idle.__getitem__)
+            selector.unregister(oldest)
+            del idle[oldest]
+            self._close(oldest)
 
     def _close(self, conn: socket.socket) -> None:
         with self._lock:
