@@ -37,6 +37,7 @@ import numpy as np
 
 from .errors import (
     EmptyQueryError,
+    InvalidQueryError,
     NoEmbeddingsError,
     NoSearchableWordsError,
     NoTextIndexError,
@@ -48,7 +49,7 @@ from .index import SearchIndex, sql_string
 
 __all__ = [
     "search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM", "query_operators",
-    "unsearchable_reason", "pages_filter", "page_numbers", "parse_page_range", "default_mode",
+    "unsearchable_reason", "check_question", "pages_filter", "page_numbers", "parse_page_range", "default_mode",
 ]
 
 Mode = Literal["hybrid", "vector", "text"]
@@ -182,7 +183,8 @@ def search(
     the chunks touching that inclusive range (``(3, 5)``: pages 3-5), as the retrievers' ``page_range``;
     one or the other (:func:`page_numbers`, :class:`PageFilterError`).
 
-    Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
+    Raises :class:`EmptyQueryError` (blank question), :class:`InvalidQueryError` (``bytes``, or a
+    string that is not valid Unicode: see :func:`check_question`), :class:`NoSearchableWordsError` (text mode, a
     question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
     index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
@@ -193,14 +195,38 @@ def search(
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
-    if not isinstance(question, str) or not question.strip():
-        raise EmptyQueryError("the question is empty: type the words or the question to search for")
+    check_question(question)
     wanted = page_numbers(pages, page_range)
     page_where = pages_filter(wanted) if wanted is not None else None
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
     with index.reading():  # a damaged table file: a typed error naming it
         chosen = default_mode(index) if mode is None else mode
         return _search(index, question, k, chosen, config, embedder, rrf_k, fusion, page_where)
+
+
+def check_question(question: object) -> None:
+    """Refuse a question no mode can search, before the index is read: not a ``str``
+    (:class:`InvalidQueryError`; ``bytes`` must be decoded by the caller), a string with lone
+    surrogates -- a command-line argument whose bytes are not UTF-8 arrives so (``\\udcff`` for
+    the byte 0xff) -- (:class:`InvalidQueryError`, naming the first one), or a blank one
+    (:class:`EmptyQueryError`). The decodable words of a broken question are not searched: a
+    question that lost a byte may have lost a word, and the hits would answer another question."""
+    if not isinstance(question, str):
+        kind = type(question).__name__
+        hint = "; decode it first (question.decode('utf-8'))" if isinstance(question, (bytes, bytearray)) else ""
+        raise InvalidQueryError(f"the question must be text (str), got {kind}{hint}")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(question[exc.start])
+        what = (f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8" if 0xDC80 <= code <= 0xDCFF
+                else f"a lone surrogate U+{code:04X}")
+        raise InvalidQueryError(
+            f"the question is not valid text: character {exc.start + 1} is {what}; type the question again "
+            "in UTF-8 (or decode it to text first)"
+        ) from None
+    if not question.strip():
+        raise EmptyQueryError("the question is empty: type the words or the question to search for")
 
 
 def _search(

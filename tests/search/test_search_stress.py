@@ -113,3 +113,36 @@ def test_ingest_refuses_a_fifo_manifest_with_the_same_error(fifo_out: Path) -> N
         refuse_non_regular(fifo_out / MANIFEST)  # what grounded ingest checks before any work
     read_error = _within(30, lambda: read_manifest(fifo_out))
     assert type(read_error) is type(ingest_error.value)
+
+
+@pytest.mark.parametrize("mode", ["text", "hybrid", "vector", None])
+@pytest.mark.parametrize("question", ["\udcff patients", "patients \ud800", "\udcc3\udca9chec"])
+def test_a_question_that_is_not_valid_text_is_one_typed_error(out: Path, mode: Any, question: str) -> None:
+    # issue 42 item 9: text/hybrid said "cannot read the LanceDB table ... re-run ingest --replace" about a
+    # healthy index, vector printed a traceback (TextInputSequence must be str)
+    from grounded.search import InvalidQueryError, search
+
+    with pytest.raises(InvalidQueryError, match="not valid text") as info:
+        search(out, question, 3, mode=mode)
+    assert "LanceDB" not in str(info.value) and "character" in str(info.value)
+    assert search(out, "patients", 1, mode="text")  # the index is healthy
+
+
+def test_a_question_that_is_not_text_is_refused() -> None:
+    from grounded.search import InvalidQueryError, search
+
+    with pytest.raises(InvalidQueryError, match=r"must be text \(str\), got bytes; decode it"):
+        search("/no/such/out", b"patients", 3)  # type: ignore[arg-type]
+    with pytest.raises(InvalidQueryError, match="got int"):
+        search("/no/such/out", 42, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["text", "hybrid", "vector"])
+def test_an_undecodable_argument_is_one_line_on_the_command_line(out: Path, mode: str) -> None:
+    argv = [sys.executable.encode(), b"-m", b"grounded.cli", b"search", os.fsencode(out), b"\xff patients", b"--mode",
+            mode.encode()]
+    done = subprocess.run(argv, cwd=REPO, env=ENV, capture_output=True, timeout=300)
+    err = done.stderr.decode("utf-8", "replace")
+    assert done.returncode == 1 and done.stdout == b"", err
+    assert err.count("\n") == 1 and err.startswith("grounded search: error: the question is not valid text"), err
+    assert "byte 0xff" in err and "LanceDB" not in err and "Traceback" not in err, err
