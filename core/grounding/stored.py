@@ -41,7 +41,7 @@ from ..model.record import ChunkRecord
 from ..parsers.cache import ParseCache
 from ..text.tokenizer import load_tokenizer
 from .grounder import Grounding
-from .sources import SourceView, document_view, names_pdf
+from .sources import SourceView, document_view, names_pdf, names_source, pdf_path_of
 from .wrappers import ground_records, refused_records, with_grounding
 
 __all__ = ["chunk_of", "record_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata"]
@@ -87,10 +87,12 @@ def record_of(
     with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
         warnings.simplefilter("ignore", GroundingWarning)
         record = record_from_store(item)
-    if not names_pdf(meta):
-        if meta.get("boxes") and warn:
+    if not names_pdf(meta) and not (names_source(meta) and pdf_path_of(meta)[0] is not None):
+        if warn and meta.get("boxes"):
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
                           "names no PDF to make them again from", GroundingWarning, stacklevel=3)
+        elif warn and names_source(meta):  # a source that is no PDF (a text file, /dev/zero): as the splitters say
+            warnings.warn(f"{name}: no boxes: {pdf_path_of(meta)[1]}", GroundingWarning, stacklevel=3)
         return _unplaced(record)
     view, why = document_view(unflatten_metadata(meta), cache=cache, password=password)
     if view is None:

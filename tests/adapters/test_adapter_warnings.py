@@ -1,0 +1,77 @@
+"""Adapter warnings (issue 42 items 8 and 9): a ``file_path`` with control characters is escaped in
+every GroundingWarning; ``node_boxes`` / ``chunk_from_store`` warn, as the splitters do, when the
+metadata names a source that is no PDF (a text file, ``/dev/zero``); the warnings of the node parser
+and the text splitter point at the user's line."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from grounded.io.chunk_metadata import GroundingWarning
+
+HOSTILE = "notes\x1b[31m\nfake line\u202e.txt"
+
+
+def _node(text: str, file_path: str):
+    from llama_index.core.schema import TextNode
+
+    return TextNode(text=text, metadata={"file_path": file_path})
+
+
+def _document(text: str, source: str):
+    from langchain_core.documents import Document
+
+    return Document(page_content=text, metadata={"source": source})
+
+
+@pytest.mark.parametrize("kind", ["text file", "/dev/zero"])
+def test_node_boxes_and_chunk_from_store_warn_on_a_source_that_is_no_pdf(tmp_path: Path, kind: str) -> None:
+    from grounded.metadata import chunk_from_store
+    from llama_index_grounded import node_boxes
+
+    if kind == "text file":
+        path = tmp_path / "notes.txt"
+        path.write_text("Dose adjustment in renal impairment.\n")
+        name = str(path)
+    else:
+        name = "/dev/zero"
+    node = _node("Dose adjustment in renal impairment.", name)
+    doc = _document("Dose adjustment in renal impairment.", name)
+    for call, item in [(node_boxes, node), (chunk_from_store, node), (chunk_from_store, doc)]:
+        started = time.monotonic()
+        with pytest.warns(GroundingWarning) as caught:
+            result = call(item)
+        assert time.monotonic() - started < 10  # /dev/zero is never read
+        assert (result if isinstance(result, list) else result.geom) == []
+        message = str(caught[0].message)
+        assert "no boxes" in message and ("is not a PDF" in message or "is not a file here" in message), message
+
+
+def test_control_characters_in_file_path_are_escaped_in_adapter_warnings(tmp_path: Path) -> None:
+    from grounded.metadata import chunk_from_store
+    from langchain_grounded import GroundedTextSplitter
+    from llama_index_grounded import GroundedNodeParser, node_boxes
+
+    text_file = tmp_path / HOSTILE
+    text_file.write_text("Dose adjustment in renal impairment.\n")
+    missing_pdf = str(tmp_path / "gone\x1b[2J\r.pdf")
+    messages: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        node_boxes(_node("Dose adjustment.", str(text_file)))
+        chunk_from_store(_document("Dose adjustment.", missing_pdf))
+        GroundedTextSplitter(chunk_size=64).split_documents([_document("Dose adjustment in renal impairment.", missing_pdf)])
+        from llama_index.core import Document
+
+        GroundedNodeParser(chunk_size=64).get_nodes_from_documents(
+            [Document(text="Dose adjustment in renal impairment.", metadata={"file_path": missing_pdf})]
+        )
+    messages = [str(w.message) for w in caught if issubclass(w.category, GroundingWarning)]
+    assert len(messages) >= 4, messages
+    for message in messages:
+        assert not any(ch in message for ch in "\x1b\n\r\u202e"), repr(message)
+    assert any("\\x1b" in m for m in messages)
