@@ -198,8 +198,12 @@ def node_text_and_metadata(
     meta["section"] = section
     pages = chunk.pages
     extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
-    if pages:  # pymupdf4llm's key: the first page, 1-based (``pages`` lists them all)
-        extra["page"] = pages[0]
+    # pymupdf4llm's key: the first page, 1-based (``pages`` lists them all); a chunk without boxes
+    # (page furniture only, refused) gets the page its text comes from, so every node has one
+    page = pages[0] if pages else page_without_boxes(chunk, inherited)
+    if page is not None:
+        extra["page"] = page
+        extra["page_label"] = extra["page_label"] or str(page)
     if info is not None:
         extra["file_name"] = inherited.get("file_name") or info["name"]
         extra["file_path"] = inherited.get("file_path", info["path"])
@@ -208,6 +212,20 @@ def node_text_and_metadata(
     for key in _NODE_DROPPED:  # derivable, or on the source Document: a vector store keeps every key twice
         merged.pop(key, None)
     return text, merged
+
+
+def page_without_boxes(chunk: Chunk, inherited: Mapping[str, Any]) -> int | None:
+    """The 1-based page of a chunk that has no boxes: its input Document's page (``page`` when an
+    int, else ``page_label`` when it is a page number, as LlamaIndex's PDF reader sets it), else the
+    first page of its furniture boxes (text found only in running headers or footers), else None."""
+    page = inherited.get("page")
+    if isinstance(page, int) and not isinstance(page, bool) and page >= 1:
+        return page
+    label = str(inherited.get("page_label") or "").strip()
+    if label.isdigit() and int(label) >= 1:
+        return int(label)
+    rows = chunk.grounding_furniture_boxes
+    return int(rows[0][0]) if rows else None
 
 
 # -- one input node -> chunks ---------------------------------------------------------------------------
