@@ -428,6 +428,18 @@ def without_defaults(entry: Any, defaults: Mapping[str, Any], class_name: str | 
     return out
 
 
+def same_node_part(a: Any, b: Any) -> bool:
+    """Whether two LlamaIndex nodes of one call are the same chunk: same id, text, metadata, offsets
+    and SOURCE (what a store keeps of a node, neighbours aside)."""
+    return (
+        a.node_id == b.node_id
+        and a.text == b.text
+        and a.metadata == b.metadata
+        and (a.start_char_idx, a.end_char_idx) == (b.start_char_idx, b.end_char_idx)
+        and a.source_node == b.source_node
+    )
+
+
 def keep_unique(parts: list[Any], seen: dict[str, Any], *, same: Callable[[Any, Any], bool]) -> list[Any]:
     """The parts (nodes with ``node_id``/``id_``) of one input that are not repeats of an earlier
     part of the same call (``seen``, by id): a part ``same`` as the earlier one with its id is that

@@ -75,3 +75,39 @@ def test_control_characters_in_file_path_are_escaped_in_adapter_warnings(tmp_pat
     for message in messages:
         assert not any(ch in message for ch in "\x1b\n\r\u202e"), repr(message)
     assert any("\\x1b" in m for m in messages)
+
+
+def test_a_pdf_read_as_raw_bytes_is_refused_before_any_chunking(clinsci_pdf: Path) -> None:
+    # issue 42 item 3: SimpleDirectoryReader without llama-index-readers-file reads a PDF as text (its bytes,
+    # errors="ignore"): GroundedNodeParser grounded thousands of junk chunks for minutes
+    from llama_index.core import Document
+
+    from grounded.errors import GroundedError, NotTextError
+    from llama_index_grounded import GroundedNodeParser
+
+    raw = clinsci_pdf.read_bytes().decode("utf-8", errors="ignore")
+    good = Document(text="Dose adjustment in renal impairment.", metadata={"file_name": "notes.txt"})
+    bad = Document(text=raw, metadata={"file_path": str(clinsci_pdf), "file_name": clinsci_pdf.name})
+    binary = Document(text="".join(chr(i % 32) for i in range(5000)), metadata={"file_name": "blob.bin"})
+    for doc, cause in [(bad, "%PDF-"), (binary, "mostly binary")]:
+        started = time.monotonic()
+        with pytest.raises(NotTextError) as info:
+            GroundedNodeParser(chunk_size=256).get_nodes_from_documents([good, doc])
+        assert time.monotonic() - started < 10
+        message = str(info.value)
+        assert isinstance(info.value, GroundedError) and "\n" not in message
+        assert cause in message and "pip install llama-index-readers-file" in message, message
+        assert doc.metadata.get("file_path", doc.metadata["file_name"]) in message
+    assert GroundedNodeParser(chunk_size=256).get_nodes_from_documents([good])  # text is unaffected
+
+
+def test_the_text_splitter_refuses_raw_bytes_too(clinsci_pdf: Path) -> None:
+    from langchain_core.documents import Document
+
+    from grounded.errors import NotTextError
+    from langchain_grounded import GroundedTextSplitter
+
+    raw = Document(page_content=clinsci_pdf.read_bytes().decode("latin-1"), metadata={"source": str(clinsci_pdf)})
+    with pytest.raises(NotTextError, match="%PDF-.*PyMuPDFLoader") as info:
+        GroundedTextSplitter(chunk_size=128).split_documents([raw])
+    assert str(clinsci_pdf) in str(info.value)
