@@ -28,6 +28,7 @@ from ..io.chunk_metadata import (
 from ..model import Chunk, ChunkRecord, ParsingResult
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from ..runtime.callers import user_stacklevel
 from ..text.assembly import BOX_MODES
 from ..text.ids import chunk_id, repeat_id, text_key
 from ..text.tokenizer import Tokenizer
@@ -287,7 +288,7 @@ class NodeChunker:
                 return NodeChunks(fit(root, parts, key, False), root, 0)
             # text from elsewhere (edited, or a rendering of the PDF): chunked as text, then grounded
         elif view is None and names_source(meta):  # plain text (no source named) has no boxes to give
-            warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=5)
+            warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=user_stacklevel())
         plain = text_tree(text)
         plain_key = text_key(text, name=ref)
         chunks = fit(plain, list(self.chunker.iter_chunks(plain, source_key=plain_key)), plain_key, True)
@@ -366,7 +367,7 @@ class NodeChunker:
                 f"the metadata the embedder sees takes {max(overheads.values())} of max_tokens={max_tokens} tokens; "
                 "hide keys with excluded_embed_metadata_keys",
                 UserWarning,
-                stacklevel=6,
+                stacklevel=user_stacklevel(),
             )
             return chunks
         if smaller is None or smaller.max_tokens > budget:

@@ -111,3 +111,42 @@ def test_the_text_splitter_refuses_raw_bytes_too(clinsci_pdf: Path) -> None:
     with pytest.raises(NotTextError, match="%PDF-.*PyMuPDFLoader") as info:
         GroundedTextSplitter(chunk_size=128).split_documents([raw])
     assert str(clinsci_pdf) in str(info.value)
+
+
+def _warned_at(call) -> list[tuple[str, int]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [(Path(w.filename).name, w.lineno) for w in caught if issubclass(w.category, GroundingWarning)]
+
+
+def test_grounding_warnings_point_at_the_users_line(tmp_path: Path) -> None:
+    # issue 42 item 8: reported at node_parser.py:261, not at the caller
+    import inspect
+
+    from llama_index.core import Document as LlamaDocument
+    from llama_index.core import VectorStoreIndex
+    from llama_index.core.embeddings import MockEmbedding
+
+    from grounded.metadata import chunk_from_store
+    from langchain_grounded import GroundedTextSplitter
+    from llama_index_grounded import GroundedNodeParser, node_boxes
+
+    text = "Dose adjustment in renal impairment. Monitor creatinine clearance weekly."
+    gone = str(tmp_path / "gone.pdf")  # a PDF that is not there: one warning per call
+    here = Path(__file__).name
+    llama_doc = LlamaDocument(text=text, metadata={"file_path": gone})
+    calls = {
+        "get_nodes_from_documents": lambda: GroundedNodeParser(chunk_size=64).get_nodes_from_documents([llama_doc]),
+        "parser(nodes)": lambda: GroundedNodeParser(chunk_size=64)([llama_doc]),
+        "VectorStoreIndex.from_documents": lambda: VectorStoreIndex.from_documents(
+            [llama_doc], transformations=[GroundedNodeParser(chunk_size=64)], embed_model=MockEmbedding(embed_dim=8)),
+        "split_documents": lambda: GroundedTextSplitter(chunk_size=64).split_documents([_document(text, gone)]),
+        "node_boxes": lambda: node_boxes(_node(text, gone)),
+        "chunk_from_store": lambda: chunk_from_store(_document(text, gone)),
+    }
+    for name, call in calls.items():
+        line = inspect.getsourcelines(call)[1]
+        where = _warned_at(call)
+        assert where, name
+        assert all(w == (here, line) for w in where), (name, where, line)
