@@ -327,3 +327,30 @@ def test_closing_the_oldest_silent_socket_with_an_event_in_the_same_batch(
         server.shutdown()
         server.server_close()
     assert not errors, errors
+
+
+def test_slow_clients_hold_no_worker(out: Path) -> None:
+    # issue 42 item 9: under silent and slowloris sockets, the first normal request waited 20 s: each
+    # slow request head held a worker until the read timeout
+    app = ViewerApp(out)
+    for server in _serve(ViewerServer(("127.0.0.1", 0), app, workers=2, max_connections=64, idle_timeout=30.0,
+                                      read_timeout=6.0)):
+        address = server.server_address[:2]
+        silent = [socket.create_connection(address, timeout=10) for _ in range(20)]
+        slow = [socket.create_connection(address, timeout=10) for _ in range(8)]
+        for sock in slow:
+            sock.sendall(b"GET /api/info HTTP/1.1\r\n")
+        time.sleep(0.3)
+        for sock in slow:
+            sock.sendall(b"X-Slow: 1\r\n")  # still no blank line
+        started = time.monotonic()
+        status, _, _ = request(server, "/static/app.css")
+        assert status == 200 and time.monotonic() - started < 2.0, time.monotonic() - started
+        for sock in slow:  # a head completed late is still answered, within the read deadline
+            sock.sendall(b"Host: 127.0.0.1:%d\r\n\r\n" % address[1])
+        for sock in slow:
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200
+        for sock in [*silent, *slow]:
+            sock.close()
