@@ -15,6 +15,7 @@ __all__ = [
     "InputError",
     "InputNotFoundError",
     "NotAPDFError",
+    "NotTextError",
     "CorruptPDFError",
     "EncryptedPDFError",
     "EmptyDocumentError",
@@ -87,6 +88,11 @@ class InputNotFoundError(InputError, FileNotFoundError):
 
 class NotAPDFError(InputError):
     """The file is not a PDF."""
+
+
+class NotTextError(InputError):
+    """A Document's "text" is a file's raw bytes (a PDF read as text: ``%PDF-``, or mostly control and
+    replacement characters), which no splitter can ground; the cause names the reader to install."""
 
 
 class CorruptPDFError(InputError):

@@ -125,7 +125,7 @@ class GroundingSplitter(TextSplitter):
             for part in self._split(doc, refused):
                 total += 1
                 out.append(part)
-        warn_refused(refused, total, "parts", stacklevel=2)
+        warn_refused(refused, total, "parts")
         return out
 
     # -- internals --------------------------------------------------------------------------------

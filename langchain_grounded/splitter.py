@@ -19,6 +19,7 @@ from grounded.grounding.adapter import (
     PartSplitter,
     build_chunker,
     check_base_keywords,
+    refuse_raw_bytes,
     tokenizer_for,
 )
 
@@ -167,5 +168,6 @@ class GroundedTextSplitter(TextSplitter):
         return [as_document(p) for p in self._core.create(texts, metadatas)]
 
     def split_documents(self, documents: Iterable[Document]) -> list[Document]:
-        parts = (DocPart(d.page_content, d.metadata, d.id) for d in documents)
-        return [as_document(p) for p in self._core.split(parts)]
+        docs = list(documents)
+        refuse_raw_bytes([(d.page_content, d.metadata, d.id or "a Document") for d in docs], "langchain")  # a file's raw bytes
+        return [as_document(p) for p in self._core.split(DocPart(d.page_content, d.metadata, d.id) for d in docs)]

@@ -92,7 +92,7 @@ class GroundingNodeParser(NodeParser):
         refused: list[str] = []
         for node in nodes:
             out.extend(self._ground(node, refused))
-        warn_refused(refused, len(out), "nodes", stacklevel=4)
+        warn_refused(refused, len(out), "nodes")
         return out
 
     def _postprocess_parsed_nodes(self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]) -> list[BaseNode]:

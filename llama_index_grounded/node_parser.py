@@ -39,6 +39,8 @@ from grounded.grounding.adapter import (
     hidden_keys,
     keep_unique,
     node_text_and_metadata,
+    refuse_raw_bytes,
+    same_node_part,
     section_of,
     setting_identity,
     sort_keywords,
@@ -225,10 +227,11 @@ class GroundedNodeParser(NodeParser):
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         """Each input node's parts without repeats (overlapping inputs can give one span twice: kept
         once, so a store gets each id once; :func:`keep_unique`); PREVIOUS/NEXT link the kept parts."""
+        refuse_raw_bytes([(n.get_content(metadata_mode=MetadataMode.NONE), n.metadata, n.node_id) for n in nodes], "llama_index")
         out: list[BaseNode] = []
         seen: dict[str, TextNode] = {}
         for node in get_tqdm_iterable(nodes, show_progress, "Chunking with source boxes"):
-            kept = keep_unique(self._split(node), seen, same=_same_part)
+            kept = keep_unique(self._split(node), seen, same=same_node_part)
             if self.include_prev_next_rel:
                 for prev, nxt in zip(kept, kept[1:], strict=False):
                     prev.relationships[NodeRelationship.NEXT] = _related(nxt)
@@ -325,18 +328,6 @@ class GroundedNodeParser(NodeParser):
             chunk, inherited, info, heading_context=self.heading_context, flat=self.flat_metadata, line_spans=self.line_boxes,
             section=section,
         )
-
-
-def _same_part(a: TextNode, b: TextNode) -> bool:
-    """Whether two parts of one call are the same chunk: same id, text, metadata, offsets and SOURCE
-    (what a store keeps of a node, neighbours aside)."""
-    return (
-        a.node_id == b.node_id
-        and a.text == b.text
-        and a.metadata == b.metadata
-        and (a.start_char_idx, a.end_char_idx) == (b.start_char_idx, b.end_char_idx)
-        and a.source_node == b.source_node
-    )
 
 
 def _related(node: TextNode) -> RelatedNodeInfo:

@@ -1,4 +1,4 @@
-"""``grounded search OUT "QUESTION" -k K [--mode hybrid|vector|text] [--json] [--render DIR]``."""
+"""``grounded search OUT "QUESTION" -k K [--mode hybrid|vector|text] [--pages 3-5] [--json] [--render DIR]``."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-k", type=int, default=5, help="number of hits (default: 5; at most the rows of the index)")
     p.add_argument("--mode", choices=MODES, default=None,
                    help=f"retrieval mode (default: {DEFAULT_MODE}, or text when OUT has no embeddings)")
+    p.add_argument("--pages", type=_page_range, default=None, metavar="FIRST-LAST",
+                   help="only chunks touching these 1-based pages, inclusive: 3-5, or one page: 4 (as the "
+                   "retrievers' page_range); filtered before the ranking's cut")
     p.add_argument("--config", default=None, metavar="FINGERPRINT",
                    help="the ingest configuration to search when OUT holds several (a fingerprint or a unique prefix)")
     p.add_argument("--json", action="store_true", help="one JSON object per hit per line (with all boxes and spans)")
@@ -56,6 +59,17 @@ def _focus_lines(hit: Any) -> list[tuple[str, str]]:
     return lines
 
 
+def _page_range(text: str) -> tuple[int, int]:
+    """``--pages``: :func:`grounded.search.engine.parse_page_range`, its refusal as argparse's one-line usage error."""
+    from ..search.engine import parse_page_range
+    from ..search.errors import PageFilterError
+
+    try:
+        return parse_page_range(text)
+    except PageFilterError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def run(args: argparse.Namespace) -> int:
     from ..errors import UsageError
     from ..search.engine import query_operators, search
@@ -69,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"-k must be >= 1, got {args.k}")
     if not 1 <= args.dpi <= 600:
         raise UsageError(f"--dpi must be in 1..600, got {args.dpi}")
-    hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config, focus=args.focus)
+    hits = search(args.out, args.question, args.k, mode=args.mode, config=args.config, page_range=args.pages,
+                  focus=args.focus)
     operators = query_operators(args.question) if args.mode != "vector" else []
     if operators and not args.json:
         print(f"grounded search: note: {' '.join(operators)} searched as plain words (phrases in quotes, "

@@ -73,11 +73,13 @@ from .nodes import (
     hidden_keys,
     keep_unique,
     node_text_and_metadata,
+    same_node_part,
     section_of,
     setting_identity,
     sort_keywords,
     without_defaults,
 )
+from .raw_text import refuse_raw_bytes
 from .reader_documents import (
     DOCUMENT_KEYS,
     LLM_VISIBLE_KEYS,
@@ -117,7 +119,7 @@ __all__ = [
     "PDF_METADATA_KEYS", "ParseCache", "BaseParser", "STORED_KEYS", "SourceView", "TEXT_HASH_KEY", "TREE_KEY", "TREE_REF_KEY",
     "Tokenizer", "boxes_from_metadata", "boxes_of", "boxes_to_metadata", "build_chunker", "cached_parse", "chunk_id",
     "chunk_metadata", "chunk_of", "document_text", "document_view", "embed_hidden_keys", "flatten_metadata", "get_parser",
-    "ground_texts", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
+    "ground_texts", "refuse_raw_bytes", "same_node_part", "iter_blocks", "llm_hidden_keys", "load_tokenizer", "locate", "names_pdf", "names_source", "near_of", "page_runs",
     "page_tree", "parser_class", "part_fields", "part_metadata", "pdf_metadata", "public_options",
     "refused_texts", "repeat_id", "require", "resplit_keys", "source_info", "source_key", "source_view",
     "splitter_fingerprint", "stable_hash", "strategy_class", "text_hash", "text_key", "text_tree", "tree_from_payloads",

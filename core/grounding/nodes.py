@@ -21,6 +21,7 @@ from ..io.tree_payload import TREE_KEY, source_info, text_tree
 from ..model import Chunk, ParsingResult
 from ..model.chunk_fields import STORED_KEYS, embed_hidden_keys, llm_hidden_keys
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
+from ..runtime.callers import user_stacklevel
 from ..text.assembly import BOX_MODES
 from ..text.ids import chunk_id, repeat_id, text_key
 from ..text.tokenizer import Tokenizer
@@ -191,8 +192,12 @@ def node_text_and_metadata(
     meta["section"] = section
     pages = chunk.pages
     extra: dict[str, Any] = {"page_label": str(pages[0]) if pages else str(inherited.get("page_label", ""))}
-    if pages:  # pymupdf4llm's key: the first page, 1-based (``pages`` lists them all)
-        extra["page"] = pages[0]
+    # pymupdf4llm's key: the first page, 1-based (``pages`` lists them all); a chunk without boxes
+    # (page furniture only, refused) gets the page its text comes from, so every node has one
+    page = pages[0] if pages else page_without_boxes(chunk, inherited)
+    if page is not None:
+        extra["page"] = page
+        extra["page_label"] = extra["page_label"] or str(page)
     if info is not None:
         extra["file_name"] = inherited.get("file_name") or info["name"]
         extra["file_path"] = inherited.get("file_path", info["path"])
@@ -201,6 +206,20 @@ def node_text_and_metadata(
     for key in _NODE_DROPPED:  # derivable, or on the source Document: a vector store keeps every key twice
         merged.pop(key, None)
     return text, merged
+
+
+def page_without_boxes(chunk: Chunk, inherited: Mapping[str, Any]) -> int | None:
+    """The 1-based page of a chunk that has no boxes: its input Document's page (``page`` when an
+    int, else ``page_label`` when it is a page number, as LlamaIndex's PDF reader sets it), else the
+    first page of its furniture boxes (text found only in running headers or footers), else None."""
+    page = inherited.get("page")
+    if isinstance(page, int) and not isinstance(page, bool) and page >= 1:
+        return page
+    label = str(inherited.get("page_label") or "").strip()
+    if label.isdigit() and int(label) >= 1:
+        return int(label)
+    rows = chunk.grounding_furniture_boxes
+    return int(rows[0][0]) if rows else None
 
 
 # -- one input node -> chunks ---------------------------------------------------------------------------
@@ -262,7 +281,7 @@ class NodeChunker:
                 return NodeChunks(fit(root, parts, key, False), root, 0)
             # text from elsewhere (edited, or a rendering of the PDF): chunked as text, then grounded
         elif view is None and names_source(meta):  # plain text (no source named) has no boxes to give
-            warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=5)
+            warnings.warn(f"{name}: its chunks get no boxes: {why}", GroundingWarning, stacklevel=user_stacklevel())
         plain = text_tree(text)
         plain_key = text_key(text, name=ref)
         chunks = fit(plain, list(self.chunker.iter_chunks(plain, source_key=plain_key)), plain_key, True)
@@ -341,7 +360,7 @@ class NodeChunker:
                 f"the metadata the embedder sees takes {max(overheads.values())} of max_tokens={max_tokens} tokens; "
                 "hide keys with excluded_embed_metadata_keys",
                 UserWarning,
-                stacklevel=6,
+                stacklevel=user_stacklevel(),
             )
             return chunks
         if smaller is None or smaller.max_tokens > budget:
@@ -400,6 +419,18 @@ def without_defaults(entry: Any, defaults: Mapping[str, Any], class_name: str | 
     if class_name is not None and out.get("class_name") == class_name:
         del out["class_name"]
     return out
+
+
+def same_node_part(a: Any, b: Any) -> bool:
+    """Whether two LlamaIndex nodes of one call are the same chunk: same id, text, metadata, offsets
+    and SOURCE (what a store keeps of a node, neighbours aside)."""
+    return (
+        a.node_id == b.node_id
+        and a.text == b.text
+        and a.metadata == b.metadata
+        and (a.start_char_idx, a.end_char_idx) == (b.start_char_idx, b.end_char_idx)
+        and a.source_node == b.source_node
+    )
 
 
 def keep_unique(parts: list[Any], seen: dict[str, Any], *, same: Callable[[Any, Any], bool]) -> list[Any]:

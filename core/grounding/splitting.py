@@ -31,6 +31,7 @@ from ..io.tree_payload import text_tree
 from ..model import Chunk, ParsingBoundingBox
 from ..model.chunk_fields import resplit_keys
 from ..parsers.cache import TREE_REF_KEY, ParseCache
+from ..runtime.callers import user_stacklevel
 from ..text.ids import chunk_id, source_key, stable_hash, text_key
 from ..text.tokenizer import CallableTokenizer, Tokenizer
 from .blocks import ELEMENT_KEY, iter_blocks, tree_from_payloads
@@ -185,7 +186,7 @@ class PartSplitter:
             view, why = document_view(unflatten_metadata(meta), cache=self.cache, parse=self.parse_sources)
         if view is None:
             if names_source(meta):  # plain text (no source named) has no boxes to give
-                warnings.warn(f"{label}: its parts get no boxes: {why}", GroundingWarning, stacklevel=5)
+                warnings.warn(f"{label}: its parts get no boxes: {why}", GroundingWarning, stacklevel=user_stacklevel())
             yield from self._plain_parts(doc.text, meta, name=doc.id or stable_hash(meta))
             return
         chunks = self.text_chunks(doc.text, text_key(doc.text, name=doc.id or stable_hash(meta)))
@@ -315,7 +316,7 @@ class PartSplitter:
     def _warn_no_tree(self, state: dict[str, bool]) -> None:
         if not state["warned"]:
             state["warned"] = True
-            warnings.warn(_NO_TREE, GroundingWarning, stacklevel=6)
+            warnings.warn(_NO_TREE, GroundingWarning, stacklevel=user_stacklevel())
 
     def _split_grounded(self, doc: DocPart, state: dict[str, bool]) -> Iterator[DocPart]:
         text = doc.text

@@ -31,9 +31,10 @@ from ..io.chunk_codec import chunk_metadata, part_metadata, read_stored_chunk, u
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..parsers.cache import ParseCache
+from ..runtime.callers import user_stacklevel
 from ..text.tokenizer import load_tokenizer
 from .grounder import Grounding
-from .sources import SourceView, document_view, names_pdf
+from .sources import SourceView, document_view, names_pdf, names_source, pdf_path_of
 from .wrappers import ground_texts, refused_texts, with_grounding
 
 __all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "focus_metadata", "FOCUS_KEYS"]
@@ -79,15 +80,17 @@ def chunk_of(
     with warnings.catch_warnings():  # the stale boxes are replaced below, not just withheld
         warnings.simplefilter("ignore", GroundingWarning)
         chunk = read_stored_chunk(item)
-    if not names_pdf(meta):
-        if meta.get("boxes") and warn:
+    if not names_pdf(meta) and not (names_source(meta) and pdf_path_of(meta)[0] is not None):
+        if warn and meta.get("boxes"):
             warnings.warn(f"{name}: boxes withheld: its text is not the text they were made for and its metadata "
-                          "names no PDF to make them again from", GroundingWarning, stacklevel=3)
+                          "names no PDF to make them again from", GroundingWarning, stacklevel=user_stacklevel())
+        elif warn and names_source(meta):  # a source that is no PDF (a text file, /dev/zero): as the splitters say
+            warnings.warn(f"{name}: no boxes: {pdf_path_of(meta)[1]}", GroundingWarning, stacklevel=user_stacklevel())
         return _unplaced(chunk)
     view, why = document_view(unflatten_metadata(meta), cache=cache, password=password)
     if view is None:
         if warn:
-            warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=3)
+            warnings.warn(f"{name}: no boxes: {why}", GroundingWarning, stacklevel=user_stacklevel())
         return _unplaced(chunk)
     span = view.span_of(text, meta, start_idx)
     if span is not None:
@@ -98,7 +101,7 @@ def chunk_of(
         )
     g = view.grounder(box_mode=box_mode, password=password).ground(text)
     if not g.ok and warn:
-        warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=3)
+        warnings.warn(f"{name}: no boxes: its text could not be found in the PDF ({g.reason})", GroundingWarning, stacklevel=user_stacklevel())
     grounded = with_grounding(_unplaced(chunk), g)
     if g.ok and g.spans:
         grounded = grounded.replace(start_char=int(g.spans[0][0]), end_char=int(g.spans[-1][1]))
@@ -133,7 +136,7 @@ def ground_in_view(
             f"{label}: {len(refused)} of {len(chunks)} {what} could not be found in the PDF and carry no boxes "
             f"(first reason: {refused[0]})",
             GroundingWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return [with_grounding(r, g) for r, g in zip(chunks, groundings, strict=True)]
 
@@ -165,14 +168,15 @@ def ground_parts(
     return ground_texts(grounder, texts, fingerprint=fingerprint, strategy=strategy, near=near)
 
 
-def warn_refused(reasons: list[str], total: int, what: str, *, stacklevel: int) -> None:
-    """One :class:`GroundingWarning` for the parts of a call that could not be grounded (none: quiet)."""
+def warn_refused(reasons: list[str], total: int, what: str) -> None:
+    """One :class:`GroundingWarning` for the parts of a call that could not be grounded (none: quiet),
+    reported at the user's line (:func:`~grounded.runtime.callers.user_stacklevel`)."""
     if reasons:
         warnings.warn(
             f"{len(reasons)} of {total} {what} could not be grounded and carry no boxes "
             f"(grounding_status='refused'; first reason: {reasons[0]})",
             GroundingWarning,
-            stacklevel=stacklevel + 1,
+            stacklevel=user_stacklevel(),
         )
 
 

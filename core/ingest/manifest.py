@@ -15,12 +15,16 @@ of the LanceDB table that holds exactly the rows of ``documents`` (a reader chec
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import OutputError
+from ..io.atomic import file_kind
 
 __all__ = ["MANIFEST", "FORMAT", "Manifest", "read_manifest"]
 
@@ -73,16 +77,46 @@ class Manifest:
 
 def read_manifest(out: str | Path) -> Manifest | None:
     """The live manifest of the output folder ``out``; None when there is none (a new folder).
-    A manifest that cannot be read raises :class:`~grounded.errors.OutputError` naming it."""
+    A manifest that cannot be read raises :class:`~grounded.errors.OutputError` naming it, as does
+    one that is not a regular file (a FIFO, a device, a folder, a symbolic link: the error ``grounded
+    ingest`` gives), which is never read (a FIFO would block the reader forever)."""
     path = Path(out) / MANIFEST
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    raw = _read_regular(path)
+    if raw is None:
         return None
-    except OSError as exc:
-        raise OutputError(path, f"cannot read the manifest: {exc.strerror or exc}") from exc
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise OutputError(path, f"damaged manifest ({exc})") from exc
     return Manifest.from_json(data, path)
+
+
+def _refuse(path: Path, mode: int) -> OutputError:
+    return OutputError(path, f"is {file_kind(mode) or 'not a regular file'}, not a regular file: refusing to read it "
+                             "(grounded ingest writes its own manifest; remove it and re-run grounded ingest)")
+
+
+def _read_regular(path: Path) -> bytes | None:
+    """The bytes of the regular file ``path`` (None: it does not exist), opened without blocking and
+    without following a link, its type checked on the open descriptor (no race with a swap)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # O_NOFOLLOW on a symbolic link
+            raise _refuse(path, stat.S_IFLNK) from exc
+        raise OutputError(path, f"cannot read the manifest: {exc.strerror or exc}") from exc
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refuse(path, mode)
+        with os.fdopen(fd, "rb", closefd=False) as file:
+            return file.read()
+    except OutputError:
+        raise
+    except OSError as exc:
+        raise OutputError(path, f"cannot read the manifest: {exc.strerror or exc}") from exc
+    finally:
+        os.close(fd)

@@ -54,7 +54,13 @@ _DECIMALS = 5
 
 class GroundingWarning(UserWarning):
     """Boxes were withheld because they do not belong to the text at hand (it was re-split or
-    edited after grounding); highlighting them would point at the wrong region."""
+    edited after grounding); highlighting them would point at the wrong region. The message has its
+    control characters escaped (a ``file_path`` with a newline or an ANSI escape reaches no terminal raw)."""
+
+    def __init__(self, *args: object) -> None:
+        from ..errors import escape_controls
+
+        super().__init__(*(escape_controls(a) if isinstance(a, str) else a for a in args))
 
 
 _STALE_MESSAGE = (

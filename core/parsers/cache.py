@@ -31,7 +31,9 @@ the sha256 of the tree text that follows; every load checks all three (and the t
 ``source.sha256``) against the requested reference - a swapped, copied, linked or damaged entry is
 a miss, removed, with a logged warning, never another document's tree. An entry that is not a
 regular file (a directory, a FIFO, a symbolic link, a device) or is larger than the cache's size
-bound is refused without being read.
+bound is refused without being read. An entry that cannot be removed (a directory that is not empty:
+an empty one is removed; a read-only cache; no permission) is bypassed, never overwritten, with one
+warning per process naming the cause (its PDF is parsed on every run until it is removed).
 
 **Parse once per PDF.** :func:`parse_once` is the cache's read-and-write path for one parse:
 ``grounded chunk``, ``grounded ground`` and every ``grounded ingest`` worker call it by default
@@ -57,6 +59,7 @@ one warning per directory.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import logging
@@ -226,6 +229,8 @@ def clear_memory() -> None:
 
 #: cache directories already reported as unusable (one warning each per process)
 _unusable_dirs: set[str] = set()
+#: entries already reported as impossible to remove (one warning each per process)
+_blocked_entries: set[str] = set()
 
 
 class ParseCache:
@@ -260,8 +265,7 @@ class ParseCache:
         try:
             if _encrypted(root):
                 path.unlink(missing_ok=True)  # written by an older version
-            elif self._lstat(path) is None or not self._valid(ref, path):
-                self._discard(path, None)
+            elif (self._lstat(path) is None or not self._valid(ref, path)) and self._discard(path, None):
                 atomic_write_bytes(path, _entry_bytes(ref, root))
                 self._evict(keep=path)
         except OSError as exc:
@@ -286,20 +290,42 @@ class ParseCache:
         except (FileNotFoundError, NotADirectoryError):
             return None
 
-    def _discard(self, path: Path, reason: str | None) -> None:
-        """Remove an entry that must not be served (a directory stays: never removed recursively)."""
-        if reason is not None:
-            log.warning("parse cache entry %s %s; treating it as a miss and removing it", escape_controls(str(path)), reason)
+    def _discard(self, path: Path, reason: str | None) -> bool:
+        """Remove an entry that must not be served (``reason``: why, logged); a directory only when
+        empty (never removed recursively). Returns whether the path is free now. An entry that
+        cannot be removed (a non-empty directory, a read-only file system, no permission) is
+        bypassed -- a miss, and no new entry is written in its place -- and said once per process
+        with the true cause."""
         try:
             st = os.lstat(path)
-        except OSError:
-            return
-        if stat.S_ISDIR(st.st_mode):
-            return
-        try:
-            path.unlink()
+        except (FileNotFoundError, NotADirectoryError):
+            return True
         except OSError as exc:
-            log.debug("cannot remove parse cache entry %s: %s", escape_controls(str(path)), exc)
+            cause = exc.strerror or str(exc)
+        else:
+            try:
+                if stat.S_ISDIR(st.st_mode):
+                    os.rmdir(path)  # only an empty one
+                else:
+                    path.unlink()
+            except FileNotFoundError:
+                return True
+            except OSError as exc:
+                cause = ("it is a directory that is not empty, which is never removed" if exc.errno == errno.ENOTEMPTY
+                         else exc.strerror or str(exc))
+            else:
+                if reason is not None:
+                    log.warning("parse cache entry %s %s; removed it (a miss: parsed again)", escape_controls(str(path)),
+                                reason)
+                return True
+        key = os.path.abspath(path)
+        if key not in _blocked_entries:
+            _blocked_entries.add(key)
+            log.warning(
+                "parse cache entry %s %s and cannot be removed (%s): it is bypassed, so this PDF is parsed again on "
+                "every run until the entry is removed", escape_controls(str(path)), reason or "is in the way", cause,
+            )
+        return False
 
     def _read(self, path: Path) -> bytes | None:
         """The bytes of a regular-file entry within the size bound, else None (refused entries are

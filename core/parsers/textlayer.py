@@ -165,6 +165,7 @@ class PageChars:
         span_axis: list[int] = []
         span_ref: list[float] = []
         line_id = -1
+        notdef: set[tuple[float, float]] | None = None  # origins of U+FFFD chars drawn with no glyph
         for block in raw["blocks"]:
             if block.get("type") != 0:
                 continue
@@ -179,7 +180,12 @@ class PageChars:
                     taken = [ch for ch in span_chars if ch["c"]]
                     if not taken:
                         continue
-                    chars.extend([ch["c"] for ch in taken])
+                    texts = [ch["c"] for ch in taken]
+                    if "\ufffd" in texts:  # a code the font maps to no character
+                        notdef = notdef if notdef is not None else notdef_origins(page)
+                        texts = [" " if c == "\ufffd" and _origin_key(ch["origin"]) in notdef else c
+                                 for c, ch in zip(texts, taken, strict=True)]
+                    chars.extend(texts)
                     coords.extend([ch["bbox"] for ch in taken])
                     first = span_chars[0]
                     span_count.append(len(taken))
@@ -245,6 +251,19 @@ class PageChars:
 
 #: Writing directions of a line on the displayed page (upright text is RIGHT).
 RIGHT, DOWN, LEFT, UP = 0, 1, 2, 3
+
+
+def _origin_key(origin: Sequence[float]) -> tuple[float, float]:
+    return round(float(origin[0]), 1), round(float(origin[1]), 1)
+
+
+def notdef_origins(page: Any) -> set[tuple[float, float]]:
+    """Origins of the characters of ``page`` that MuPDF reads as U+FFFD *and* draws with glyph 0
+    (``.notdef``: nothing, or an empty box), such as the tab of the Clinical Science PDF's vertical
+    side banner ("Clinical Science <tab> www.clinsci.org", a code WinAnsiEncoding leaves undefined).
+    Such a character is a gap, read as a space. A U+FFFD drawn with a real glyph (a symbol font
+    without a Unicode map: the Σ of its footnotes) is a character whose value is unknown and stays U+FFFD."""
+    return {_origin_key(c[2]) for trace in page.get_texttrace() for c in trace["chars"] if c[0] == 0xFFFD and c[1] == 0}
 
 
 def _direction(dx: float, dy: float) -> int:

@@ -26,6 +26,7 @@ of two configurations are never mixed.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -35,14 +36,21 @@ import numpy as np
 
 from ..chunking.minilm_onnx import QueryEmbedder, query_embedder
 from ..focus.select import FocusSettings
-from .errors import EmptyQueryError, NoEmbeddingsError, NoSearchableWordsError, NoTextIndexError
+from .errors import (
+    EmptyQueryError,
+    InvalidQueryError,
+    NoEmbeddingsError,
+    NoSearchableWordsError,
+    NoTextIndexError,
+    PageFilterError,
+)
 from .fusion import RRF_K, TEXT_WEIGHT, normalized_score_fusion, reciprocal_rank_fusion
 from .hit import ROW_COLUMNS, Hit, hit_from_row
 from .index import SearchIndex, sql_string
 
 __all__ = [
     "search", "Mode", "MODES", "DEFAULT_MODE", "candidates", "query_embedder", "MINILM_DIM", "query_operators",
-    "unsearchable_reason", "pages_filter", "page_numbers", "default_mode",
+    "unsearchable_reason", "check_question", "pages_filter", "page_numbers", "parse_page_range", "default_mode",
 ]
 
 Mode = Literal["hybrid", "vector", "text"]
@@ -71,34 +79,66 @@ def candidates(k: int) -> int:
 def pages_filter(pages: Iterable[int]) -> str:
     """The LanceDB filter of the chunks touching any of ``pages`` (1-based page numbers): the
     ``pages`` list column holds one of them. ``pages`` must be a non-empty collection of integers
-    >= 1 (``range(3, 6)`` for pages 3-5), else :class:`ValueError`."""
+    >= 1 (``range(3, 6)`` for pages 3-5), else :class:`PageFilterError` (a ``ValueError``)."""
     if isinstance(pages, (str, bytes)):
-        raise ValueError(f"pages must be 1-based page numbers, got {pages!r}")
-    values = list(pages)
+        raise PageFilterError(f"pages must be 1-based page numbers, got {pages!r}")
+    try:
+        values = list(pages)
+    except TypeError:
+        raise PageFilterError(f"pages must be a collection of 1-based page numbers, got {pages!r}") from None
     for page in values:
         if isinstance(page, bool) or not isinstance(page, (int, np.integer)) or page < 1:
-            raise ValueError(f"pages must be integers >= 1 (1-based page numbers), got {page!r}")
+            raise PageFilterError(f"pages must be integers >= 1 (1-based page numbers), got {page!r}")
     if not values:
-        raise ValueError("pages is empty: give at least one 1-based page number")
+        raise PageFilterError("pages is empty: give at least one 1-based page number")
     return f"array_has_any(pages, [{', '.join(str(p) for p in sorted({int(p) for p in values}))}])"
 
 
 def page_numbers(pages: Iterable[int] | None = None, page_range: Sequence[int] | None = None) -> list[int] | None:
     """The 1-based pages of a filter given as ``pages`` (page numbers) or ``page_range=(first, last)``
-    (inclusive), checked (:func:`pages_filter`); None when neither is given. Both: :class:`ValueError`."""
+    (inclusive: ``(3, 5)`` is pages 3, 4 and 5), checked (:func:`pages_filter`); None when neither is
+    given. The one rule of every page filter: :func:`search`, both retrievers and ``grounded search
+    --pages``. Both given, or a bad range: :class:`PageFilterError` (a ``ValueError``)."""
     if page_range is not None:
         if pages is not None:
-            raise ValueError("give pages or page_range, not both")
-        bounds = list(page_range)
+            raise PageFilterError("give pages or page_range, not both")
+        iterable = not isinstance(page_range, (str, bytes)) and _iterable(page_range)
+        bounds: list[Any] = list(page_range) if iterable else [page_range]
         if (len(bounds) != 2 or any(isinstance(b, bool) or not isinstance(b, (int, np.integer)) for b in bounds)
                 or not 1 <= bounds[0] <= bounds[1]):
-            raise ValueError(f"page_range must be (first, last) with 1 <= first <= last (1-based, inclusive), got {page_range!r}")
+            raise PageFilterError(
+                f"page_range must be (first, last) with 1 <= first <= last (1-based, inclusive), got {page_range!r}"
+            )
         pages = range(int(bounds[0]), int(bounds[1]) + 1)
     if pages is None:
         return None
+    if isinstance(pages, (str, bytes)) or not _iterable(pages):
+        pages_filter(pages)  # raises, naming the value
     wanted = list(pages)
     pages_filter(wanted)
     return wanted
+
+
+def _iterable(value: object) -> bool:
+    try:
+        iter(value)  # type: ignore[call-overload]
+    except TypeError:
+        return False
+    return True
+
+
+def parse_page_range(text: str) -> tuple[int, int]:
+    """``"3-5"`` -> ``(3, 5)`` and ``"4"`` -> ``(4, 4)`` (the command line's ``--pages``), checked by
+    :func:`page_numbers`; anything else: :class:`PageFilterError`."""
+    match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", text)
+    if match is not None:
+        bounds = (int(match.group(1)), int(match.group(2) or match.group(1)))
+        with contextlib.suppress(PageFilterError):
+            page_numbers(page_range=bounds)
+            return bounds
+    raise PageFilterError(
+        f"a page range is FIRST-LAST with 1 <= FIRST <= LAST, or one page >= 1 (1-based, inclusive: 3-5, 4), got {text!r}"
+    )
 
 
 def search(
@@ -112,6 +152,7 @@ def search(
     rrf_k: int = RRF_K,
     fusion: Fusion = "score",
     pages: Iterable[int] | None = None,
+    page_range: Sequence[int] | None = None,
     focus: bool = True,
     focus_settings: FocusSettings | None = None,
 ) -> list[Hit]:
@@ -126,13 +167,16 @@ def search(
     min-max normalised scores, full-text weight :data:`~grounded.search.fusion.TEXT_WEIGHT`) or
     ``"rrf"`` (reciprocal rank with constant ``rrf_k``). ``pages``: only chunks touching one of these
     1-based pages (a chunk on pages 3-4 matches ``pages=[4]``), filtered in the query (before the
-    ranking's cut, so ``k`` hits come back when that many chunks match); see :func:`pages_filter`.
+    ranking's cut, so ``k`` hits come back when that many chunks match); ``page_range=(first, last)``:
+    the chunks touching that inclusive range (``(3, 5)``: pages 3-5), as the retrievers' ``page_range``;
+    one or the other (:func:`page_numbers`, :class:`PageFilterError`).
     ``focus`` (default): each hit gets its focus (:mod:`grounded.search.focus`): the sentences, rows
     or items that answer the question, with boxes; semantic (MiniLM + lexical evidence) in vector
     and hybrid mode, lexical in text mode (no model is loaded for it); ``focus_settings``: its
     weights and limits (:class:`~grounded.focus.FocusSettings`).
 
-    Raises :class:`EmptyQueryError` (blank question), :class:`NoSearchableWordsError` (text mode, a
+    Raises :class:`EmptyQueryError` (blank question), :class:`InvalidQueryError` (``bytes``, or a
+    string that is not valid Unicode: see :func:`check_question`), :class:`NoSearchableWordsError` (text mode, a
     question without a word the full-text index can match), :class:`NoEmbeddingsError` (vector/hybrid on
     an output without MiniLM vectors), :class:`NoTextIndexError` (text/hybrid without a full-text
     index), :class:`MixedConfigurationsError`, and the errors of :class:`SearchIndex`.
@@ -143,9 +187,9 @@ def search(
         raise ValueError(f"k must be an integer >= 1, got {k!r}")
     if fusion not in FUSIONS:
         raise ValueError(f"fusion must be one of {', '.join(FUSIONS)}, got {fusion!r}")
-    if not isinstance(question, str) or not question.strip():
-        raise EmptyQueryError("the question is empty: type the words or the question to search for")
-    page_where = pages_filter(pages) if pages is not None else None
+    check_question(question)
+    wanted = page_numbers(pages, page_range)
+    page_where = pages_filter(wanted) if wanted is not None else None
     index = out if isinstance(out, SearchIndex) else SearchIndex(out)
     with index.reading():  # a damaged table file: a typed error naming it
         chosen = default_mode(index) if mode is None else mode
@@ -156,6 +200,31 @@ def search(
 
     return with_focus(hits, question, None if chosen == "text" else (embedder or query_embedder()),
                       settings=focus_settings, parse=chosen != "text")
+
+
+def check_question(question: object) -> None:
+    """Refuse a question no mode can search, before the index is read: not a ``str``
+    (:class:`InvalidQueryError`; ``bytes`` must be decoded by the caller), a string with lone
+    surrogates -- a command-line argument whose bytes are not UTF-8 arrives so (``\\udcff`` for
+    the byte 0xff) -- (:class:`InvalidQueryError`, naming the first one), or a blank one
+    (:class:`EmptyQueryError`). The decodable words of a broken question are not searched: a
+    question that lost a byte may have lost a word, and the hits would answer another question."""
+    if not isinstance(question, str):
+        kind = type(question).__name__
+        hint = "; decode it first (question.decode('utf-8'))" if isinstance(question, (bytes, bytearray)) else ""
+        raise InvalidQueryError(f"the question must be text (str), got {kind}{hint}")
+    try:
+        question.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(question[exc.start])
+        what = (f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8" if 0xDC80 <= code <= 0xDCFF
+                else f"a lone surrogate U+{code:04X}")
+        raise InvalidQueryError(
+            f"the question is not valid text: character {exc.start + 1} is {what}; type the question again "
+            "in UTF-8 (or decode it to text first)"
+        ) from None
+    if not question.strip():
+        raise EmptyQueryError("the question is empty: type the words or the question to search for")
 
 
 def _search(

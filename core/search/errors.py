@@ -12,7 +12,9 @@ __all__ = [
     "NoTextIndexError",
     "MixedConfigurationsError",
     "EmptyQueryError",
+    "InvalidQueryError",
     "NoSearchableWordsError",
+    "PageFilterError",
     "ChunkNotInIndexError",
     "SourceChangedError",
 ]
@@ -46,6 +48,17 @@ class MixedConfigurationsError(SearchError, InputError):
 
 class EmptyQueryError(SearchError, ValueError):
     """The question is empty or only whitespace."""
+
+
+class PageFilterError(SearchError, ValueError):
+    """A page filter that is not 1-based page numbers (``pages=``) or an inclusive ``(first, last)``
+    range with ``1 <= first <= last`` (``page_range=``, ``grounded search --pages 3-5``), or both at once."""
+
+
+class InvalidQueryError(SearchError, ValueError):
+    """The question is not text: ``bytes``, or a string that is not valid Unicode (lone surrogates,
+    such as the bytes of a command-line argument that is not valid UTF-8, ``$'\\xff patients'``).
+    Refused in every mode before the index is read; the message names the first bad character."""
 
 
 class NoSearchableWordsError(SearchError, ValueError):

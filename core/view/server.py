@@ -6,9 +6,10 @@ under a browser's parallel requests, a burst of clients and silent connections:
 * a listen backlog of :data:`LISTEN_BACKLOG` (the kernel caps it at ``net.core.somaxconn``): a burst
   of connects waits in the kernel queue instead of being reset;
 * one dispatcher thread (:meth:`ViewerServer.serve_forever`) accepts connections and watches the
-  silent ones with a selector; a connection goes to the bounded pool of :data:`DEFAULT_WORKERS`
-  threads only when it has bytes to read, and comes back to the dispatcher after a kept-alive
-  response. A connection that stays silent for :data:`IDLE_TIMEOUT` is closed; at most
+  silent ones with a selector; it reads what a client sends without waiting, and a connection goes
+  to the bounded pool of :data:`DEFAULT_WORKERS` threads only once its request head (request line
+  and headers) has arrived whole -- a client that sends it a byte at a time (slowloris) holds no
+  worker -- and comes back to the dispatcher after a kept-alive response. A connection that stays silent for :data:`IDLE_TIMEOUT` is closed; at most
   :data:`MAX_CONNECTIONS` are open (the oldest silent one is closed to admit a new one, else new
   ones wait in the backlog), so half-open connections can neither hold a worker nor exhaust the
   file descriptors, and ``EMFILE`` pauses accepting instead of spinning;
@@ -63,6 +64,12 @@ IDLE_TIMEOUT = 15.0
 READ_TIMEOUT = 10.0
 #: seconds to write one response
 WRITE_TIMEOUT = 60.0
+#: a request head longer than this goes to a worker unfinished (http.server refuses it: 414/431)
+_HEAD_LIMIT = 65536 + 4096
+#: recv without waiting (the dispatcher reads only what arrived)
+_DONTWAIT = getattr(socket, "MSG_DONTWAIT", 0)
+#: what :meth:`ViewerServer._read_head` returns for a client that closed its connection
+_CLOSED = b""
 #: errors of accept() that mean "out of descriptors or memory": pause accepting instead of spinning
 _ACCEPT_PAUSE = {errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM}
 
@@ -75,10 +82,11 @@ class _DeadlineReader(io.RawIOBase):
     """The socket's reading side with a deadline for the whole request (``deadline``, monotonic
     seconds) instead of a timeout per ``recv``; ``poll``: read only what has arrived (no wait)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, prefix: bytes = b"") -> None:
         super().__init__()
         self._sock = sock
         self._raw = sock.makefile("rb", buffering=0)
+        self._prefix = prefix  # what the dispatcher read already (the request's head)
         self.deadline = math.inf
         self.poll = False
 
@@ -86,6 +94,11 @@ class _DeadlineReader(io.RawIOBase):
         return True
 
     def readinto(self, buffer: Any) -> int | None:
+        if self._prefix:
+            n = min(len(buffer), len(self._prefix))
+            buffer[:n] = self._prefix[:n]
+            self._prefix = self._prefix[n:]
+            return n
         if self.poll:
             self._sock.settimeout(0.0)
         else:
@@ -129,7 +142,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection = self.request
         with suppress(OSError):
             self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, True)
-        self._reader = _DeadlineReader(self.connection)
+        self._reader = _DeadlineReader(self.connection, self.server.take_head(self.connection))
         self._buffered = io.BufferedReader(self._reader)
         self.rfile = self._buffered
         self.wfile = _Writer(self.connection)
@@ -236,6 +249,7 @@ class ViewerServer:
         self._jobs: queue.SimpleQueue[tuple[socket.socket, Any] | None] = queue.SimpleQueue()
         self._back: queue.SimpleQueue[tuple[socket.socket, Any]] = queue.SimpleQueue()
         self._open: set[socket.socket] = set()  # every accepted connection not closed yet
+        self._heads: dict[socket.socket, bytes] = {}  # request heads read by the dispatcher, for the worker
         self._lock = threading.Lock()
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_r.setblocking(False)
@@ -266,6 +280,7 @@ class ViewerServer:
         self._stopped.clear()
         selector = selectors.DefaultSelector()
         idle: dict[socket.socket, float] = {}  # silent connections -> since when (monotonic)
+        partial: dict[socket.socket, tuple[bytearray, float]] = {}  # a request head arriving -> (bytes, deadline)
         listening = False
         paused_until = 0.0
         selector.register(self._wake_r, selectors.EVENT_READ, None)
@@ -289,8 +304,19 @@ class ViewerServer:
                     else:
                         conn = key.fileobj
                         assert isinstance(conn, socket.socket)
+                        if conn not in idle:  # closed earlier in this batch (to admit a new one): skip it
+                            continue
+                        head = self._read_head(conn, partial)
+                        if head is None:  # the head is still arriving: it waits here, not in a worker
+                            continue
                         selector.unregister(conn)
                         del idle[conn]
+                        partial.pop(conn, None)
+                        if not head:  # _CLOSED
+                            self._close(conn)
+                            continue
+                        with self._lock:
+                            self._heads[conn] = head
                         self._jobs.put((conn, key.data))
                 while True:  # kept-alive connections back from the workers
                     try:
@@ -304,9 +330,11 @@ class ViewerServer:
                     idle[conn] = time.monotonic()
                 now = time.monotonic()
                 for conn, since in list(idle.items()):
-                    if now - since > self.idle_timeout:
+                    waiting = partial.get(conn)
+                    if (now > waiting[1]) if waiting is not None else (now - since > self.idle_timeout):
                         selector.unregister(conn)
                         del idle[conn]
+                        partial.pop(conn, None)
                         self._close(conn)
         finally:
             for conn in list(idle):
@@ -314,17 +342,37 @@ class ViewerServer:
             selector.close()
             self._stopped.set()
 
+    def _read_head(self, conn: socket.socket, partial: dict[socket.socket, tuple[bytearray, float]]) -> bytes | None:
+        """Read what ``conn`` has sent without waiting: the request head once it is complete (its
+        blank line arrived, or more than a request line may hold: http.server answers 414/431),
+        :data:`_CLOSED` when the client closed or reset, else None (kept in ``partial`` until its
+        deadline, :attr:`read_timeout` after its first byte). A slow client (slowloris) holds no worker."""
+        try:
+            data = conn.recv(65536, _DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return None
+        except OSError:
+            return _CLOSED
+        if not data:
+            return _CLOSED
+        buf, deadline = partial.get(conn) or (bytearray(), time.monotonic() + self.read_timeout)
+        buf += data
+        if b"\n\r\n" in buf or b"\n\n" in buf or len(buf) > _HEAD_LIMIT:
+            return bytes(buf)
+        partial[conn] = (buf, deadline)
+        return None
+
+    def take_head(self, conn: socket.socket) -> bytes:
+        """The request head the dispatcher read from ``conn`` (once), for its worker."""
+        with self._lock:
+            return self._heads.pop(conn, b"")
+
     def _accept(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> float:
-        """Accept what the backlog holds, within :attr:`max_connections` (the oldest silent connection
-        is closed to admit a new one); returns until when accepting pauses (0: no pause)."""
+        """Accept what the backlog holds, within :attr:`max_connections` (a new connection admitted
+        over the bound closes the oldest silent one); returns until when accepting pauses (0: no pause)."""
         while True:
-            if len(self._open) >= self.max_connections:
-                if not idle:
-                    return 0.0
-                oldest = min(idle, key=idle.__getitem__)
-                selector.unregister(oldest)
-                del idle[oldest]
-                self._close(oldest)
+            if len(self._open) >= self.max_connections and not idle:
+                return 0.0
             try:
                 conn, address = self.socket.accept()
             except (BlockingIOError, InterruptedError):
@@ -332,23 +380,31 @@ class ViewerServer:
             except OSError as exc:
                 if exc.errno in _ACCEPT_PAUSE:
                     log.warning("cannot accept a connection (%s): pausing for 0.1 s", exc.strerror)
-                    if idle:  # make room: the oldest silent connection goes
-                        oldest = min(idle, key=idle.__getitem__)
-                        selector.unregister(oldest)
-                        del idle[oldest]
-                        self._close(oldest)
+                    self._close_oldest(selector, idle)  # make room
                     return time.monotonic() + 0.1
                 log.debug("accept failed: %s", exc)
                 return 0.0
+            if len(self._open) >= self.max_connections:
+                self._close_oldest(selector, idle)  # only once a new one is here: the slots stay full
             conn.setblocking(True)
             with self._lock:
                 self._open.add(conn)
             selector.register(conn, selectors.EVENT_READ, address)
             idle[conn] = time.monotonic()
 
+    def _close_oldest(self, selector: selectors.BaseSelector, idle: dict[socket.socket, float]) -> None:
+        """Close the connection silent for longest (if any). It leaves ``idle`` and the selector first:
+        an event of it still pending in the current batch is skipped by :meth:`serve_forever`."""
+        if idle:
+            oldest = min(idle, key=idle.__getitem__)
+            selector.unregister(oldest)
+            del idle[oldest]
+            self._close(oldest)
+
     def _close(self, conn: socket.socket) -> None:
         with self._lock:
             self._open.discard(conn)
+            self._heads.pop(conn, None)
         with suppress(OSError):
             conn.shutdown(socket.SHUT_RDWR)
         conn.close()

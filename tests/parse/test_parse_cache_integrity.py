@@ -45,6 +45,7 @@ def two(tmp_path_factory: pytest.TempPathFactory) -> tuple[tuple[Path, ParsingRe
 def _fresh_memory():
     clear_memory()
     pc._unusable_dirs.clear()
+    pc._blocked_entries.clear()
     yield
     clear_memory()
 
@@ -133,11 +134,62 @@ def test_directory_fifo_and_device_link_entries_are_refused_without_reading(two,
             assert cache.get(ref) is None  # returns at once: a FIFO is never opened, /dev/zero never read
         assert kind in caplog.text
         assert ref not in cache or path.is_dir()
-    # a directory in the entry's place is kept (never removed recursively) and put still succeeds
+    # an empty directory in the entry's place is removed, and put writes the entry again
     clear_memory()
-    with pytest.warns(RuntimeWarning, match="not usable"):
-        assert cache.put(root_a) == ref
-    assert cache.get(ref) is not None  # from memory
+    assert cache.put(root_a) == ref and path.is_file()
+    clear_memory()
+    assert _same(cache.load(ref), root_a)
+
+
+def test_a_directory_that_is_not_empty_is_bypassed_with_one_true_warning(two, tmp_path, caplog, recwarn):
+    # issue 42 item 9: a directory at the entry's path was "removed" (it never was), re-parsed on every
+    # run, and put's write borrowed the output-file message ("parse cache ... is not usable")
+    (pdf_a, root_a), _ = two
+    cache = ParseCache(tmp_path)
+    path = cache.path(pc.tree_ref(root_a))
+    path.mkdir(parents=True)
+    (path / "keep.txt").write_text("someone's file")
+    parser = get_parser("pymupdf")
+    with caplog.at_level(logging.WARNING, logger="grounded.parsers.cache"):
+        for _ in range(3):  # three runs
+            clear_memory()
+            tree, hit = pc.parse_once(parser, pdf_a, cache=cache)
+            assert not hit and _same(tree, root_a)
+    lines = [r.getMessage() for r in caplog.records if r.name == "grounded.parsers.cache"]
+    assert len(lines) == 1, lines  # once, not per read and per write
+    assert "directory" in lines[0] and "not empty" in lines[0] and "cannot be removed" in lines[0], lines
+    assert "removed it" not in lines[0] and "removing it" not in lines[0]
+    assert not [w for w in recwarn if "not usable" in str(w.message)]  # no output-file message
+    assert (path / "keep.txt").read_text() == "someone's file"
+
+
+def test_a_damaged_entry_that_cannot_be_removed_is_bypassed_once(two, tmp_path, caplog, monkeypatch):
+    # a damaged entry on a read-only mount: unlink fails with EROFS (constructed: this test runs as root)
+    import errno as errno_
+
+    (pdf_a, root_a), _ = two
+    cache = ParseCache(tmp_path)
+    ref = cache.put(root_a)
+    path = cache.path(ref)
+    damaged = path.read_bytes()[:-40] + b"X" * 40
+    path.write_bytes(damaged)
+    real_unlink = Path.unlink
+
+    def read_only(self: Path, missing_ok: bool = False) -> None:
+        if self == path:
+            raise OSError(errno_.EROFS, "Read-only file system", str(self))
+        real_unlink(self, missing_ok=missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", read_only)
+    monkeypatch.setattr(pc, "atomic_write_bytes", lambda *a: pytest.fail("wrote over an entry it could not remove"))
+    with caplog.at_level(logging.WARNING, logger="grounded.parsers.cache"):
+        for _ in range(2):
+            clear_memory()
+            tree, hit = pc.parse_once(get_parser("pymupdf"), pdf_a, cache=cache)
+            assert not hit and _same(tree, root_a)
+    lines = [r.getMessage() for r in caplog.records if r.name == "grounded.parsers.cache"]
+    assert len(lines) == 1 and "damaged" in lines[0] and "Read-only file system" in lines[0], lines
+    assert "removed it" not in lines[0] and path.read_bytes() == damaged
 
 
 def test_an_oversized_entry_is_refused(two, tmp_path, caplog):

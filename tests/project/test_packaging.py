@@ -89,3 +89,24 @@ def test_wheel_builds_without_warnings_and_ships_the_data(tmp_path: Path) -> Non
     expected = _data_files() | {"grounded/py.typed", "grounded/data/all-MiniLM-L6-v2/tokenizer.json",
                                 "grounded/view/static/index.html"}
     assert expected - names == set(), "files missing from the wheel"
+
+
+#: extra -> the packages its README tutorial needs beyond the adapter (issue 42 item 3): without
+#: llama-index-readers-file SimpleDirectoryReader reads a PDF as raw bytes; PyMuPDFLoader is langchain-community's
+TUTORIAL_PACKAGES = {"llama-index": ("llama-index-readers-file",), "langchain": ("langchain-community",)}
+
+
+def test_framework_extras_bring_the_tutorials_readers(tmp_path: Path) -> None:
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    with open(REPO / "pyproject.toml", "rb") as fh:
+        extras = tomllib.load(fh)["project"]["optional-dependencies"]
+    for extra, packages in TUTORIAL_PACKAGES.items():
+        names = {canonicalize_name(Requirement(r).name) for r in extras[extra]}
+        for package in packages:
+            assert package in names, (extra, package)
+            # installable from this machine's package index (no network): pip finds a distribution
+            done = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", package, "-d",
+                                   str(tmp_path / package)], capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0 and any((tmp_path / package).iterdir()), done.stderr[-2000:]

@@ -5,13 +5,16 @@ records of hits (``SearchIndex.rows`` / ``records``), over the run-once guidelin
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from grounded.cli.main import main
+from grounded.errors import GroundedError
 from grounded.io.chunk_codec import chunk_from_row
-from grounded.search import SearchIndex, page_numbers, pages_filter, search
+from grounded.search import PageFilterError, SearchIndex, page_numbers, pages_filter, parse_page_range, search
 from tests.support.search_index import guideline_index, table_rows
 
 #: searches the index built once per run: its hits' focus reads the trees ingest left in the session's parse cache
@@ -67,3 +70,49 @@ def test_records_read_every_field_of_the_rows(index: SearchIndex) -> None:
     (record,) = index.records([gone])
     assert record.id == "gone" and record.content == hits[0].text and tuple(record.pages) == hits[0].pages
     assert len(record.boxes) == len(hits[0].boxes) > 0
+
+
+def test_page_range_is_the_retrievers_inclusive_range(index: SearchIndex) -> None:
+    # issue 42 item 5: search(..., page_range=(3, 5)) raised TypeError
+    for first, last in [(1, 2), (2, 4), (4, 4)]:
+        expected = [h.chunk_id for h in search(index, QUERY, 20, mode="text", pages=range(first, last + 1))]
+        hits = search(index, QUERY, 20, mode="text", page_range=(first, last))
+        assert [h.chunk_id for h in hits] == expected and hits, (first, last)
+        assert all(set(h.pages) & set(range(first, last + 1)) for h in hits)
+    assert search(index, QUERY, 5, page_range=(90, 99)) == []
+
+
+@pytest.mark.parametrize("bad", [
+    {"page_range": (5, 3)}, {"page_range": (0, 2)}, {"page_range": (3,)}, {"page_range": 3}, {"page_range": "3-5"},
+    {"page_range": (1, 2.0)}, {"page_range": (True, 2)}, {"pages": [1], "page_range": (1, 2)}, {"pages": 3},
+])
+def test_bad_page_ranges_are_a_typed_error(index: SearchIndex, bad: dict[str, Any]) -> None:
+    with pytest.raises(PageFilterError, match="page"):
+        search(index, QUERY, 3, **bad)
+    with pytest.raises(PageFilterError, match="page"):
+        page_numbers(**bad)
+    assert issubclass(PageFilterError, ValueError) and issubclass(PageFilterError, GroundedError)
+
+
+def test_parse_page_range_of_the_command_line() -> None:
+    assert parse_page_range("3-5") == (3, 5) and parse_page_range("4") == (4, 4) and parse_page_range(" 2 - 3 ") == (2, 3)
+    for bad in ["5-3", "0", "0-2", "x", "1-", "-2", "3-5-7", "", "1.5", "3,4"]:
+        with pytest.raises(PageFilterError, match="FIRST-LAST"):
+            parse_page_range(bad)
+
+
+def test_cli_pages_filters_like_page_range(index: SearchIndex, capsys: pytest.CaptureFixture[str]) -> None:
+    out = str(index.out)
+    for option, bounds in [("2-4", (2, 4)), ("4", (4, 4))]:
+        capsys.readouterr()
+        assert main(["search", out, QUERY, "-k", "20", "--mode", "text", "--pages", option, "--json"]) == 0
+        lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+        expected = [h.chunk_id for h in search(index, QUERY, 20, mode="text", page_range=bounds)]
+        assert [x["chunk_id"] for x in lines] == expected and expected, option
+    for bad in ["5-3", "0", "three"]:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:
+            main(["search", out, QUERY, "--pages", bad])
+        err = capsys.readouterr().err
+        assert exit_info.value.code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "--pages" in err and repr(bad) in err and "Traceback" not in err

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import selectors
 import socket
 import struct
 import threading
@@ -265,3 +266,94 @@ def test_load_200_concurrent_requests(out: Path) -> None:
     # the model loader's, silenced by grounded.runtime.quiet)
     printed = [line for line in viewer.stderr.splitlines() if "Loading weights" not in line]
     assert not printed, viewer.stderr
+
+
+class _GatedSelector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The dispatcher's selector, whose ``select`` waits while ``gate`` is clear: the dispatcher is
+    held as SIGSTOP holds it, so every event the test makes meanwhile arrives in one batch."""
+
+    gate = threading.Event()
+    held = threading.Event()
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        if not self.gate.is_set():
+            self.held.set()
+            self.gate.wait(30)
+            time.sleep(0.2)  # the bytes sent meanwhile have reached the sockets
+        return super().select(timeout)
+
+
+def test_closing_the_oldest_silent_socket_with_an_event_in_the_same_batch(
+    out: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 42 item 9: all slots full, one batch holding a new connection and a byte on every open one:
+    # accepting closed the oldest silent socket, then its own event unregistered the closed socket:
+    # ValueError: Invalid file descriptor: -1, and the dispatcher died
+    monkeypatch.setattr(selectors, "DefaultSelector", _GatedSelector)
+    _GatedSelector.gate.set()
+    server = ViewerServer(("127.0.0.1", 0), ViewerApp(out), workers=2, max_connections=4, idle_timeout=30.0,
+                          read_timeout=2.0)
+    errors: list[BaseException] = []
+
+    def serve() -> None:
+        try:
+            server.serve_forever(poll_interval=0.05)
+        except BaseException as exc:  # noqa: BLE001 - the test reports what killed the loop
+            errors.append(exc)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    address = server.server_address[:2]
+    socks = []
+    try:
+        for _ in range(4):  # fill every slot with a silent connection
+            socks.append(socket.create_connection(address, timeout=10))
+        time.sleep(0.5)
+        # every slot holds one (a silent connection was closed while no new one waited: 3 of 4)
+        assert server.open_connections == 4
+        _GatedSelector.held.clear()
+        _GatedSelector.gate.clear()  # "SIGSTOP"
+        assert _GatedSelector.held.wait(10)
+        socks.append(socket.create_connection(address, timeout=10))  # one new client...
+        for sock in socks[:4]:
+            sock.sendall(b"G")  # ...and a byte on every open socket
+        _GatedSelector.gate.set()  # "SIGCONT"
+        time.sleep(0.5)
+        assert thread.is_alive() and not errors, errors
+        port = address[1]
+        status, _, _ = request(server, "/static/app.css", [("Host", f"127.0.0.1:{port}")])
+        assert status == 200 and thread.is_alive() and not errors, errors
+    finally:
+        _GatedSelector.gate.set()
+        for sock in socks:
+            sock.close()
+        server.shutdown()
+        server.server_close()
+    assert not errors, errors
+
+
+def test_slow_clients_hold_no_worker(out: Path) -> None:
+    # issue 42 item 9: under silent and slowloris sockets, the first normal request waited 20 s: each
+    # slow request head held a worker until the read timeout
+    app = ViewerApp(out)
+    for server in _serve(ViewerServer(("127.0.0.1", 0), app, workers=2, max_connections=64, idle_timeout=30.0,
+                                      read_timeout=6.0)):
+        address = server.server_address[:2]
+        silent = [socket.create_connection(address, timeout=10) for _ in range(20)]
+        slow = [socket.create_connection(address, timeout=10) for _ in range(8)]
+        for sock in slow:
+            sock.sendall(b"GET /api/info HTTP/1.1\r\n")
+        time.sleep(0.3)
+        for sock in slow:
+            sock.sendall(b"X-Slow: 1\r\n")  # still no blank line
+        started = time.monotonic()
+        status, _, _ = request(server, "/static/app.css")
+        assert status == 200 and time.monotonic() - started < 2.0, time.monotonic() - started
+        for sock in slow:  # a head completed late is still answered, within the read deadline
+            sock.sendall(b"Host: 127.0.0.1:%d\r\n\r\n" % address[1])
+        for sock in slow:
+            response = http.client.HTTPResponse(sock)
+            response.begin()
+            assert response.status == 200
+        for sock in [*silent, *slow]:
+            sock.close()
