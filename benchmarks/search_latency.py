@@ -9,7 +9,8 @@ temporary folder first (not timed). Each run is a new process: ``grounded search
 a load average above 1.5 means the numbers are not those of a quiet machine. Reported per mode:
 the median and minimum wall time, the median CPU time (user + sys of the child: what the run costs
 the machine, less sensitive to other processes than the wall time) and the load average before and
-after, since the machine is shared. ``vector (torch)`` is the sentence-transformers path
+after, since the machine is shared. ``hybrid --no-focus``: the same query without the hits' focus
+(:mod:`grounded.search.focus`), so the focus's cost per query is the difference. ``vector (torch)`` is the sentence-transformers path
 (``GROUNDED_QUERY_ONNX=0``), what every vector/hybrid query cost before the ONNX query path.
 """
 
@@ -27,7 +28,8 @@ from pathlib import Path
 
 QUESTION = "Which regimen is preferred for triple-negative breast cancer with residual disease?"
 MODES: tuple[tuple[str, dict[str, str]], ...] = (
-    ("default", {}), ("text", {}), ("hybrid", {}), ("vector", {}), ("vector (torch)", {"GROUNDED_QUERY_ONNX": "0"}),
+    ("default", {}), ("text", {}), ("hybrid", {}), ("hybrid --no-focus", {}), ("vector", {}),
+    ("vector (torch)", {"GROUNDED_QUERY_ONNX": "0"}),
 )
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,7 +37,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _run(out: str, mode: str, env: dict[str, str]) -> tuple[float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    flag = [] if mode == "default" else ["--mode", mode.split()[0]]
+    flag = [] if mode == "default" else ["--mode", mode.split()[0], *(w for w in mode.split()[1:] if w.startswith("--"))]
     done = subprocess.run([sys.executable, "-m", "grounded.cli", "search", out, QUESTION, "--json", "-k", "5", *flag],
                           env={**os.environ, **env}, capture_output=True, text=True)
     wall = time.perf_counter() - start

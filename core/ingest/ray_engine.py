@@ -114,7 +114,13 @@ def _map_documents(ray: Any, dataset: Any, workers: int, config: JobConfig) -> A
     """The dataset mapped through the actor pool, a document retried :data:`TASK_RETRIES` times.
     Ray 2.60 has no named parameter for that and calls the keyword form deprecated (a warning on
     the user's stderr, hidden here); a Ray without the keyword form gets Ray Data's default."""
-    options = {"fn_constructor_args": (config,), "batch_size": 1, "compute": ray.data.ActorPoolStrategy(size=workers),
+    # one document in flight per actor: a document that kills its actor takes no queued neighbour
+    # with it (with Ray Data's default of several, b.pdf queued behind crash-me.pdf died twice too)
+    try:
+        pool = ray.data.ActorPoolStrategy(size=workers, max_tasks_in_flight_per_actor=1)
+    except TypeError:  # pragma: no cover - a Ray without the parameter
+        pool = ray.data.ActorPoolStrategy(size=workers)
+    options = {"fn_constructor_args": (config,), "batch_size": 1, "compute": pool,
                "num_cpus": 1, "batch_format": "numpy"}
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
