@@ -202,10 +202,12 @@ class SourceView:
     def assembler(self, tokenizer: Tokenizer | None = None, box_mode: str = "auto") -> ChunkAssembler:
         """The assembler of this tree's token stream by ``tokenizer`` (default MiniLM): its token
         boundaries trim the boxes of a span, and line mode places tokens on lines."""
-        tok = tokenizer if tokenizer is not None else load_tokenizer(None)
-        key = (repr(tok.describe()) if hasattr(tok, "describe") else str(id(tok)), box_mode)
+        # the default tokenizer is not loaded again to look the assembler up (tokenizer.json: 13 ms a load)
+        key = ("default", box_mode) if tokenizer is None else (
+            repr(tokenizer.describe()) if hasattr(tokenizer, "describe") else str(id(tokenizer)), box_mode)
         found = self._assemblers.get(key)
         if found is None:
+            tok = tokenizer if tokenizer is not None else load_tokenizer(None)
             stream = build_stream(self.root, tok, self.doc)
             found = self._assemblers[key] = ChunkAssembler(stream, self.root, strategy="span", box_mode=box_mode)
         return found

@@ -256,7 +256,7 @@ def _search(
         if mode == "text" and not text_rows:
             reason = unsearchable_reason(terms)
             if reason and page_where is None:
-                raise NoSearchableWordsError(f"{reason}; use --mode vector (or hybrid), which searches by meaning")
+                raise NoSearchableWordsError(reason)
     vector_rows = _vector_rows(index, question, where, depth, embedder) if mode != "text" else []
     if mode == "text":
         return [hit_from_row(r, rank=i, score=r["_score"], mode=mode, text_rank=i)

@@ -65,7 +65,12 @@ class NoSearchableWordsError(SearchError, ValueError):
     """Text search for a question without a word the full-text index can match: only stop words,
     operators or punctuation, or words of a script written without spaces (Chinese, Japanese,
     Thai...) that match no indexed word. The message suggests ``--mode vector`` (hybrid mode
-    answers such a question from its vector list alone)."""
+    answers such a question from its vector list alone); ``reason`` is the cause alone, for a surface
+    that names the modes its own way (the viewer's mode menu)."""
+
+    def __init__(self, reason: str, hint: str = "use --mode vector (or hybrid), which searches by meaning") -> None:
+        self.reason = reason
+        super().__init__(f"{reason}; {hint}" if hint else reason)
 
 
 class ChunkNotInIndexError(SearchError, InputError):

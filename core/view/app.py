@@ -49,6 +49,7 @@ from ..search.errors import (
     EmptyQueryError,
     MixedConfigurationsError,
     NoEmbeddingsError,
+    NoSearchableWordsError,
     NoTextIndexError,
     SearchError,
     SourceChangedError,
@@ -238,6 +239,8 @@ class ViewerApp:
             hits = search(self.index, question, k, mode=mode, embedder=self.embedder)
         except (MixedConfigurationsError, NoEmbeddingsError, NoTextIndexError):
             raise  # 409: the index, not the question
+        except NoSearchableWordsError as exc:  # in the page's words: its mode menu, not a command-line flag
+            return Response.error(400, " ".join(f"{exc.reason}; choose the vector or hybrid mode, which search by meaning".split()))
         except SearchError as exc:
             if isinstance(exc, (EmptyQueryError, InputError, ValueError)):  # the question itself (empty, no words)
                 return Response.error(400, " ".join(str(exc).split()))

@@ -261,7 +261,7 @@ async function runSearch(event) {
       $("detail").hidden = true;
       $("viewer").hidden = true;
       const message = note || `No hit for this question (${data.mode}): try other words, or another mode.`;
-      setStatus(message, Boolean(note));
+      setStatus(`No hit (${data.mode}).`, Boolean(note));  // the reason stands once, where the hits would be
       $("hits").replaceChildren(el("li", "empty", message));
       return;
     }
@@ -269,7 +269,7 @@ async function runSearch(event) {
     select(0);  // the best hit is shown at once
     $("q").blur();  // the keys now move between hits and zoom, as the page says (the question box keeps its text)
   } catch (err) {
-    setStatus(err.message, true);
+    setStatus("The search failed: the reason is below.", true);  // said once, where the hits would be
     current = [];
     selected = -1;
     $("detail").hidden = true;
