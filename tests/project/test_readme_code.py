@@ -39,9 +39,6 @@ _BLOCK = re.compile(r"(?:<!--\s*test:\s*(?P<mark>[^>]*?)\s*-->\n)?```python\n(?P
 _SHELL_BLOCK = re.compile(r"```(?:bash|sh|shell)\n(.*?)```", re.S)
 _INLINE = re.compile(r"(?<!`)`((?:[A-Z_]+=\S+ )*(?:grounded |python benchmarks/)[^`\n]*)`(?!`)")
 
-#: names the docs already use that another branch is about to introduce (the lead removes an entry, and
-#: this guard, once that branch is merged): ``(module, name) -> why it does not resolve yet``
-PENDING_RENAMES: dict[tuple[str, str], str] = {}
 
 
 @dataclass(frozen=True)
@@ -147,19 +144,10 @@ def test_every_grounded_import_in_readme_and_docs_resolves() -> None:
     for block in ALL_BLOCKS:
         for module, name in _imports(block.code):
             seen += 1
-            if (module, name) not in PENDING_RENAMES and not _resolves(module, name):
+            if not _resolves(module, name):
                 missing.append(f"{block.name}: from {module} import {name}")
     assert missing == []
     assert seen > 30
-
-
-@pytest.mark.parametrize("pending", sorted(PENDING_RENAMES), ids=lambda p: f"{p[0]}.{p[1]}")
-def test_the_pending_renames_resolve_once_landed(pending: tuple[str, str]) -> None:
-    module, name = pending
-    if not _resolves(module, name):
-        pytest.skip(f"pending rename: {PENDING_RENAMES[pending]}")
-    # landed: the lead removes the entry from PENDING_RENAMES (and so this guard)
-    assert any(pending in _imports(b.code) for b in ALL_BLOCKS)
 
 
 # -- running the blocks --------------------------------------------------------------------------------
@@ -209,9 +197,6 @@ RUN_BLOCKS = [
 @pytest.mark.parametrize("block", RUN_BLOCKS)
 def test_the_block_runs_as_written(block: Block, request: pytest.FixtureRequest, snippet_cache: Path,
                                    tmp_path: Path) -> None:
-    pending = [PENDING_RENAMES[i] for i in _imports(block.code) if i in PENDING_RENAMES and not _resolves(*i)]
-    if pending:
-        pytest.skip(f"pending rename: {pending[0]}")
     fixture = FIXTURES[block.mark.split()[1]]
     if fixture is not None:
         shutil.copytree(request.getfixturevalue(fixture), tmp_path, dirs_exist_ok=True)
