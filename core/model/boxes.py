@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -298,3 +299,12 @@ class ParsingBoundingBox:
             raise SchemaError(f"{where}: invalid box ({exc})") from None
 
 
+def body_pages(boxes: Iterable[ParsingBoundingBox]) -> list[int]:
+    """The pages a chunk's text lies on: the pages of its body boxes, sorted, once each. A
+    prepended heading's box (``is_heading``) names where the section began, not where the text is
+    (a node whose heading ends page 1 and whose text is on page 2 is on page 2); a chunk that has
+    only heading boxes is on their pages. The one rule for ``Chunk.pages`` and every surface's
+    ``page``/``page_label``/``pages``."""
+    boxes = list(boxes)
+    body = {int(b.page) for b in boxes if not b.is_heading}
+    return sorted(body or {int(b.page) for b in boxes})

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import SchemaError
 from ._checks import _array, _is_int, _kind, _metadata, _object, _text
-from .boxes import ParsingBoundingBox
+from .boxes import ParsingBoundingBox, body_pages
 from .chunk_fields import check_field_table, check_metadata
 
 
@@ -164,11 +164,11 @@ class Chunk(_ChunkFields):
 
     @classmethod
     def of_boxes(cls, id: str, content: str, boxes: list[ParsingBoundingBox], **fields: Any) -> Chunk:
-        """A chunk whose ``boxes`` are given and whose ``pages`` (sorted, once each) and
+        """A chunk whose ``boxes`` are given and whose ``pages`` (:func:`~.boxes.body_pages`) and
         ``element_ids`` (of the body boxes, headings left out, in order, once each) are theirs:
         the one rule for a chunk or part made from its boxes. ``fields``: any other field."""
         return cls(
-            id, content, boxes=list(boxes), pages=sorted({int(b.page) for b in boxes}),
+            id, content, boxes=list(boxes), pages=body_pages(boxes),
             element_ids=list(dict.fromkeys(str(b.element_id) for b in boxes if b.element_id and not b.is_heading)),
             **fields,
         )
@@ -224,7 +224,7 @@ def _fields_of(md: Mapping[str, Any], boxes: list[ParsingBoundingBox]) -> dict[s
     """The fields a metadata mapping of the dict form gives (see :class:`Chunk`)."""
     values: dict[str, Any] = {k: md[k] for k in _METADATA_FIELDS if k in md and md[k] is not None}
     pages = values.pop("pages", None)
-    values["pages"] = sorted({int(p) for p in pages}) if pages else sorted({b.page for b in boxes})
+    values["pages"] = sorted({int(p) for p in pages}) if pages else body_pages(boxes)
     values["strategy_params"] = dict(md.get("strategy_params") or {})
     values["extra"] = {k: v for k, v in md.items() if k not in FIELD_NAMES and k != "text_hash"}
     return values

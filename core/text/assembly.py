@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ChunkingError
-from ..model.boxes import BoxMode, ParsingBoundingBox
+from ..model.boxes import BoxMode, ParsingBoundingBox, body_pages
 from ..model.chunk import Chunk
 from ..model.elements import HEADING_TYPES, ParsingResult
 from .groups import TokenGroup
@@ -261,7 +261,7 @@ class ChunkAssembler:
             start_char=body_start,
             end_char=body_end,
             body_start=len(prefix),
-            pages=sorted({b.page for b in geom}),
+            pages=body_pages(geom),
             element_ids=[e.node.id for e in extents],
             element_spans=[[e.node.id, e.char_lo, e.char_hi] for e in extents],
             heading_path=heading_path,

@@ -37,6 +37,7 @@ from grounded.io.box_codec import GroundingWarning, boxes_from_metadata
 from grounded.io.chunk_codec import unflatten_metadata
 from grounded.io.tree_payload import TREE_KEY
 from grounded.model import Chunk, ParsingBoundingBox, ParsingResult
+from grounded.model.boxes import body_pages
 from grounded.parsers import get_parser
 from grounded.parsers.cache import resolve_tree
 from grounded.text.stream import document_text
@@ -96,7 +97,7 @@ def check_grounded(text: str, meta: Mapping[str, Any], boxes: Sequence[ParsingBo
         return
     assert status in ("exact", "fuzzy", "partial")
     pages = json.loads(meta["pages"]) if isinstance(meta["pages"], str) else meta["pages"]
-    assert boxes and pages == sorted({b.page for b in boxes})
+    assert boxes and pages == body_pages(boxes)
     for b in boxes:
         assert 1 <= b.page <= page_count
         assert 0 <= b.left < b.right <= 1 and 0 <= b.top < b.bottom <= 1

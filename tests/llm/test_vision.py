@@ -24,6 +24,7 @@ from grounded.llm.vision import VisionWarning, parse_response
 from grounded.llm.vision.merge import merge_batches
 from grounded.llm.vision.response import ModelChunk
 from grounded.model import Chunk, ParsingResult
+from grounded.model.boxes import body_pages
 from grounded.parsers.cache import ParseCache
 from grounded.runtime.cloud import RetryPolicy
 from grounded.serialization import save_parsing_result
@@ -91,7 +92,7 @@ def check_chunk(root: ParsingResult, chunk: Chunk, tokenizer: Any, page_count: i
     doc_text = document_text(root).text
     assert tokenizer.count(chunk.content) <= MAX_TOKENS and meta["token_count"] <= MAX_TOKENS
     assert chunk.content[meta["body_start"] :] == chunk.body
-    assert meta["pages"] == sorted({b.page for b in chunk.geom})
+    assert meta["pages"] == body_pages(chunk.geom)
     for b in chunk.geom:
         assert 1 <= b.page <= page_count and 0 <= b.left <= b.right <= 1 and 0 <= b.top <= b.bottom <= 1
     if meta["grounded"]:

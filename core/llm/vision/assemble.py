@@ -29,7 +29,7 @@ from grounded.grounding.grounder import Grounder, Grounding
 from grounded.grounding.normalize import alnum_text, strip_markup
 from grounded.grounding.wrappers import grounding_fields
 from grounded.io.box_codec import text_hash
-from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.boxes import ParsingBoundingBox, body_pages
 from grounded.model.chunk import Chunk
 from grounded.text.assembly import ChunkAssembler
 from grounded.text.bound import enforce_bound
@@ -225,7 +225,7 @@ class ChunkBuilder:
             id=chunk_id(self.assembler.doc_key, self.assembler.fingerprint or "vision", s, e),
             content=content,
             token_count=count, start_char=s, end_char=e,
-            pages=sorted({b.page for b in boxes}),
+            pages=body_pages(boxes),
             element_ids=list(dict.fromkeys(b.element_id for b in boxes if b.element_id and not b.is_heading)),
             boxes=boxes,
             grounding_spans=[[a, b] for a, b in spans] or [[s, e]],
@@ -240,7 +240,7 @@ class ChunkBuilder:
                grounding: dict[str, Any]) -> Chunk:
         """One model chunk; ``grounding``: its grounding fields (chunk field names)."""
         content = prefix + body
-        pages = sorted({b.page for b in boxes})
+        pages = body_pages(boxes)
         issues = list(mc.issues)
         outside = sorted(set(pages) - set(mc.pages)) if mc.pages else []
         if outside:  # e.g. the model repeated LAST CHUNKS, which it was told not to
