@@ -185,18 +185,12 @@ def main(argv: list[str] | None = None) -> int:
             from grounded.attribution.focus_layer import FOCUS_COLOR
             from grounded.attribution.render import render_to_files
             from grounded.focus import Focus
-            from grounded.model.boxes import ParsingBoundingBox
-            from grounded.search.hit import (
-                hit_box,  # noqa: F401
-                hit_chunk,
-            )
+            from grounded.search.hit import hit_chunk, parsing_boxes
 
             args.render.mkdir(parents=True, exist_ok=True)
             for r in worst:
                 hit = r["hit"]
-                boxes = tuple(ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom,
-                                                 spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans])
-                              for b in hit.focus_boxes)
+                boxes = tuple(parsing_boxes(hit.focus_boxes))
                 render_to_files(hit.source_path, hit_chunk(hit), args.render / f"{r['id']}.png", 80, crop=True,
                                 focus=Focus(hit.focus, boxes, hit.focus_method, hit.text), focus_color=FOCUS_COLOR)
             lines += ["", f"Rendered: `{args.render}/<question id>-p<page>.png` (chunk yellow, focus orange)."]

@@ -10,7 +10,7 @@ render/highlight).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +18,7 @@ from ..errors import SchemaError
 from ..io.chunk_codec import chunk_from_row
 from ..model import Chunk, ParsingBoundingBox
 
-__all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "hit_box", "ROW_COLUMNS"]
+__all__ = ["Hit", "HitBox", "Span", "hit_from_row", "hit_chunk", "hit_box", "parsing_boxes", "ROW_COLUMNS"]
 
 #: the table columns a hit is read from (the vector/embedding columns are never fetched)
 ROW_COLUMNS = (
@@ -165,20 +165,25 @@ def hit_from_row(
     )
 
 
-def hit_chunk(hit: Hit, pages: Sequence[int] | None = None) -> Chunk:
-    """The :class:`~grounded.model.Chunk` of a hit (id, text, pages, heading path and boxes with their
-    line spans), for :func:`grounded.attribution.render` / :func:`~grounded.attribution.highlight`.
-    ``pages``: keep only the boxes on these pages (one page of a multi-page chunk)."""
-    keep = set(pages) if pages is not None else None
-    geom = [
+def parsing_boxes(boxes: Iterable[HitBox]) -> list[ParsingBoundingBox]:
+    """Hit boxes (``hit.boxes``, ``hit.focus_boxes``) as :class:`~grounded.model.ParsingBoundingBox`
+    with their line spans, for ``highlight``/``render``."""
+    return [
         ParsingBoundingBox(
             b.page, b.left, b.top, b.right, b.bottom,
             spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans],
             mode=b.mode, element_id=b.element_id, is_heading=b.heading,
         )
-        for b in hit.boxes
-        if keep is None or b.page in keep
+        for b in boxes
     ]
+
+
+def hit_chunk(hit: Hit, pages: Sequence[int] | None = None) -> Chunk:
+    """The :class:`~grounded.model.Chunk` of a hit (id, text, pages, heading path and boxes with their
+    line spans), for :func:`grounded.attribution.render` / :func:`~grounded.attribution.highlight`.
+    ``pages``: keep only the boxes on these pages (one page of a multi-page chunk)."""
+    keep = set(pages) if pages is not None else None
+    geom = parsing_boxes(b for b in hit.boxes if keep is None or b.page in keep)
     return Chunk(
         id=hit.chunk_id,
         content=hit.text,
