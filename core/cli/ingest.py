@@ -40,7 +40,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--out", type=Path, required=True, help="output folder (created; re-used for resume)")
     add_parser_options(p)
     add_parse_cache_option(p)
-    add_strategy_options(p)
+    add_strategy_options(p, max_tokens_help="(default: 256; with --embed minilm and its tokenizer, the model's window, 254, so every "
+                         "chunk is embedded whole)")
     add_chunk_options(p)
     add_model_options(p)
     p.add_argument("--embed", choices=("minilm", "none"), default="none",

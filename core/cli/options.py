@@ -153,14 +153,18 @@ def add_chunk_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--box-mode", choices=BOX_MODES, default="auto", help=BOX_MODE_HELP)
 
 
-def add_strategy_options(p: argparse.ArgumentParser, *, reserved: set[str] | None = None) -> None:
-    """``-s/--strategy``, ``-n/--max-tokens``, ``--overlap`` and every strategy's declared options."""
+def add_strategy_options(
+    p: argparse.ArgumentParser, *, reserved: set[str] | None = None, max_tokens_help: str | None = None
+) -> None:
+    """``-s/--strategy``, ``-n/--max-tokens``, ``--overlap`` and every strategy's declared options.
+    ``max_tokens_help``: the command resolves ``-n`` itself (its default is None) and says how."""
     from ..chunking.base import strategy_names
 
     p.add_argument("-s", "--strategy", default="recursive", type=_name_type("strategy"), metavar="NAME",
                    help=f"chunking strategy (default: recursive); one of: {', '.join(strategy_names())} (and any "
                    "registered by the entry point group grounded.strategies)")
-    p.add_argument("-n", "--max-tokens", type=int, default=256, help="maximum tokens per chunk, headings included (default: 256)")
+    p.add_argument("-n", "--max-tokens", type=int, default=256 if max_tokens_help is None else None,
+                   help="maximum tokens per chunk, headings included " + (max_tokens_help or "(default: 256)"))
     p.add_argument("--overlap", type=float, default=0,
                    help="overlap between windows: tokens (e.g. 50) or a fraction of --max-tokens (e.g. 0.2); strategies "
                    "that take overlap only (fixed, recursive, hierarchical)")

@@ -63,7 +63,7 @@ from .manifest import Manifest, read_manifest
 from .progress import Progress, page_count
 from .rows import _pa
 from .store import OutFolder
-from .worker import EMBED_DIMS, DocResult, JobConfig, build_chunker
+from .worker import EMBED_DIMS, DocResult, JobConfig, build_chunker, default_max_tokens
 
 __all__ = ["ingest", "IngestReport", "IngestError", "expand_inputs", "config_fingerprint"]
 
@@ -207,7 +207,7 @@ def ingest(
     *,
     parser: str = "pymupdf",
     strategy: str = "recursive",
-    max_tokens: int = 256,
+    max_tokens: int | None = None,
     overlap: int | float = 0,
     embed: Literal["minilm", "none"] = "none",
     workers: int | None = None,
@@ -240,6 +240,8 @@ def ingest(
     configuration, become the whole index of ``out`` (needed when ``out`` holds another
     configuration). ``parser_options`` (e.g. ``{"ocr": "always"}``) and ``strategy_options`` (e.g.
     ``{"percentile": 0.8}``) are JSON values checked by the parser's and strategy's declarations;
+    ``max_tokens`` (default: 256, or with ``embed="minilm"`` and the default tokenizer the model's
+    254-token window, so every chunk is embedded whole: :func:`~grounded.ingest.worker.default_max_tokens`),
     ``tokenizer`` (a name or tokenizer.json path) and ``box_mode`` as for
     :class:`~grounded.chunking.Chunker`; all of them are part of the folder's configuration.
     ``password`` opens encrypted inputs (every input gets it; it never enters the configuration, a
@@ -282,6 +284,8 @@ def ingest(
     from ..parsers import parser_class
 
     pcls = parser_class(parser)  # unknown names and options fail here, before any work
+    if max_tokens is None:
+        max_tokens = default_max_tokens(embed, tokenizer)
     config = JobConfig(
         parser=parser, strategy=strategy, max_tokens=max_tokens, overlap=overlap, embed=embed, model=model,
         parser_options=pcls.check_options(parser_options or {}), strategy_options=dict(strategy_options or {}),

@@ -138,6 +138,21 @@ def embed_window(name: str) -> tuple[Callable[[str], int], int]:
     return minilm_tokenizer().count, minilm_window()
 
 
+#: chunk bound of a run that does not name one and embeds nothing (or with another tokenizer)
+DEFAULT_MAX_TOKENS = 256
+
+
+def default_max_tokens(embed: str, tokenizer: str | None) -> int:
+    """The ``max_tokens`` of a run that does not name one: 256, or -- when it embeds with a model
+    whose tokenizer is the chunker's too (``--embed minilm``, default tokenizer) -- at most the
+    model's window (254 for MiniLM), so no chunk's tail is left out of its vector."""
+    from ..text.tokenizer import DEFAULT_TOKENIZER_NAME
+
+    if embed == "none" or tokenizer not in (None, DEFAULT_TOKENIZER_NAME):
+        return DEFAULT_MAX_TOKENS
+    return min(DEFAULT_MAX_TOKENS, embed_window(embed)[1])
+
+
 def build_embedder(name: str, device: str = "auto") -> Any:
     """The embedder of ``--embed NAME`` on ``device`` (None for ``none``)."""
     if name == "none":

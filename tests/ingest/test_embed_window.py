@@ -107,3 +107,25 @@ def test_the_window_is_what_the_model_reads_and_the_report_counts_longer_chunks(
     assert f"{report.embed_cut} chunks longer than the embedder's 254-token window" in report.summary()
     fitting = ingest(pdf, tmp_path / "fit", embed="minilm", workers=0, max_tokens=200, progress=False)
     assert fitting.ok and fitting.embed_cut == 0 and "token window" not in fitting.summary()
+
+
+def test_the_default_bound_is_the_window_when_the_model_embeds_with_its_own_tokenizer() -> None:
+    """Defaults that agree (issue 42 item 4): ``--embed minilm`` without ``-n`` chunks to the model's
+    254-token window, so no chunk's tail is left out of its vector; any other run keeps 256."""
+    from grounded.ingest.worker import DEFAULT_MAX_TOKENS, default_max_tokens
+    from grounded.text.tokenizer import DEFAULT_TOKENIZER_NAME
+
+    assert default_max_tokens("minilm", None) == default_max_tokens("minilm", DEFAULT_TOKENIZER_NAME) == 254
+    assert default_max_tokens("none", None) == DEFAULT_MAX_TOKENS == 256
+    assert default_max_tokens("minilm", "cl100k_base") == 256  # another tokenizer's counts are not the window's
+
+
+@pytest.mark.slow
+def test_an_ingest_with_the_default_bound_embeds_every_chunk_whole(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "in" / "doc.pdf", 2, 3)
+    report = ingest(pdf, tmp_path / "out", embed="minilm", workers=0, progress=False)
+    assert report.ok and report.chunks > 0 and report.embed_cut == 0 and "token window" not in report.summary()
+    import json
+
+    settings = json.loads((tmp_path / "out" / "manifest.json").read_text())["config"]["settings"]
+    assert settings["max_tokens"] == 254
