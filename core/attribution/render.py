@@ -46,7 +46,9 @@ def render(
     focus_color: Color | str = FOCUS_COLOR,
 ) -> list[bytes]:
     """One PNG per page the chunk touches (order of first appearance), its line boxes drawn as
-    translucent fills with outlines (heading boxes in ``heading_color``).
+    translucent fills with outlines (heading boxes in ``heading_color``). The pages are those of
+    the chunks' bodies: a page that holds only a prepended heading gets no image (the heading is
+    drawn where it shares a page with the body).
 
     ``pad`` grows every line box by that many points. ``crop=True`` clips each image to the
     chunk's region on that page plus ``margin`` points. Several chunks may be passed; they are
@@ -98,8 +100,13 @@ def render_pages(
         if not by_page:
             ids = ", ".join(repr(c.id) for c in chunks) or "(no chunks given)"
             raise AttributionError(source, f"nothing to render: chunk {ids} has no boxes")
+        # a page that holds only a chunk's prepended heading is not one of its pages (pages follow
+        # the body: model.boxes.body_pages); its crop would show the heading alone
+        body = {n for n, regions in by_page.items() if any(pr.regions(heading=False) for pr in regions)}
         images = []
         for number, regions in by_page.items():
+            if body and number not in body:
+                continue
             with mupdf_errors(source, f"rendering page {number}"):
                 page = doc[number - 1]
                 groups = [

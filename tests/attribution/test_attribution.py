@@ -186,6 +186,25 @@ def _rotated_copy(src: Path, out: Path, rotation: int, crop: bool) -> Path:
     return out
 
 
+def test_render_leaves_out_a_page_that_holds_only_the_prepended_heading(clinsci_pdf, clinsci):
+    """Pages follow the body (issue 42 item 1): a chunk whose section heading sits at the foot of
+    page 1 and whose body is on page 2 renders page 2 only -- no crop of the heading alone -- while
+    a heading on the body's page is still drawn; a chunk of headings only still renders."""
+    heading = block_box(clinsci[0], "INTRODUCTION", heading=True)
+    body = block_box(clinsci[1], P2_HEAD)
+    chunk = Chunk("heading-elsewhere", "INTRODUCTION\n\nA later paragraph", {"body_start": 14}, [heading, body])
+    assert chunk.pages == [2]
+    assert [p for p, _ in render_pages(clinsci_pdf, chunk, dpi=50)] == [2]
+    both = Chunk("intro-2", "INTRODUCTION\n\nACE ...", {"body_start": 14},
+                 [heading, block_box(clinsci[0], "ACE (angiotensin-1-converting enzyme; EC")])
+    with_heading = _pixels(render_pages(clinsci_pdf, both, dpi=72)[0][1])
+    without = _pixels(render_pages(clinsci_pdf, Chunk("b", "ACE ...", {}, both.geom[1:]), dpi=72)[0][1])
+    region = _px(heading.spans[0] if heading.spans else heading, with_heading.shape)
+    assert np.abs(with_heading[region].astype(int) - without[region].astype(int)).mean() > 5  # the heading is drawn
+    only_heading = Chunk("h", "INTRODUCTION", {}, [heading])
+    assert [p for p, _ in render_pages(clinsci_pdf, only_heading, dpi=50)] == [1]
+
+
 @pytest.mark.parametrize("crop", [False, True], ids=["mediabox", "cropbox"])
 @pytest.mark.parametrize("rotation", [90, 180, 270])
 def test_rotated_page_highlight_covers_the_same_words(clinsci_pdf, tmp_path, rotation, crop):

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pymupdf
 import pytest
 from playwright.sync_api import Page, sync_playwright
 
@@ -187,6 +188,13 @@ def test_layout_zoom_and_errors_as_text(long_name_out: tuple[Path, Path], tmp_pa
                 image = layout["image"]
                 assert image["width"] >= min_image and image["right"] <= width, (width, image)
                 assert image["left"] >= layout["results"]["right"], layout  # beside the hits, not below
+                # the zoom label says the page's real size (100 % = the PDF's own: 72 pt = 96 CSS px), so
+                # the same label means the same size at 900 and 1440 px
+                with pymupdf.open(pdf) as doc:
+                    true_width = doc[0].rect.width * 96 / 72
+                real = round(100 * image["width"] / true_width)
+                label = page.inner_text("#zoom-level")
+                assert label.startswith("fit · ") and abs(int(label.split("· ")[1].rstrip(" %")) - real) <= 1, (label, real)
                 # zoom: wider than the pane (scrolls inside it), re-rendered sharper
                 natural = layout["natural"]
                 page.click("#zoom-in")
@@ -196,6 +204,8 @@ def test_layout_zoom_and_errors_as_text(long_name_out: tuple[Path, Path], tmp_pa
                 assert zoomed["image"]["width"] >= 1.4 * image["width"] and zoomed["figureScroll"] > zoomed["figureClient"]
                 assert zoomed["scrollWidth"] <= width, zoomed  # the page scrolls inside its frame only
                 page.screenshot(path=str(tmp_path / f"view-{width}-zoomed.png"))
+                zoomed_label = page.inner_text("#zoom-level")
+                assert abs(int(zoomed_label.rstrip(" %")) - round(100 * zoomed["image"]["width"] / true_width)) <= 1, zoomed_label
                 page.click("#zoom-fit")
                 page.wait_for_function(f"() => {{ const i = document.querySelector('img.page'); "
                                        f"return i && i.complete && i.naturalWidth === {natural}; }}", timeout=120_000)

@@ -83,16 +83,34 @@ function showHits(hits) {
   });
 }
 
-function pageUrl(image) {
-  const dpi = Math.min(300, Math.round(BASE_DPI * ZOOMS[zoom] * Math.max(1, window.devicePixelRatio || 1)));
+function pageDpi() {
+  return Math.min(300, Math.round(BASE_DPI * ZOOMS[zoom] * Math.max(1, window.devicePixelRatio || 1)));
+}
+
+function pageUrl(image, dpi) {
   return dpi === BASE_DPI ? image.url : `${image.url}&dpi=${dpi}`;
+}
+
+// The zoom label tells the page's real size: 100 % is the PDF's own size (72 pt = 1 in = 96 CSS px),
+// measured on the shown image, so the same label means the same size in any window; the steps
+// stay multiples of the fitted width ("fit" names the fitted one).
+function updateZoomLabel() {
+  const img = document.querySelector("#pages img.page");
+  const dpi = img ? Number(img.dataset.dpi) : 0;
+  let label = zoom === 0 ? "fit" : `${ZOOMS[zoom]}× fit`;
+  if (img && img.complete && img.naturalWidth > 0 && dpi > 0 && img.clientWidth > 0) {
+    const percent = Math.round((100 * img.clientWidth) / ((img.naturalWidth / dpi) * 96));
+    label = zoom === 0 ? `fit · ${percent} %` : `${percent} %`;
+  }
+  $("zoom-level").textContent = label;
 }
 
 // One page: "loading", then the image, or the server's error as text.
 async function loadPage(figure, hit, image, gen) {
   let message;
   try {
-    const response = await fetch(pageUrl(image));
+    const dpi = pageDpi();
+    const response = await fetch(pageUrl(image, dpi));
     if (gen !== generation) return;
     if (response.ok) {
       const url = URL.createObjectURL(await response.blob());
@@ -102,9 +120,14 @@ async function loadPage(figure, hit, image, gen) {
       img.alt = `page ${image.page} with the chunk's lines highlighted`;
       img.dataset.page = String(image.page);
       img.dataset.chunkId = hit.chunk_id;
+      img.dataset.dpi = String(dpi);
       img.title = "click to zoom";
       img.addEventListener("click", () => setZoom(zoom === 0 ? 2 : 0));
-      img.addEventListener("load", () => { if (gen === generation) scrollToFocus(hit, image.page, img); }, { once: true });
+      img.addEventListener("load", () => {
+        if (gen !== generation) return;
+        updateZoomLabel();
+        scrollToFocus(hit, image.page, img);
+      }, { once: true });
       img.src = url;
       figure.querySelector(".slot").replaceChildren(img);
       return;
@@ -173,7 +196,7 @@ function setZoom(level) {
   zoom = next;
   $("pages").style.setProperty("--zoom", String(ZOOMS[zoom]));
   $("pages").classList.toggle("zoomed", zoom > 0);
-  $("zoom-level").textContent = `${Math.round(ZOOMS[zoom] * 100)} %`;
+  updateZoomLabel();
   $("zoom-out").disabled = zoom === 0;
   $("zoom-fit").disabled = zoom === 0;
   $("zoom-in").disabled = zoom === ZOOMS.length - 1;
@@ -294,6 +317,7 @@ async function init() {
   $("zoom-in").addEventListener("click", () => setZoom(zoom + 1));
   $("zoom-out").addEventListener("click", () => setZoom(zoom - 1));
   $("zoom-fit").addEventListener("click", () => setZoom(0));
+  window.addEventListener("resize", updateZoomLabel);
   $("download").addEventListener("click", download);
   $("source").addEventListener("click", openSource);
   document.addEventListener("keydown", onKey);
