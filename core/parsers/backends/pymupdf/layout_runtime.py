@@ -47,8 +47,10 @@ IMF_ARENA = True
 #: threads; not in the parser's worker processes, which already fill the cores)
 IMF_PREFETCH = True
 #: ONNX Runtime intra-op threads of the image-feature net when it is prefetched (None: the
-#: process's setting)
-IMF_PREFETCH_THREADS: int | None = None
+#: process's setting). One: the prefetch thread then takes the second core while this thread works
+#: on the first; with ORT's default two threads the three contend for two cores (quiet machine, 44
+#: pages: layout pass 18.46 s wall with two threads, 16.03 s with one; stock 19.56 s)
+IMF_PREFETCH_THREADS: int | None = 1
 
 
 def is_imf_model(path: Any) -> bool:
