@@ -90,6 +90,14 @@ def test_a_prefetch_for_another_input_is_not_used():
     session = _Session()
     prefetch.plan(doc, [0, 1], session)
     other = {"input": np.ones((1, 1, 300, 300), dtype=np.float32)}
+    # a layout pass on another thread is never answered from this plan
+    import threading
+
+    seen: list = []
+    worker = threading.Thread(target=lambda: seen.append(prefetch.answer(["combined"], other)))
+    worker.start()
+    worker.join()
+    assert seen == [None] and (prefetch.hits, prefetch.misses) == (0, 0)
     assert prefetch.answer(["combined"], other) is None  # not the rendered page: the net runs inline
     assert prefetch.misses == 1 and prefetch.hits == 0
     prefetch.clear()

@@ -327,14 +327,16 @@ def _prefetched(doc: Any, pages: Sequence[int]) -> Iterator[None]:
     from . import layout_runtime as runtime
 
     prefetcher = runtime.prefetcher
-    if prefetcher is None or runtime.imf_session is None:
+    # one plan at a time: a layout pass on another thread meanwhile runs its image net inline
+    if prefetcher is None or runtime.imf_session is None or not prefetcher.busy.acquire(blocking=False):
         yield
         return
-    prefetcher.plan(doc, sorted(set(pages)), runtime.imf_session)  # parse_document's order
     try:
+        prefetcher.plan(doc, sorted(set(pages)), runtime.imf_session)  # parse_document's order
         yield
     finally:
         prefetcher.clear()
+        prefetcher.busy.release()
 
 
 def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:

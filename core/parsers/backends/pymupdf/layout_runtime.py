@@ -68,7 +68,9 @@ class ImagePrefetch:
     """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        #: held by the layout pass whose pages are planned (one plan per process at a time)
+        self.busy = threading.Lock()
+        self._owner: int | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._doc: Any = None
         self._session: Any = None
@@ -83,6 +85,7 @@ class ImagePrefetch:
     def plan(self, doc: Any, pages: Sequence[int], session: Any) -> None:
         """Start prefetching ``pages`` of ``doc`` (in the order the layout pass visits them)."""
         self.clear()
+        self._owner = threading.get_ident()
         self._doc, self._pages, self._session = doc, list(pages), session
         self._next = self._calls = 0
         self._submit_next()
@@ -96,12 +99,12 @@ class ImagePrefetch:
                 with contextlib.suppress(Exception):  # a failed prefetch only means the CNN ran inline
                     job.result()
         self._jobs = {}
-        self._doc, self._pages = None, []
+        self._doc, self._pages, self._owner = None, [], None
 
     def answer(self, output_names: Any, feed: dict[str, Any]) -> list[Any] | None:
         """This CNN run's outputs if they were prefetched for the same input, else None."""
-        if self._doc is None:
-            return None
+        if self._doc is None or threading.get_ident() != self._owner:
+            return None  # no plan, or a layout pass on another thread: the net runs inline
         index = self._calls
         self._calls += 1
         self._submit_next()  # the next page starts before this one is waited for
