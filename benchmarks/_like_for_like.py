@@ -219,10 +219,10 @@ def _load() -> str:
 
 
 COMPARISONS = {
-    # name: (ours side, baseline side, target, files key); parse+chunk's target is issue #33's
-    # restatement against the floor (parity: no more work above the layout model than the baseline)
-    "parse+chunk, 1 process": ("ours", "baseline", 1.0, "single"),
-    "e2e + MiniLM, 1 process": ("ours-embed", "baseline-embed", 1.1, "single"),
+    # name: (ours side, baseline side, target, files key); issue #41's targets: 1.2x parse+chunk and
+    # 1.3x e2e by wall, in one process (grounded's cheaper layout runtime, see layout_runtime.py)
+    "parse+chunk, 1 process": ("ours", "baseline", 1.2, "single"),
+    "e2e + MiniLM, 1 process": ("ours-embed", "baseline-embed", 1.3, "single"),
     "e2e + MiniLM, equal cores": ("ours-pool", "baseline-pool", 1.1, "copies"),
 }
 #: comparisons that also time the layout model alone (:func:`side_floor`) in every round

@@ -3,10 +3,11 @@ scaled for the model, layout of page ranges, in this process (worker processes: 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,8 @@ def _load_layout(threads: int | None) -> bool:
 
     original = ort.InferenceSession
 
+    from . import layout_runtime as runtime
+
     class _LayoutSession(original):  # type: ignore[misc, valid-type]
         def __init__(self, path: Any, sess_options: Any = None, *args: Any, **kwargs: Any) -> None:
             options = sess_options if sess_options is not None else ort.SessionOptions()
@@ -96,7 +99,24 @@ def _load_layout(threads: int | None) -> bool:
                 options.intra_op_num_threads = threads
                 options.inter_op_num_threads = 1
             options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+            self._grounded_imf = runtime.is_imf_model(path)
+            if self._grounded_imf and runtime.IMF_ARENA:
+                options.enable_cpu_mem_arena = True  # fixed shapes: bounded (see layout_runtime)
+            if self._grounded_imf and threads is None and runtime.IMF_PREFETCH and runtime.IMF_PREFETCH_THREADS:
+                options.intra_op_num_threads = runtime.IMF_PREFETCH_THREADS
             super().__init__(path, options, *args, **kwargs)
+            if self._grounded_imf:
+                runtime.imf_session = self
+
+        def run_direct(self, output_names: Any, input_feed: Any, run_options: Any = None) -> Any:
+            return super().run(output_names, input_feed, run_options)
+
+        def run(self, output_names: Any, input_feed: Any, run_options: Any = None) -> Any:
+            if self._grounded_imf and runtime.prefetcher is not None:
+                outputs = runtime.prefetcher.answer(output_names, input_feed)
+                if outputs is not None:
+                    return outputs
+            return super().run(output_names, input_feed, run_options)
 
     ort.InferenceSession = _LayoutSession
     try:
@@ -104,6 +124,10 @@ def _load_layout(threads: int | None) -> bool:
     finally:
         ort.InferenceSession = original
     _threads_loaded, _loaded_here = threads, True
+    # the next page's image net on a second thread: in one process with the default threads (the
+    # parser's worker processes run with 1 thread each and already fill the cores)
+    if runtime.IMF_PREFETCH and threads is None and runtime.imf_session is not None:
+        runtime.prefetcher = runtime.ImagePrefetch()
     return True
 
 
@@ -116,7 +140,9 @@ def layout_threads_setting() -> str:
     count = f"{_threads_loaded} thread{'s' if _threads_loaded != 1 else ''}" if _threads_loaded else (
         f"default threads ({os.cpu_count()} cores)"
     )
-    return f"ORT {count}, {'no spinning' if _loaded_here else 'spinning (ORT default)'}"
+    from .layout_runtime import runtime_setting
+
+    return f"ORT {count}, {'no spinning' if _loaded_here else 'spinning (ORT default)'}, {runtime_setting()}"
 
 
 def _strip_page(page: Any) -> Any:
@@ -294,6 +320,25 @@ def _unlaid_page(document_layout: Any, pno: int, width: float, height: float, wh
     return layout
 
 
+@contextlib.contextmanager
+def _prefetched(doc: Any, pages: Sequence[int]) -> Iterator[None]:
+    """Run the image-feature net of the next page ahead while ``pages`` of ``doc`` are laid out
+    (when this process's layout model was loaded with prefetch, see :mod:`.layout_runtime`)."""
+    from . import layout_runtime as runtime
+
+    prefetcher = runtime.prefetcher
+    # one plan at a time: a layout pass on another thread meanwhile runs its image net inline
+    if prefetcher is None or runtime.imf_session is None or not prefetcher.busy.acquire(blocking=False):
+        yield
+        return
+    try:
+        prefetcher.plan(doc, sorted(set(pages)), runtime.imf_session)  # parse_document's order
+        yield
+    finally:
+        prefetcher.clear()
+        prefetcher.busy.release()
+
+
 def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
     """Layout pass over 0-based ``pages``; returns pymupdf4llm PageLayout objects whose boxes are
     in the displayed page's coordinates (pages turned upright / scaled for the model, see
@@ -312,13 +357,15 @@ def _layout_pages(doc_or_path: Any, pages: Sequence[int]) -> list[Any]:
         direct = sorted(pno for pno in pages if pno not in in_scratch and pno not in skipped)
         found: dict[int, Any] = {pno: _unlaid_page(document_layout, pno, *sizes[pno], why) for pno, why in skipped.items()}
         if direct:
-            parsed = document_layout.parse_document(doc, pages=direct, use_ocr=0, force_text=False)
+            with _prefetched(doc, direct):
+                parsed = document_layout.parse_document(doc, pages=direct, use_ocr=0, force_text=False)
             found.update(zip(direct, parsed.pages, strict=True))
         if scratch is not None:
             order = sorted(in_scratch, key=in_scratch.__getitem__)
-            parsed = document_layout.parse_document(
-                scratch, pages=[in_scratch[p] for p in order], use_ocr=0, force_text=False
-            )
+            with _prefetched(scratch, [in_scratch[p] for p in order]):
+                parsed = document_layout.parse_document(
+                    scratch, pages=[in_scratch[p] for p in order], use_ocr=0, force_text=False
+                )
             for pno, layout in zip(order, parsed.pages, strict=True):
                 layout.page_number = pno + 1
                 found[pno] = layout

@@ -211,7 +211,10 @@ class PyMuPDFParser(BaseParser):
             tool = f"pymupdf {pymupdf.__version__}"
         # a layout model on the GPU may round differently: its trees are cached apart
         on_gpu = ", layout on cuda" if self.device == "cuda" else ""
-        return f"{tool}, {self.ocr_setting()}{on_gpu}"
+        # how the layout nets ran (issue #41): the configuration names its trees in the cache
+        from .layout_runtime import runtime_setting
+
+        return f"{tool}, {self.ocr_setting()}{on_gpu}, {runtime_setting()}"
 
     # -- resources ------------------------------------------------------------------------------
     def close(self) -> None:
