@@ -237,7 +237,7 @@ def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: N
     for r, (row, cols) in enumerate(zip(rows, grid_columns(rows))):
         row_node = table.add_child(factory.node(T.TABLE_ROW, metadata={"row": r}))
         if row and all(c.header for c in row):
-            row_node.metadata["header"] = True
+            row_node.table_place.header = True
         for cell, col in zip(row, cols):
             meta: dict[str, Any] = {"row": r, "col": col, **cell.metadata}
             if cell.row_span > 1:

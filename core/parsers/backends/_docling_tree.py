@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 T = ParsingResultType
 
 #: docling ``DocItemLabel`` / ``GroupLabel`` value -> ParsingResultType. Labels not listed here
-#: become MISSING with ``metadata["native_label"]`` kept.
+#: become MISSING with ``relabel.native_label`` kept.
 DOCLING_LABEL_MAP: dict[str, ParsingResultType] = {
     "title": T.TITLE,
     "section_header": T.SECTION_HEADER,
@@ -160,7 +160,7 @@ class _TreeBuilder:
     def build(self) -> ParsingResult:
         root = ParsingResult(id=f"{self.id_prefix}0", type=T.ROOT)
         if self.page_sizes:
-            root.metadata["pages"] = [
+            root.info.pages = [
                 {"page": n, "width": w, "height": h} for n, (w, h) in sorted(self.page_sizes.items())
             ]
         self._children(self.doc.body, root)

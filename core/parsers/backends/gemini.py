@@ -314,7 +314,7 @@ def pages_to_tree(
                 add_table_rows(node, parse_markdown_table(content), factory)
             root.add_child(node)
     if page_sizes:
-        root.metadata["pages"] = page_sizes
+        root.info.pages = page_sizes
     if unparsed:
         root.metadata["unparsed_pages"] = unparsed
     return root

@@ -167,7 +167,7 @@ def pages_to_tree(
             if isinstance(item, Mapping):
                 _add_item(root, item, number, width, height, factory, label_map)
     if sizes:
-        root.metadata["pages"] = sizes
+        root.info.pages = sizes
     return root
 
 
