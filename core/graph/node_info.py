@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.element_info import MetadataView, metadata_field
+from ..model.element_info import MetadataView, MetaField
 
 __all__ = ["NodeInfo"]
 
@@ -15,16 +15,16 @@ class NodeInfo(MetadataView):
     """Typed view over a :class:`~grounded.graph.nodes.GraphNode`'s ``metadata``."""
 
     __slots__ = ()
-    summary: str | None = metadata_field("summary", "a model's summary of the node")  # type: ignore[assignment]
-    summary_by: str | None = metadata_field("summary_by", "which pass wrote the Document's summary")  # type: ignore[assignment]
-    strategy: str | None = metadata_field("strategy", "how the text was read: fast | ocr | llm | mixed")  # type: ignore[assignment]
-    caption: str | None = metadata_field("caption", "a Table / Image node's caption")  # type: ignore[assignment]
-    level: int | None = metadata_field("level", "a Header node's heading level (1 = top)")  # type: ignore[assignment]
-    page: int | None = metadata_field("page", "a Page node's page number (1-based)")  # type: ignore[assignment]
-    token_count: int | None = metadata_field("token_count", "a Text node's tokens")  # type: ignore[assignment]
-    title: str | None = metadata_field("title", "the Document's title")  # type: ignore[assignment]
-    topic: str | None = metadata_field("topic", "the Document's topic (metadata extractor)")  # type: ignore[assignment]
-    keywords: list[str] | None = metadata_field("keywords", "the Document's keywords (metadata extractor)")  # type: ignore[assignment]
-    pdf: dict[str, Any] | None = metadata_field("pdf", "the PDF's own document information (title, author...)")  # type: ignore[assignment]
-    snapshot: dict[str, Any] | None = metadata_field("snapshot", "a Page node's kept image: path, sha256, dpi, size")  # type: ignore[assignment]
-    sha256: str | None = metadata_field("sha256", "the Document's PDF sha256")  # type: ignore[assignment]
+    summary = MetaField[str]("summary", "a model's summary of the node")
+    summary_by = MetaField[str]("summary_by", "which pass wrote the Document's summary")
+    strategy = MetaField[str]("strategy", "how the text was read: fast | ocr | llm | mixed")
+    caption = MetaField[str]("caption", "a Table / Image node's caption")
+    level = MetaField[int]("level", "a Header node's heading level (1 = top)")
+    page = MetaField[int]("page", "a Page node's page number (1-based)")
+    token_count = MetaField[int]("token_count", "a Text node's tokens")
+    title = MetaField[str]("title", "the Document's title")
+    topic = MetaField[str]("topic", "the Document's topic (metadata extractor)")
+    keywords = MetaField[list[str]]("keywords", "the Document's keywords (metadata extractor)")
+    pdf = MetaField[dict[str, Any]]("pdf", "the PDF's own document information (title, author...)")
+    snapshot = MetaField[dict[str, Any]]("snapshot", "a Page node's kept image: path, sha256, dpi, size")
+    sha256 = MetaField[str]("sha256", "the Document's PDF sha256")

@@ -15,35 +15,56 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar, overload
 
-__all__ = ["ElementStyle", "HeadingInfo", "RelabelHistory", "ElementTrace", "TablePlace", "RootInfo", "PageSize", "META_KEYS", "MetadataView", "metadata_field"]
+__all__ = ["ElementStyle", "HeadingInfo", "RelabelHistory", "ElementTrace", "TablePlace", "RootInfo", "PageSize", "META_KEYS", "MetadataView", "MetaField"]
+
+
+V = TypeVar("V")
 
 
 class MetadataView:
     """A typed window on some keys of one metadata dict (no state of its own); subclasses declare
-    their keys with :func:`metadata_field`."""
+    their keys as :class:`MetaField` class attributes."""
 
     __slots__ = ("_meta",)
 
     def __init__(self, metadata: dict[str, Any]) -> None:
         self._meta = metadata
 
-    def _get(self, key: str) -> Any:
-        return self._meta.get(key)
+    @classmethod
+    def new(cls, **values: Any) -> dict[str, Any]:
+        """A fresh metadata dict holding ``values`` (attribute names of this record, written in
+        the order given); an unknown name raises :class:`AttributeError`."""
+        metadata: dict[str, Any] = {}
+        view = cls(metadata)
+        for name, value in values.items():
+            setattr(view, name, value)
+        return metadata
 
-    def _set(self, key: str, value: Any) -> None:
-        self._meta[key] = value
 
-    def _delete(self, key: str) -> None:
-        self._meta.pop(key, None)
+class MetaField(Generic[V]):
+    """One metadata key of a :class:`MetadataView`: read (``None`` when absent), written in place,
+    deleted (a no-op when absent)."""
 
+    def __init__(self, key: str, doc: str) -> None:
+        self.key = key
+        self.__doc__ = doc
 
-def metadata_field(key: str, doc: str) -> property:
-    """A property reading, writing and deleting ``metadata[key]`` of a :class:`MetadataView`."""
-    return property(
-        lambda self: self._get(key), lambda self, value: self._set(key, value), lambda self: self._delete(key), doc=doc
-    )
+    @overload
+    def __get__(self, view: None, owner: type | None = None) -> MetaField[V]: ...
+    @overload
+    def __get__(self, view: MetadataView, owner: type | None = None) -> V | None: ...
+    def __get__(self, view: MetadataView | None, owner: type | None = None) -> MetaField[V] | V | None:
+        if view is None:
+            return self
+        return view._meta.get(self.key)
+
+    def __set__(self, view: MetadataView, value: V) -> None:
+        view._meta[self.key] = value
+
+    def __delete__(self, view: MetadataView) -> None:
+        view._meta.pop(self.key, None)
 
 
 class ElementStyle(MetadataView):
@@ -51,28 +72,28 @@ class ElementStyle(MetadataView):
     or the backend: the evidence :func:`grounded.parsers.hierarchy.assign_heading_levels` uses."""
 
     __slots__ = ()
-    size: float | None = metadata_field("font_size", "most common font size in points, rounded to 0.5")  # type: ignore[assignment]
-    bold: bool | None = metadata_field("font_bold", "whether most of its characters are bold")  # type: ignore[assignment]
+    size = MetaField[float]("font_size", "most common font size in points, rounded to 0.5")
+    bold = MetaField[bool]("font_bold", "whether most of its characters are bold")
 
 
 class HeadingInfo(MetadataView):
     """A TITLE / SECTION_HEADER's level (1 = top) and where it came from."""
 
     __slots__ = ()
-    level: int | None = metadata_field("level", "the heading level post-processing decided (1 = top)")  # type: ignore[assignment]
-    source: str | None = metadata_field("level_source", "which rule decided ``level`` (native, font size, numbering...)")  # type: ignore[assignment]
-    native_level: int | None = metadata_field("native_level", "the level the backend gave, when it gives one")  # type: ignore[assignment]
+    level = MetaField[int]("level", "the heading level post-processing decided (1 = top)")
+    source = MetaField[str]("level_source", "which rule decided ``level`` (native, font size, numbering...)")
+    native_level = MetaField[int]("native_level", "the level the backend gave, when it gives one")
 
 
 class RelabelHistory(MetadataView):
     """What an element was before grounded changed its type."""
 
     __slots__ = ()
-    native_label: str | None = metadata_field("native_label", "the backend's own label, kept when mapped to another type")  # type: ignore[assignment]
-    relabeled_from: str | None = metadata_field("relabeled_from", "the type before a relabel (kept furniture, first-line heading)")  # type: ignore[assignment]
-    demoted_from: str | None = metadata_field("demoted_from", "set when a heading became a PARAGRAPH")  # type: ignore[assignment]
-    promoted_from: str | None = metadata_field("promoted_from", "set when a section header became the TITLE")  # type: ignore[assignment]
-    running_furniture: bool | None = metadata_field("running_furniture", "set when it repeats on other pages' margins")  # type: ignore[assignment]
+    native_label = MetaField[str]("native_label", "the backend's own label, kept when mapped to another type")
+    relabeled_from = MetaField[str]("relabeled_from", "the type before a relabel (kept furniture, first-line heading)")
+    demoted_from = MetaField[str]("demoted_from", "set when a heading became a PARAGRAPH")
+    promoted_from = MetaField[str]("promoted_from", "set when a section header became the TITLE")
+    running_furniture = MetaField[bool]("running_furniture", "set when it repeats on other pages' margins")
 
 
 class ElementTrace(MetadataView):
@@ -80,19 +101,19 @@ class ElementTrace(MetadataView):
     text matched the PDF's characters."""
 
     __slots__ = ()
-    native_id: str | None = metadata_field("native_id", "the backend's own id (grounded's ids are root, e1, e2...)")  # type: ignore[assignment]
-    native_parent_id: str | None = metadata_field("native_parent_id", "the backend's id of its parent element")  # type: ignore[assignment]
-    score: float | None = metadata_field("score", "the backend's detection confidence")  # type: ignore[assignment]
-    char_alignment: float | None = metadata_field("char_alignment", "share of the content aligned to PDF characters")  # type: ignore[assignment]
+    native_id = MetaField[str]("native_id", "the backend's own id (grounded's ids are root, e1, e2...)")
+    native_parent_id = MetaField[str]("native_parent_id", "the backend's id of its parent element")
+    score = MetaField[float]("score", "the backend's detection confidence")
+    char_alignment = MetaField[float]("char_alignment", "share of the content aligned to PDF characters")
 
 
 class TablePlace(MetadataView):
     """Where a TABLE_ROW / TABLE_CELL sits in its table's grid."""
 
     __slots__ = ()
-    row: int | None = metadata_field("row", "0-based row")  # type: ignore[assignment]
-    col: int | None = metadata_field("col", "0-based column (a cell)")  # type: ignore[assignment]
-    header: bool | None = metadata_field("header", "set on header rows and cells")  # type: ignore[assignment]
+    row = MetaField[int]("row", "0-based row")
+    col = MetaField[int]("col", "0-based column (a cell)")
+    header = MetaField[bool]("header", "set on header rows and cells")
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,24 +131,24 @@ class RootInfo(MetadataView):
     source, OCR budget, damage): :meth:`page_sizes` is its typed reading."""
 
     __slots__ = ()
-    pages: list[dict[str, Any]] | None = metadata_field("pages", "per-page dicts: page, width, height, parser extras")  # type: ignore[assignment]
-    source: dict[str, Any] | None = metadata_field("source", "the parsed file: name, path, sha256, size...")  # type: ignore[assignment]
-    parser: str | None = metadata_field("parser", "the registered name of the parser that built the tree")  # type: ignore[assignment]
-    parser_version: str | None = metadata_field("parser_version", "the version of the tool behind the parser")  # type: ignore[assignment]
-    elapsed_seconds: float | None = metadata_field("elapsed_seconds", "how long the parse took")  # type: ignore[assignment]
-    page_count: int | None = metadata_field("page_count", "pages in the PDF")  # type: ignore[assignment]
-    body_font_size: float | None = metadata_field("body_font_size", "the most common paragraph font size (points)")  # type: ignore[assignment]
-    pdf_warnings: list[str] | None = metadata_field("pdf_warnings", "what MuPDF said while opening a damaged PDF")  # type: ignore[assignment]
-    pdf_repaired: bool | None = metadata_field("pdf_repaired", "whether MuPDF had to repair the file")  # type: ignore[assignment]
+    pages = MetaField[list[dict[str, Any]]]("pages", "per-page dicts: page, width, height, parser extras")
+    source = MetaField[dict[str, Any]]("source", "the parsed file: name, path, sha256, size...")
+    parser = MetaField[str]("parser", "the registered name of the parser that built the tree")
+    parser_version = MetaField[str]("parser_version", "the version of the tool behind the parser")
+    elapsed_seconds = MetaField[float]("elapsed_seconds", "how long the parse took")
+    page_count = MetaField[int]("page_count", "pages in the PDF")
+    body_font_size = MetaField[float]("body_font_size", "the most common paragraph font size (points)")
+    pdf_warnings = MetaField[list[str]]("pdf_warnings", "what MuPDF said while opening a damaged PDF")
+    pdf_repaired = MetaField[bool]("pdf_repaired", "whether MuPDF had to repair the file")
 
     def page_sizes(self) -> Iterator[PageSize]:
         """Each described page's number and size, in the order the parser listed them."""
-        for p in self._get("pages") or ():
+        for p in self.pages or ():
             yield PageSize(int(p["page"]), float(p["width"]), float(p["height"]))
 
     def page_numbers(self) -> list[int]:
         """The described pages' numbers, in the parser's order."""
-        return [int(p["page"]) for p in self._get("pages") or ()]
+        return [int(p["page"]) for p in self.pages or ()]
 
 
 #: Every metadata key a record above reads or writes.

@@ -261,7 +261,7 @@ class ParsingResult:
                         f"{where}: {part} covers characters up to {span.char_end}, but the content has {len(content)}"
                     )
         metadata = _metadata(d, where)
-        level = HeadingInfo(metadata).level
+        level: Any = HeadingInfo(metadata).level  # as loaded: not checked yet
         if level is not None and not (_is_int(level) or (isinstance(level, float) and level.is_integer())):
             raise SchemaError(f"{where}: metadata.level must be an integer, got {_kind(level)}")
         return cls(id=str(raw_id), type=kind, content=content, geom=geom, metadata=metadata,

@@ -38,6 +38,7 @@ from ..errors import EmptyDocumentError, GroundedError, ParserError
 from ..io.atomic import refuse_overwriting_inputs
 from ..io.codec import save_parse_pair
 from ..io.markdown import to_markdown
+from ..model.element_info import RelabelHistory
 from ..model.elements import ParsingResult, ParsingResultType
 from ..model.options import Option, check_options
 from ..runtime.memory import release_memory
@@ -64,8 +65,8 @@ def map_label(label: str, table: Mapping[str, ParsingResultType]) -> tuple[Parsi
     if mapped is None:
         mapped = table.get(key.lower())
     if mapped is None:
-        return T.MISSING, {"native_label": key}
-    return mapped, {"native_label": key}
+        return T.MISSING, RelabelHistory.new(native_label=key)
+    return mapped, RelabelHistory.new(native_label=key)
 
 
 def checked_label_map(table: Mapping[str, ParsingResultType | str]) -> dict[str, ParsingResultType]:

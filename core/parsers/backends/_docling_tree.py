@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import HeadingInfo
 from grounded.model.elements import ParsingResult, ParsingResultType
 
 from ..base import map_label
@@ -221,7 +222,7 @@ class _TreeBuilder:
     def _text(self, item: Any, label: str, parent: ParsingResult) -> None:
         extra: dict[str, Any] = {}
         if label == "section_header":
-            extra["native_level"] = int(getattr(item, "level", 1) or 1)
+            HeadingInfo(extra).native_level = int(getattr(item, "level", 1) or 1)
         if label == "list_item":
             extra["marker"] = getattr(item, "marker", None) or None
             extra["enumerated"] = bool(getattr(item, "enumerated", False))

@@ -151,7 +151,7 @@ def elements_to_tree(
         page = int(meta.get("page_number") or 1)
         type_, extra = map_label(label, label_map)
         box = unstructured_box(meta, page)
-        metadata: dict[str, Any] = {**extra, "native_id": element.get("element_id")}
+        metadata: dict[str, Any] = {**extra, **ElementTrace.new(native_id=element.get("element_id"))}
         if meta.get("parent_id"):
             ElementTrace(metadata).native_parent_id = meta["parent_id"]
         if meta.get("detection_class_prob") is not None:

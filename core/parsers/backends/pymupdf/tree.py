@@ -14,6 +14,7 @@ import numpy as np
 from grounded.errors import escape_controls
 from grounded.io.markdown import table_to_markdown
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import RelabelHistory, TablePlace
 from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers.base import map_label
 from grounded.parsers.column_split import split_columns
@@ -410,7 +411,7 @@ class _TreeBuilder:
                 geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
                 others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
                 others[sel] = False
-                meta = {"native_label": "text in picture", "from_picture": True}
+                meta = {**RelabelHistory.new(native_label="text in picture"), **PyMuPDFElementExtras.new(from_picture=True)}
                 node = self._text(type_, pc, others, rect, geom, meta)
                 claimed[sel] = True
                 if node is not None and node.content:
@@ -532,7 +533,7 @@ class _TreeBuilder:
             if any_taken and _in_band((x0, y0, x1, y1), pc.width, pc.height) and self._margin_furniture(pc, (x0, y0, x1, y1)):
                 continue  # a printer's mark or running furniture in the margin, not text the layout lost
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-            meta = {"native_label": "text-layer block", "layout_fallback": True}
+            meta = {**RelabelHistory.new(native_label="text-layer block"), **PyMuPDFElementExtras.new(layout_fallback=True)}
             node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
             if node is not None and node.content:
                 found.append(node)
@@ -630,7 +631,7 @@ class _TreeBuilder:
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             table.geom = [geom]
         for r, row_boxes in enumerate(grid):
-            row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
+            row = ParsingResult("", T.TABLE_ROW, metadata=TablePlace.new(row=r))
             cells: list[ParsingResult] = []
             for c, cell_box in enumerate(row_boxes):
                 if cell_box is None:
@@ -640,7 +641,7 @@ class _TreeBuilder:
                 if x1 - x0 <= 0 or y1 - y0 <= 0:
                     continue
                 cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, {"row": r, "col": c})
+                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, TablePlace.new(row=r, col=c))
                 if cell is not None:
                     cells.append(cell)
             if not any(cell.content for cell in cells):
@@ -677,7 +678,7 @@ class _TreeBuilder:
         if not _CAPTION_START.match(build_lines([pc], [sel[~claimed[sel]]]).text):
             return None
         geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, {"native_label": "table caption row"})
+        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, RelabelHistory.new(native_label="table caption row"))
 
     def _figure_image(
         self, layer: TextLayer, page: int, number: int, rect: tuple[float, float, float, float]
