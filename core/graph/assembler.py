@@ -99,10 +99,10 @@ def assemble(
     temperature / output tokens / seed over :data:`~grounded.llm.GRAPH_SETTINGS` (temperature 0.1)."""
     if fast.type != T.ROOT:
         raise InputError("<tree>", f"the assembler needs a ROOT node, got {fast.type}")
-    pages = sorted(int(p["page"]) for p in fast.metadata.get("pages", ()))
+    pages = sorted(fast.info.page_numbers())
     fast_text = _text_pages(fast)
     strategies: dict[int, str] = {}
-    for meta in fast.metadata.get("pages", ()):
+    for meta in fast.info.pages or ():
         p = int(meta["page"])
         ocr_flag = bool(meta.get("ocr")) or meta.get("text_source") == "ocr"
         strategies[p] = ("ocr" if ocr_flag else "fast") if p in fast_text else "none"
@@ -147,7 +147,7 @@ def _prune(node: ParsingResult, keep: set[int], prefix: str) -> ParsingResult | 
 
 
 def _merge(fast: ParsingResult, ocr: ParsingResult, ocr_pages: set[int]) -> ParsingResult:
-    all_pages = {int(p["page"]) for p in fast.metadata.get("pages", ())}
+    all_pages = set(fast.info.page_numbers())
     kept = _prune(fast, all_pages - ocr_pages, "")
     added = _prune(ocr, ocr_pages, "ocr-")
     assert kept is not None and added is not None  # a ROOT is always kept
@@ -286,7 +286,7 @@ def _render(doc: Any, box: ParsingBoundingBox, dpi: int) -> bytes:
 
 
 def _source_path(root: ParsingResult) -> Path:
-    source = root.metadata.get("source")
+    source = root.info.source
     path = source.get("path") if isinstance(source, Mapping) else None
     if not path:
         raise InputError("<tree>", "the tree names no source PDF; pass pdf= to render regions for the LLM")
@@ -294,5 +294,5 @@ def _source_path(root: ParsingResult) -> Path:
 
 
 def _name(root: ParsingResult) -> str:
-    source = root.metadata.get("source")
+    source = root.info.source
     return str(source.get("path") or source.get("name") or "<tree>") if isinstance(source, Mapping) else "<tree>"

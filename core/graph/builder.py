@@ -8,7 +8,7 @@ Text node never straddles two sections - and each chunk becomes a Text node with
 exact boxes. Readings of the multi-strategy assembler (LLM transcriptions / descriptions) replace
 or extend the text of Table and Image nodes.
 
-The Document node carries the PDF's own document information (``metadata["pdf"]``: title, author,
+The Document node carries the PDF's own document information (``info.pdf``: title, author,
 dates, ... as the file has them; :mod:`.doc_metadata`) and its ``sha256``; with ``snapshots=FOLDER``
 every Page node keeps a reference to a stored PNG of its page (:mod:`.snapshots`).
 """
@@ -71,7 +71,7 @@ def build_graph(
 
 
 def _source(root: ParsingResult) -> Mapping[str, object]:
-    source = root.metadata.get("source")
+    source = root.info.source
     return source if isinstance(source, Mapping) else {}
 
 
@@ -156,7 +156,7 @@ class _Builder:
     def _page_reading(self, page: GraphNode, doc: GraphNode) -> None:
         """A page only the LLM could read: its transcription is the Page text and one generated
         Text node (the whole page as its region) placed after the content of earlier pages."""
-        p = int(page.metadata["page"])
+        p = int(page.info.page)  # type: ignore[arg-type]  # every Page node has its number
         reading = self.assembly.page_readings.get(p)
         if reading is None:
             return
@@ -187,7 +187,7 @@ class _Builder:
                     continue
                 if child.type in HEADING_TYPES:
                     header = self._add(NodeKind.HEADER, child, section.node, text=child.content, boxes=child.geom)
-                    header.metadata["level"] = child.level or 1
+                    header.info.level = child.level or 1
                     pending.append((child, _Section(header)))
                 elif child.type in _NON_TEXT:
                     if child.id not in self.tails:  # a continued table's later parts join its first part
@@ -227,12 +227,12 @@ class _Builder:
                 flags.extend(reading.flags)
         text = "\n\n".join(t for t in (caption.content if caption else "", body) if t.strip())
         node = self._add(kind, element, parent, text=text, boxes=boxes)
-        node.metadata["strategy"] = strategies.pop() if len(strategies) == 1 else "mixed"
+        node.info.strategy = strategies.pop() if len(strategies) == 1 else "mixed"
         node.pieces = pieces
         for reason in flags:
             node.flag(reason)
         if caption is not None:
-            node.metadata["caption"] = caption.content
+            node.info.caption = caption.content
             node.element_ids.append(caption.id)
         for part in continued:
             node.element_ids.append(part.id)
@@ -251,13 +251,13 @@ class _Builder:
         if not document_text(mini).text.strip():
             return
         for chunk in self.chunker.iter_chunks(mini, source_key=f"{self.key}:{section.node.id}"):
-            elements = [str(e) for e in chunk.metadata.get("element_ids", ())]
+            elements = [str(e) for e in chunk.element_ids]
             node = self.graph.add(GraphNode(
                 id=chunk.id, kind=NodeKind.TEXT, text=chunk.content, boxes=list(chunk.geom), element_ids=elements,
-                metadata={"strategy": "fast", "token_count": int(chunk.metadata.get("token_count", 0))},
+                metadata={"strategy": "fast", "token_count": int(chunk.token_count)},
             ), section.node)
             first = self.position.get(elements[0], 0) if elements else 0
-            self.order[node.id] = first + int(chunk.metadata.get("start_char", 0)) / 1e7
+            self.order[node.id] = first + int(chunk.start_char or 0) / 1e7
 
 
 #: an LLM transcription replaces the text layer's table only when its verbatim lines hold at least
@@ -299,7 +299,7 @@ def _element_pages(element: ParsingResult) -> list[int]:
 
 
 def _page_numbers(root: ParsingResult) -> list[int]:
-    pages = {int(p["page"]) for p in root.metadata.get("pages", ())}
+    pages = set(root.info.page_numbers())
     if not pages:
         pages = {b.page for n in root.walk() for b in n.geom}
     return sorted(pages)
@@ -323,7 +323,7 @@ def _title(root: ParsingResult) -> str:
     title = next((n.content for n in root.walk() if n.type == T.TITLE and n.content.strip()), "")
     if title:
         return title
-    source = root.metadata.get("source")
+    source = root.info.source
     return str(source.get("name", "")) if isinstance(source, Mapping) else ""
 
 

@@ -4,7 +4,7 @@ Two sources, both kept on the Document node:
 
 * the PDF's own document information (title, author, subject, keywords, creator, producer, creation
   and modification dates; :func:`grounded.metadata.pdf_metadata`), put there by
-  :func:`grounded.graph.build_graph` under ``metadata["pdf"]`` (only the fields the file has);
+  :func:`grounded.graph.build_graph` under ``info.pdf`` (only the fields the file has);
 * a *metadata extractor* (seed 002's "Metadata Extractor Agent ... extracting fields such as topic,
   keywords and summary"): :func:`extract_metadata` asks the injected model once about the document's
   consolidated text (the Document node's text: every page's text) and sets ``topic``, ``keywords``
@@ -83,7 +83,7 @@ def extract_metadata(
         raise ValueError("keywords and max_chars must be >= 1")
     doc = graph.document
     model = as_model(llm, settings=effective_settings(GRAPH_SETTINGS, llm, generation), **client_options)
-    title = str(doc.metadata.get("title", "")) or "untitled"
+    title = str(doc.info.title or "") or "untitled"
     prompt = METADATA_PROMPT.format(title=title, keywords=keywords, text=doc.text[:max_chars])
     report = DocumentMetadata()
     what = f"metadata of the document {title!r}"
@@ -102,19 +102,19 @@ def extract_metadata(
         return report
     topic, kws, summary = data.get("topic"), data.get("keywords"), data.get("summary")
     if isinstance(topic, str) and topic.strip():
-        report.topic = doc.metadata["topic"] = topic.strip()
+        report.topic = doc.info.topic = topic.strip()
     else:
         _flag(doc.flags, report, "metadata extractor: empty or missing topic")
     if isinstance(kws, list) and kws and all(isinstance(k, str) for k in kws):
         cleaned = list(dict.fromkeys(k.strip() for k in kws if k.strip()))[:keywords]
-        report.keywords = doc.metadata["keywords"] = cleaned
+        report.keywords = doc.info.keywords = cleaned
     else:
         _flag(doc.flags, report, "metadata extractor: 'keywords' is not a non-empty list of strings")
     if isinstance(summary, str) and summary.strip():
         report.summary = summary.strip()
         if not doc.summary:
-            doc.metadata["summary"] = report.summary
-            doc.metadata["summary_by"] = "metadata_extractor"
+            doc.info.summary = report.summary
+            doc.info.summary_by = "metadata_extractor"
     return report
 
 

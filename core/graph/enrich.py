@@ -65,7 +65,7 @@ def enrich(
     generation: GenerationSettings | Mapping[str, Any] | None = None,
     **client_options: Any,
 ) -> Enrichment:
-    """Add ``metadata["summary"]`` to Header, Table, Page and Document nodes and ``questions`` QA
+    """Add ``info.summary`` to Header, Table, Page and Document nodes and ``questions`` QA
     nodes under every Header and Table node. ``max_chars`` caps each item's text in the prompt;
     ``generation``: temperature / output tokens / seed over :data:`~grounded.llm.GRAPH_SETTINGS`."""
     if batch_size < 1 or questions < 0 or max_chars < 1:
@@ -74,7 +74,7 @@ def enrich(
     run = _Run(graph, as_model(llm, settings=settings, **client_options), max_chars, on_error)
     run.stage([n for n in graph if n.kind in (NodeKind.HEADER, NodeKind.TABLE)], questions, batch_size)
     run.stage(graph.of_kind(NodeKind.PAGE), 0, batch_size)
-    if graph.document.metadata.get("summary_by") != "metadata_extractor":
+    if graph.document.info.summary_by != "metadata_extractor":
         run.stage([graph.document], 0, 1)
     return run.report
 
@@ -100,7 +100,7 @@ class _Run:
         self.max_chars = max_chars
         self.on_error = on_error
         self.report = Enrichment()
-        self.title = str(graph.document.metadata.get("title", "")) or "untitled"
+        self.title = str(graph.document.info.title or "") or "untitled"
 
     def stage(self, nodes: Sequence[GraphNode], questions: int, batch_size: int) -> None:
         for i in range(0, len(nodes), batch_size):
@@ -144,7 +144,7 @@ class _Run:
     def _apply(self, node: GraphNode, item: dict[str, Any], questions: int) -> None:
         summary = item.get("summary")
         if isinstance(summary, str) and summary.strip():
-            node.metadata["summary"] = summary.strip()
+            node.info.summary = summary.strip()
             self.report.summarized += 1
         else:
             self._flag(node, "enrichment: empty or missing summary")

@@ -60,10 +60,10 @@ def node_metadata(graph: NodeGraph, node: GraphNode, *, flat: bool = True, line_
         value = node.metadata.get(key)
         if value not in (None, "", []):
             meta[key] = value
-    info = node.metadata.get("pdf")
+    info = node.info.pdf
     if isinstance(info, dict):
         meta.update({f"pdf_{k}": v for k, v in info.items() if v})
-    snapshot = node.metadata.get("snapshot")
+    snapshot = node.info.snapshot
     if isinstance(snapshot, dict):
         meta["snapshot_path"], meta["snapshot_sha256"] = snapshot["path"], snapshot["sha256"]
     if node.generated:

@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import SchemaError
 from ..model.boxes import ParsingBoundingBox
 from ..text.ids import stable_hash
+from .node_info import NodeInfo
 
 __all__ = ["NodeKind", "TextPiece", "GraphNode", "NodeGraph", "node_id"]
 
@@ -104,8 +105,14 @@ class GraphNode:
         return sorted({b.page for b in self.boxes} | set(self.page_numbers))
 
     @property
+    def info(self) -> NodeInfo:
+        """Typed view over ``metadata`` (summary, strategy, caption, level, page...)."""
+        return NodeInfo(self.metadata)
+
+    @property
     def summary(self) -> str:
-        return str(self.metadata.get("summary", ""))
+        summary = self.info.summary
+        return "" if summary is None else str(summary)
 
     def flag(self, reason: str) -> None:
         if reason not in self.flags:
@@ -210,7 +217,7 @@ class NodeGraph:
         return [a.text for a in reversed(self.ancestors(node)) if a.kind == NodeKind.HEADER]
 
     def page_node(self, page: int) -> GraphNode | None:
-        return next((n for n in self.of_kind(NodeKind.PAGE) if n.metadata.get("page") == page), None)
+        return next((n for n in self.of_kind(NodeKind.PAGE) if n.info.page == page), None)
 
     def on_page(self, page: int) -> list[GraphNode]:
         """Content nodes (Header, Text, Table, Image) with a box on ``page``, in reading order."""

@@ -1,7 +1,7 @@
 """Page snapshots of a node graph (seed 002: "Page snapshots are then captured", kept with the page).
 
 :func:`keep_snapshots` renders every Page node's page of the source PDF to a PNG in a folder the
-caller gives and records a *reference* on the Page node - ``metadata["snapshot"] = {"path", "sha256",
+caller gives and records a *reference* on the Page node - ``info.snapshot = {"path", "sha256",
 "dpi", "width", "height"}`` - never the image bytes (node metadata goes to vector stores with small
 metadata limits). Files are written atomically (temp file + rename: never half-written) and named
 ``<source key 12 hex>-p<page>-<dpi>dpi.png``, so a re-run over the same PDF reuses a file whose
@@ -75,7 +75,7 @@ def keep_snapshots(
         if doc.needs_pass and not doc.authenticate(password or ""):
             raise InputError(name, "the PDF needs a password to render page snapshots (pass password=...)")
         for page_node in graph.of_kind(NodeKind.PAGE):
-            page = int(page_node.metadata["page"])
+            page = int(page_node.info.page)  # type: ignore[arg-type]  # every Page node has its number
             if not 1 <= page <= doc.page_count:
                 raise InputError(name, f"has {doc.page_count} pages; the graph has page {page}")
             pixmap = doc[page - 1].get_pixmap(dpi=dpi, alpha=False)

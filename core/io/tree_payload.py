@@ -91,15 +91,15 @@ def text_tree(text: str) -> ParsingResult:
 def source_info(root: ParsingResult) -> dict[str, Any]:
     """What a parse tree's root says about its source: ``path``, ``name``, ``sha256``, ``parser``,
     ``parser_version``, ``page_count`` (empty strings / 0 when unknown)."""
-    meta = root.metadata
-    raw_source = meta.get("source")
+    info = root.info
+    raw_source = info.source
     source: Mapping[str, Any] = raw_source if isinstance(raw_source, Mapping) else {}
     path = str(source.get("path", ""))
     return {
         "path": path,
         "name": str(source.get("name") or (path.replace("\\", "/").rsplit("/", 1)[-1] if path else "")),
         "sha256": str(source.get("sha256", "")),
-        "parser": str(meta.get("parser", "")),
-        "parser_version": str(meta.get("parser_version", "")),
-        "page_count": int(meta.get("page_count", 0)),
+        "parser": str(info.parser or ""),
+        "parser_version": str(info.parser_version or ""),
+        "page_count": int(info.page_count or 0),
     }

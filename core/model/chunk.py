@@ -267,7 +267,7 @@ def stored_chunk_dict(chunk: Chunk) -> dict[str, Any]:
 @dataclass(eq=True)
 class ChunkingResult:
     """All chunks of one document plus metadata: strategy + parameters, tokenizer, and the root
-    metadata of the parse they came from (``metadata["document"]``)."""
+    metadata of the parse they came from (its ``document`` key)."""
 
     chunks: list[Chunk] = field(default_factory=list)
     metadata: dict[str, Any] = field(default_factory=dict)

@@ -10,6 +10,7 @@ from typing import Any
 from ..errors import SchemaError
 from ._checks import _array, _check_root_metadata, _is_int, _kind, _metadata, _object, _text
 from .boxes import ParsingBoundingBox
+from .element_info import ElementStyle, ElementTrace, HeadingInfo, RelabelHistory, RootInfo, TablePlace
 
 
 class ParsingResultType(str, Enum):
@@ -66,9 +67,11 @@ TEXT_TYPES = frozenset(
 class ParsingResult:
     """A node of the parse tree; depth-first pre-order traversal from the root is reading order.
 
-    ``metadata`` of a SECTION_HEADER/TITLE holds ``level`` (1 = top). Unmapped native labels keep
-    ``metadata["native_label"]``. The root's metadata describes the parse (parser, version,
-    elapsed seconds, source path + sha256, page count, ``pages=[{"page", "width", "height"}]``).
+    A SECTION_HEADER/TITLE's ``heading.level`` is 1 at the top. Unmapped native labels are kept as
+    ``relabel.native_label``. The root's metadata describes the parse (parser, version, elapsed
+    seconds, source path + sha256, page count, ``info.pages=[{"page", "width", "height"}]``).
+    ``style``, ``heading``, ``relabel``, ``trace``, ``table_place`` and ``info`` are typed views over ``metadata``, the only
+    way code reads or writes their keys (:mod:`grounded.model.element_info`).
     """
 
     id: str
@@ -119,9 +122,40 @@ class ParsingResult:
     def pages(self) -> list[int]:
         return sorted({b.page for b in self.geom})
 
+    # -- typed metadata (views over ``metadata``, see grounded.model.element_info) ---------------
+    @property
+    def style(self) -> ElementStyle:
+        """Font size and boldness (headings)."""
+        return ElementStyle(self.metadata)
+
+    @property
+    def heading(self) -> HeadingInfo:
+        """Level, its source and the backend's native level (TITLE / SECTION_HEADER)."""
+        return HeadingInfo(self.metadata)
+
+    @property
+    def relabel(self) -> RelabelHistory:
+        """Native label and the types this element had before a relabel."""
+        return RelabelHistory(self.metadata)
+
+    @property
+    def trace(self) -> ElementTrace:
+        """The backend's own id, parent id and score; the text's alignment to the PDF."""
+        return ElementTrace(self.metadata)
+
+    @property
+    def table_place(self) -> TablePlace:
+        """Row, column and header flag of a TABLE_ROW / TABLE_CELL."""
+        return TablePlace(self.metadata)
+
+    @property
+    def info(self) -> RootInfo:
+        """The parse description a ROOT carries (page sizes, source, parser)."""
+        return RootInfo(self.metadata)
+
     @property
     def level(self) -> int | None:
-        lvl = self.metadata.get("level")
+        lvl = self.heading.level
         return int(lvl) if lvl is not None else None
 
     def page_size(self, page: int) -> tuple[float, float]:
@@ -129,9 +163,9 @@ class ParsingResult:
         root = self
         while root.parent is not None:
             root = root.parent
-        for p in root.metadata.get("pages", ()):
-            if p["page"] == page:
-                return float(p["width"]), float(p["height"])
+        for p in root.info.page_sizes():
+            if p.page == page:
+                return p.width, p.height
         raise KeyError(f"page {page} not described in the root metadata")
 
     # -- equality / serialization ---------------------------------------------------------------
@@ -227,7 +261,7 @@ class ParsingResult:
                         f"{where}: {part} covers characters up to {span.char_end}, but the content has {len(content)}"
                     )
         metadata = _metadata(d, where)
-        level = metadata.get("level")
+        level: Any = HeadingInfo(metadata).level  # as loaded: not checked yet
         if level is not None and not (_is_int(level) or (isinstance(level, float) and level.is_integer())):
             raise SchemaError(f"{where}: metadata.level must be an integer, got {_kind(level)}")
         return cls(id=str(raw_id), type=kind, content=content, geom=geom, metadata=metadata,

@@ -38,6 +38,7 @@ from ..errors import EmptyDocumentError, GroundedError, ParserError
 from ..io.atomic import refuse_overwriting_inputs
 from ..io.codec import save_parse_pair
 from ..io.markdown import to_markdown
+from ..model.element_info import RelabelHistory
 from ..model.elements import ParsingResult, ParsingResultType
 from ..model.options import Option, check_options
 from ..runtime.memory import release_memory
@@ -64,8 +65,8 @@ def map_label(label: str, table: Mapping[str, ParsingResultType]) -> tuple[Parsi
     if mapped is None:
         mapped = table.get(key.lower())
     if mapped is None:
-        return T.MISSING, {"native_label": key}
-    return mapped, {"native_label": key}
+        return T.MISSING, RelabelHistory.new(native_label=key)
+    return mapped, RelabelHistory.new(native_label=key)
 
 
 def checked_label_map(table: Mapping[str, ParsingResultType | str]) -> dict[str, ParsingResultType]:
@@ -98,7 +99,7 @@ class ParseOutput:
         :class:`~grounded.errors.OutputError`, as is any file that cannot be written.
         """
         out = Path(out_dir)
-        source = self.root.metadata.get("source")
+        source = self.root.info.source
         source_path = source.get("path") if isinstance(source, dict) else None
         stem = name or Path(str(source_path or "document")).stem
         json_path, md_path = out / f"{stem}.json", out / f"{stem}.md"
@@ -120,7 +121,7 @@ class BaseParser(ABC):
         it may also relabel a heading set smaller than the body text as a paragraph, or the first
         large one as the title) and nest content under section headers by level (keeps
         table/list hierarchy). False leaves headings as the backend labelled them (its levels in
-        ``metadata["native_level"]``).
+        ``heading.native_level``).
     line_spans:
         Attach line boxes (and per-character extents) from the PDF text layer to text elements.
     line_merge_overlap:
@@ -271,7 +272,7 @@ class BaseParser(ABC):
         if isinstance(pdf, (str, os.PathLike)):
             stem = Path(pdf).stem
         else:
-            given = name or str(output.root.metadata.get("source", {}).get("name") or "")
+            given = name or str((output.root.info.source or {}).get("name") or "")
             stem = Path(given).stem if given and given != BYTES_NAME else "document"
         return output.save(out_dir, stem)
 
@@ -299,7 +300,7 @@ class BaseParser(ABC):
                 markdown = self._get_md(native)
                 del native
                 output = self.finish(root, markdown, info, started)
-            source.stamp(output.root.metadata)
+            source.stamp(output.root.info)
             return output
 
     @contextmanager
@@ -322,7 +323,7 @@ class BaseParser(ABC):
             raise ParserError(info.path, f"parser '{self.name}' returned a {root.type} node, not ROOT")
         # page facts a backend recorded (e.g. how the layout saw the page), merged below
         backend_pages = {
-            int(p["page"]): p for p in root.metadata.get("pages") or [] if isinstance(p, dict) and "page" in p
+            int(p["page"]): p for p in root.info.pages or [] if isinstance(p, dict) and "page" in p
         }
         kept = postprocess.keep_body_furniture(root, self.drop_types, info.path, info.page_count)
         hierarchy.group_lists(root, self.drop_types)
@@ -341,32 +342,29 @@ class BaseParser(ABC):
         if self.line_spans:
             postprocess.attach_line_spans(root, info.path, merge_overlap=self.line_merge_overlap)
         postprocess.assign_ids(root)
-        root.metadata.update(
+        described = root.info  # written in this order (an existing key keeps its place)
+        described.parser = self.name
+        described.parser_version = self.version()
+        described.elapsed_seconds = round(time.perf_counter() - started, 4)
+        described.source = {"path": str(info.path), "sha256": info.sha256, "name": info.path.name}
+        described.page_count = info.page_count
+        described.pages = [
             {
-                "parser": self.name,
-                "parser_version": self.version(),
-                "elapsed_seconds": round(time.perf_counter() - started, 4),
-                "source": {"path": str(info.path), "sha256": info.sha256, "name": info.path.name},
-                "page_count": info.page_count,
-                "pages": [
-                    {
-                        **{k: v for k, v in backend_pages.get(i + 1, {}).items() if k not in ("width", "height")},
-                        "page": i + 1,
-                        "width": w,
-                        "height": h,
-                        **report[i + 1],
-                        # the backend's own page warnings (e.g. a page beyond a budget) after MuPDF's
-                        "warnings": _page_warnings(report[i + 1], backend_pages.get(i + 1, {})),
-                        **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
-                        **({"unmapped_glyphs": info.unmapped_glyphs[i + 1]} if i + 1 in info.unmapped_glyphs else {}),
-                    }
-                    for i, (w, h) in enumerate(info.page_sizes)
-                ],
+                **{k: v for k, v in backend_pages.get(i + 1, {}).items() if k not in ("width", "height")},
+                "page": i + 1,
+                "width": w,
+                "height": h,
+                **report[i + 1],
+                # the backend's own page warnings (e.g. a page beyond a budget) after MuPDF's
+                "warnings": _page_warnings(report[i + 1], backend_pages.get(i + 1, {})),
+                **({"furniture_kept_chars": kept[i + 1]} if i + 1 in kept else {}),
+                **({"unmapped_glyphs": info.unmapped_glyphs[i + 1]} if i + 1 in info.unmapped_glyphs else {}),
             }
-        )
+            for i, (w, h) in enumerate(info.page_sizes)
+        ]
         if info.warnings or info.repaired:
-            root.metadata["pdf_warnings"] = list(info.warnings)
-            root.metadata["pdf_repaired"] = info.repaired
+            described.pdf_warnings = list(info.warnings)
+            described.pdf_repaired = info.repaired
         if markdown is None:
             markdown = to_markdown(root)
         markdown = postprocess.replace_lone_surrogates(root, markdown)

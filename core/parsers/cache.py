@@ -10,7 +10,7 @@ splitter calls :func:`resolve_tree` on the metadata to get the tree back:
    decodes its tree once;
 2. from the cache directory (lossless JSON of :mod:`grounded.serialization`, written atomically -
    two processes putting the same tree at once both succeed and leave one intact file);
-3. on a miss, by re-parsing ``metadata["file_path"]`` with the recorded parser - only when the
+3. on a miss, by re-parsing the Document's ``file_path`` with the recorded parser - only when the
    file's sha256 still matches the reference; a changed or missing file gives ``None`` (the caller
    decides: warn and chunk as plain text, or refuse).
 
@@ -107,6 +107,9 @@ TREE_REF_KEY = "grounded_tree_ref"
 #: Document metadata key holding the parser's constructor options as compact JSON (only when set),
 #: so a miss can re-parse exactly as the reader did
 PARSER_OPTIONS_KEY = "grounded_parser_options"
+#: Document metadata keys a miss re-parses from: the PDF's path and the parser's registered name
+#: (written by the readers and loaders)
+FILE_PATH_KEY, PARSER_KEY = "file_path", "parser"
 _PREFIX = "grounded:v1:"
 _REF = re.compile(r"^grounded:v1:(?P<sha>[0-9a-f]{64}):(?P<parser>[A-Za-z0-9_.+-]*):(?P<fp>[0-9a-f]{16})$")
 #: decoded trees kept per process
@@ -176,7 +179,7 @@ def ref_for(sha256: str, parser: str, version: str = "", options: Mapping[str, A
 
 
 def _root_sha(root: ParsingResult) -> str:
-    source = root.metadata.get("source")
+    source = root.info.source
     sha = str(source.get("sha256") or "") if isinstance(source, Mapping) else ""
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
         raise SchemaError("the parse tree records no source sha256 (root.metadata['source']['sha256']); cannot reference it")
@@ -185,14 +188,14 @@ def _root_sha(root: ParsingResult) -> str:
 
 def _encrypted(root: ParsingResult) -> bool:
     """Whether ``root`` is the parse of an encrypted PDF (its text must not reach the disk)."""
-    source = root.metadata.get("source")
+    source = root.info.source
     return isinstance(source, Mapping) and bool(source.get("encrypted"))
 
 
 def tree_ref(root: ParsingResult, options: Mapping[str, Any] | None = None) -> str:
     """The reference string of a parsed tree (its PDF's sha256 + parser fingerprint)."""
-    meta = root.metadata
-    return ref_for(_root_sha(root), str(meta.get("parser") or ""), str(meta.get("parser_version") or ""), options)
+    info = root.info
+    return ref_for(_root_sha(root), str(info.parser or ""), str(info.parser_version or ""), options)
 
 
 def parse_ref(ref: str) -> TreeRef:
@@ -625,13 +628,13 @@ def _stamp_source(root: ParsingResult, pdf: str | os.PathLike[str] | bytes, name
     been written for the same bytes under another path or name)."""
     from .source import BYTES_NAME
 
-    source = dict(root.metadata.get("source") or {})
+    source = dict(root.info.source or {})
     source.pop("from_bytes", None)
     if isinstance(pdf, bytes):
         source.update({"path": name or BYTES_NAME, "name": Path(name).name if name else BYTES_NAME, "from_bytes": True})
     else:
         source.update({"path": str(Path(pdf)), "name": Path(pdf).name})
-    root.metadata["source"] = source
+    root.info.source = source
 
 
 def _options_from(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -655,7 +658,7 @@ def resolve_tree(
     """The parse tree a Document's metadata refers to (:data:`TREE_REF_KEY`), or ``None``.
 
     Order: process memory, the cache directory, then - with ``reparse`` - the PDF at
-    ``metadata["file_path"]`` parsed again with the recorded parser (and options) when its sha256
+    the Document's ``file_path`` parsed again with the recorded parser (and options) when its sha256
     is still the referenced one; the new parse is put into the cache. ``None`` when the metadata
     holds no reference, the file is gone or changed, or re-parsing fails (logged)."""
     raw = metadata.get(TREE_REF_KEY)
@@ -666,7 +669,7 @@ def resolve_tree(
     root = cache.get(str(ref))
     if root is not None or not reparse:
         return root
-    path = metadata.get("file_path")
+    path = metadata.get(FILE_PATH_KEY)
     if not path or not Path(str(path)).is_file():
         log.info("parse tree %s is not cached and its PDF (%r) is not readable here", ref, escape_controls(str(path)))
         return None
@@ -677,7 +680,7 @@ def resolve_tree(
 
     options = _options_from(metadata)
     try:
-        root = get_parser(ref.parser or str(metadata.get("parser") or "pymupdf"), **options).parse(str(path))
+        root = get_parser(ref.parser or str(metadata.get(PARSER_KEY) or "pymupdf"), **options).parse(str(path))
     except (GroundedError, ImportError, ValueError) as exc:
         log.warning("re-parsing %s for its parse tree failed: %s", escape_controls(str(path)), exc)
         return None

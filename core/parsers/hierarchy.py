@@ -3,16 +3,16 @@
 Post-processing (:meth:`BaseParser.finish`) runs both on every backend's tree; backends only hand
 over evidence:
 
-* a heading's native level as ``metadata["native_level"]`` (or ``metadata["level"]`` written by a
+* a heading's native level as ``heading.native_level`` (or ``heading.level`` written by a
   backend that predates this module), kept when it is an integer >= 1;
-* its style as ``metadata["font_size"]`` / ``metadata["font_bold"]`` where the backend reads the
+* its style as ``style.size`` / ``style.bold`` where the backend reads the
   text layer itself (PyMuPDF), and the body text size as the root's
-  ``metadata["body_font_size"]``; :func:`measure_styles` fills both in from the PDF text layer for
+  ``info.body_font_size``; :func:`measure_styles` fills both in from the PDF text layer for
   the headings that lack them;
 * the numbering in the heading text ("2.3.1 Results", "IV. Discussion").
 
-:func:`assign_heading_levels` decides, per TITLE / SECTION_HEADER, ``metadata["level"]`` and how
-(``metadata["level_source"]``):
+:func:`assign_heading_levels` decides, per TITLE / SECTION_HEADER, ``heading.level`` and how
+(``heading.source``):
 
 ``backend``
     a valid native level;
@@ -33,12 +33,12 @@ over evidence:
 
 With style evidence it also fixes two labels: an unnumbered SECTION_HEADER set clearly smaller than
 the body text (:data:`SMALL_HEADER_RATIO`; table notes a layout model took for headings) becomes a
-PARAGRAPH (``metadata["demoted_from"]``), and when no TITLE is on page 1 the first heading there
+PARAGRAPH (``relabel.demoted_from``), and when no TITLE is on page 1 the first heading there
 becomes the TITLE if it is set at least :data:`TITLE_SIZE_RATIO` times larger than every smaller
-heading and no heading is larger (``metadata["promoted_from"]``).
+heading and no heading is larger (``relabel.promoted_from``).
 
 :func:`group_lists` wraps every run of LIST_ITEM (REFERENCE_ITEM) siblings in a LIST
-(REFERENCE_LIST) marked ``metadata["synthetic"] = True``; page headers/footers about to be dropped
+(REFERENCE_LIST) marked synthetic (metadata key :data:`SYNTHETIC`); page headers/footers about to be dropped
 do not interrupt a run (they move behind the list). Nested runs (items whose children are items)
 get their own container.
 """
@@ -142,15 +142,14 @@ def all_caps(text: str) -> bool:
 
 def heading_style(node: ParsingResult) -> HeadingStyle | None:
     """The style a node's metadata records (``font_size``, ``font_bold``), None without a size."""
-    size = _number(node.metadata.get("font_size"))
+    size = _number(node.style.size)
     if size is None or size <= 0:
         return None
-    return HeadingStyle(size, all_caps(node.content), bool(node.metadata.get("font_bold", False)))
+    return HeadingStyle(size, all_caps(node.content), bool(node.style.bold))
 
 
 def _given_level(node: ParsingResult) -> int | None:
-    for key in ("native_level", "level"):
-        value = _number(node.metadata.get(key))
+    for value in (_number(node.heading.native_level), _number(node.heading.level)):
         if value is not None and int(value) >= 1:
             return int(value)
     return None
@@ -167,7 +166,7 @@ def measure_styles(root: ParsingResult, pdf_path: str | Path) -> int:
     ]
     if not headings:
         return 0
-    need_body = _number(root.metadata.get("body_font_size")) is None
+    need_body = _number(root.info.body_font_size) is None
     pages = sorted({b.page for n in headings for b in n.geom})
     paragraphs: dict[int, list[ParsingBoundingBox]] = {}
     if need_body:
@@ -199,11 +198,11 @@ def measure_styles(root: ParsingResult, pdf_path: str | Path) -> int:
     for n in headings:
         counts = sizes.get(id(n))
         if counts:
-            n.metadata["font_size"] = counts.most_common(1)[0][0]
-            n.metadata["font_bold"] = bool(np.mean(bold[id(n)]) >= 0.5)
+            n.style.size = counts.most_common(1)[0][0]
+            n.style.bold = bool(np.mean(bold[id(n)]) >= 0.5)
             measured += 1
     if need_body and body:
-        root.metadata["body_font_size"] = body.most_common(1)[0][0]
+        root.info.body_font_size = body.most_common(1)[0][0]
     return measured
 
 
@@ -213,10 +212,10 @@ def measure_styles(root: ParsingResult, pdf_path: str | Path) -> int:
 
 
 def assign_heading_levels(root: ParsingResult) -> None:
-    """``metadata["level"]`` and ``metadata["level_source"]`` for every TITLE / SECTION_HEADER in
+    """``heading.level`` and ``heading.source`` for every TITLE / SECTION_HEADER in
     the tree (see the module docstring for the rules). Headings that already have a
     ``level_source`` were decided before and are left alone, so running it twice changes nothing."""
-    body = _number(root.metadata.get("body_font_size"))
+    body = _number(root.info.body_font_size)
     if body is not None and body > 0:
         _demote_small_headers(root, body)
     headers = [n for n in root.walk() if n.type in HEADING_TYPES]
@@ -225,7 +224,7 @@ def assign_heading_levels(root: ParsingResult) -> None:
     styles = {id(n): heading_style(n) for n in headers}
     if not any(n.type == T.TITLE and n.pages in ([1], []) for n in headers):  # a title on page 1 (or unplaced)
         _promote_title([n for n in headers if styles[id(n)] is not None], styles)
-    open_ = [n for n in headers if "level_source" not in n.metadata]
+    open_ = [n for n in headers if n.heading.source is None]
     sections = [n for n in open_ if n.type == T.SECTION_HEADER and _given_level(n) is None]
     numbered = {id(n): numbering_level(n.content) for n in sections}
     depths: dict[tuple[float, bool], Counter[int]] = {}
@@ -238,7 +237,7 @@ def assign_heading_levels(root: ParsingResult) -> None:
     ranks = {k: i + 1 for i, k in enumerate(keys)}
     for n in open_:
         level, source = _decide(n, styles[id(n)], numbered.get(id(n)), anchored, ranks)
-        n.metadata["level"], n.metadata["level_source"] = level, source
+        n.heading.level, n.heading.source = level, source
 
 
 def _decide(
@@ -268,14 +267,13 @@ def _decide(
 
 def _demote_small_headers(root: ParsingResult, body: float) -> None:
     for n in root.walk():
-        if n.type != T.SECTION_HEADER or "level_source" in n.metadata:
+        if n.type != T.SECTION_HEADER or n.heading.source is not None:
             continue
         style = heading_style(n)
         if style is not None and style.size < SMALL_HEADER_RATIO * body and numbering_level(n.content) is None:
             n.type = T.PARAGRAPH
-            n.metadata["demoted_from"] = "section-header"
-            for key in ("font_size", "font_bold", "level", "native_level"):
-                n.metadata.pop(key, None)
+            n.relabel.demoted_from = "section-header"
+            del n.style.size, n.style.bold, n.heading.level, n.heading.native_level
 
 
 def _promote_title(styled: list[ParsingResult], styles: dict[int, HeadingStyle | None]) -> None:
@@ -283,7 +281,7 @@ def _promote_title(styled: list[ParsingResult], styles: dict[int, HeadingStyle |
     if not styled:
         return
     first = styled[0]
-    if first.type != T.SECTION_HEADER or first.pages != [1] or "level_source" in first.metadata:
+    if first.type != T.SECTION_HEADER or first.pages != [1] or first.heading.source is not None:
         return
     if numbering_level(first.content) is not None:
         return
@@ -293,7 +291,7 @@ def _promote_title(styled: list[ParsingResult], styles: dict[int, HeadingStyle |
     # repeated copies of the title (same size) are fine; a larger heading is not
     if smaller and len(smaller) + other_sizes.count(size) == len(other_sizes) and size >= TITLE_SIZE_RATIO * max(smaller):
         first.type = T.TITLE
-        first.metadata["promoted_from"] = "section-header"
+        first.relabel.promoted_from = "section-header"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -303,7 +301,7 @@ def _promote_title(styled: list[ParsingResult], styles: dict[int, HeadingStyle |
 
 def group_lists(root: ParsingResult, drop_types: Iterable[ParsingResultType | str] = ()) -> int:
     """Wrap each run of LIST_ITEM (REFERENCE_ITEM) siblings anywhere in the tree in a LIST
-    (REFERENCE_LIST) with ``metadata["synthetic"] = True`` and one box per page enclosing its
+    (REFERENCE_LIST) marked synthetic (:data:`SYNTHETIC`) and one box per page enclosing its
     items. Children of existing LIST / REFERENCE_LIST containers are left as they are. A
     PAGE_HEADER / PAGE_FOOTER of ``drop_types`` between two items does not end the run: it moves
     behind the list (where the filter removes it). Returns how many containers were made."""

@@ -16,6 +16,7 @@ from html.parser import HTMLParser
 from typing import Any
 
 from ..model.boxes import ParsingBoundingBox
+from ..model.element_info import TablePlace
 from ..model.elements import ParsingResult, ParsingResultType
 
 __all__ = [
@@ -235,17 +236,17 @@ def grid_columns(rows: list[list[TableCell]]) -> list[list[int]]:
 def add_table_rows(table: ParsingResult, rows: list[list[TableCell]], factory: NodeFactory) -> None:
     """Append TABLE_ROW / TABLE_CELL children (cells carry row/col grid position and spans in metadata)."""
     for r, (row, cols) in enumerate(zip(rows, grid_columns(rows))):
-        row_node = table.add_child(factory.node(T.TABLE_ROW, metadata={"row": r}))
+        row_node = table.add_child(factory.node(T.TABLE_ROW, metadata=TablePlace.new(row=r)))
         if row and all(c.header for c in row):
-            row_node.metadata["header"] = True
+            row_node.table_place.header = True
         for cell, col in zip(row, cols):
-            meta: dict[str, Any] = {"row": r, "col": col, **cell.metadata}
+            meta: dict[str, Any] = {**TablePlace.new(row=r, col=col), **cell.metadata}
             if cell.row_span > 1:
                 meta["row_span"] = cell.row_span
             if cell.col_span > 1:
                 meta["col_span"] = cell.col_span
             if cell.header:
-                meta["header"] = True
+                TablePlace(meta).header = True
             row_node.add_child(factory.node(T.TABLE_CELL, cell.text, metadata=meta))
 
 

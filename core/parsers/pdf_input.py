@@ -54,7 +54,7 @@ class NoTextLayerWarning(UserWarning):
 
 class PDFDamageWarning(UserWarning):
     """MuPDF reported errors while reading the PDF: the listed pages may be incomplete or wrong
-    (their ``root.metadata["pages"][i]`` has ``status: "damaged"`` and the MuPDF ``warnings``)."""
+    (their ``root.info.pages[i]`` has ``status: "damaged"`` and the MuPDF ``warnings``)."""
 
 
 #: MuPDF messages about a page's content stream that mean its content was not read completely

@@ -16,7 +16,7 @@ Hierarchy choices (documented contract):
   sections after it are its siblings (their heading path does not repeat the title).
 * Heading levels come from :func:`.hierarchy.assign_heading_levels` (one algorithm for every
   backend: a valid backend level, numbering, numbering style, font size, style rank), which
-  :meth:`BaseParser.finish` runs before nesting; ``metadata["level_source"]`` says which.
+  :meth:`BaseParser.finish` runs before nesting; ``heading.source`` says which.
 
 Lists: :func:`.hierarchy.group_lists` wraps runs of LIST_ITEM / REFERENCE_ITEM siblings in a
 synthetic LIST / REFERENCE_LIST (marked as such, see :mod:`.hierarchy`) before filtering, for every backend.
@@ -153,8 +153,8 @@ def keep_body_furniture(
       OCR'd page, a blank of :data:`ONE_PAGE_OCR_GAP_LINES` line heights to the body) stays
       furniture, as the layout model labelled it.
 
-    Kept nodes become PARAGRAPHs (or the heading type of their twins), ``metadata["native_label"]``
-    is kept and ``metadata["relabeled_from"]`` names the old type. One :class:`FurnitureKeptWarning`
+    Kept nodes become PARAGRAPHs (or the heading type of their twins), ``relabel.native_label``
+    is kept and ``relabel.relabeled_from`` names the old type. One :class:`FurnitureKeptWarning`
     names the pages where the *dominant* or *block* rule fired (the layout model misread a page);
     the line rules are logged at DEBUG only. Returns page -> characters kept this way (every rule;
     :meth:`BaseParser.finish` records it as ``pages[i]["furniture_kept_chars"]``).
@@ -196,7 +196,7 @@ def keep_body_furniture(
                     continue  # a one-page document's header/footer: it cannot repeat
                 rescued.append((node, new_type))
         for node, new_type in rescued:
-            node.metadata["relabeled_from"] = node.type.value
+            node.relabel.relabeled_from = node.type.value
             node.type = new_type
         if rescued:
             kept[page] = sum(_solid(n.content) for n, _ in rescued)
@@ -229,7 +229,7 @@ class _SetApart:
         self._layer: TextLayer | None = None
         self._body: tuple[float, bool] | None = None
         self._read = False
-        pages = root.metadata.get("pages") or []
+        pages = root.info.pages or []
         self.ocr_pages = {p.get("page") for p in pages if isinstance(p, dict) and p.get("text_source") == "ocr"}
 
     def furniture(self, node: ParsingResult) -> bool:
@@ -517,7 +517,7 @@ def infer_hierarchy(root: ParsingResult) -> None:
             root.add_child(node)
             continue
         if node.type == T.SECTION_HEADER:
-            level = int(node.metadata["level"])
+            level = int(node.heading.level)  # type: ignore[arg-type]  # assign_heading_levels gave every heading one
             while stack and stack[-1][0] >= level:
                 stack.pop()
             (stack[-1][1] if stack else root).add_child(node)
@@ -540,7 +540,7 @@ def attach_line_spans(root: ParsingResult, pdf_path: str | Path, merge_overlap: 
 
     Lines come from the characters whose centre lies in the element's boxes; their text is
     aligned to the element's ``content`` so each line span knows its character range and every
-    character's horizontal extent. ``metadata['char_alignment']`` records the share of content
+    character's horizontal extent. ``trace.char_alignment`` records the share of content
     characters matched; below :data:`MIN_CHAR_ALIGNMENT` spans are kept without char info.
     """
     targets = [n for n in root.walk() if n.type in TEXT_TYPES and n.geom and n.content.strip() and not _has_char_spans(n)]
@@ -579,12 +579,12 @@ def _attach(
 ) -> None:
     built = build_lines(pages, selections, merge_overlap, keep_hyphens=True)
     if not built.lines:
-        node.metadata["char_alignment"] = 0.0
+        node.trace.char_alignment = 0.0
         for box in boxes:
             box.spans = []
         return
     mapping, ratio = align_text(node.content, built)
-    node.metadata["char_alignment"] = round(ratio, 4)
+    node.trace.char_alignment = round(ratio, 4)
     with_chars = ratio >= MIN_CHAR_ALIGNMENT
     spans_by_box = _spans_from_alignment(node.content, built, mapping, pages, with_chars)
     for i, box in enumerate(boxes):
@@ -719,10 +719,10 @@ _OWN_ID = re.compile(r"root|e\d+")
 def assign_ids(root: ParsingResult) -> None:
     """Ids in depth-first (reading) order: ``root``, ``e1``, ``e2``, ...; same tree -> same ids.
 
-    A backend's own id (anything not of this form) is kept in ``metadata['native_id']``.
+    A backend's own id (anything not of this form) is kept as ``trace.native_id``.
     """
     for n, node in enumerate(root.walk()):
         if node.id and not _OWN_ID.fullmatch(node.id) and "native_id" not in node.metadata:
-            node.metadata["native_id"] = node.id
+            node.trace.native_id = node.id
         node.id = "root" if n == 0 else f"e{n}"
 

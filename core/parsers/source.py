@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from ..errors import CorruptPDFError, InputError
 from ..io.atomic import make_temp_dir
+from ..model.element_info import RootInfo
 from .pdf_input import PDFInfo, inspect_pdf
 
 __all__ = ["PDFSource", "PreparedSource", "prepared_source", "BYTES_NAME"]
@@ -54,10 +55,10 @@ class PreparedSource:
     from_bytes: bool
     temp_paths: tuple[str, ...] = ()
 
-    def stamp(self, metadata: dict[str, Any]) -> None:
-        """Record the original source in a root's metadata (replaces what ``finish`` wrote from
-        the temporary copy)."""
-        source = dict(metadata.get("source") or {})
+    def stamp(self, info: RootInfo) -> None:
+        """Record the original source in a root's ``info.source`` (replaces what ``finish`` wrote
+        from the temporary copy)."""
+        source = dict(info.source or {})
         source.update({"path": self.display, "sha256": self.sha256, "name": self.name})
         if self.info.doc_info:
             source["info"] = dict(self.info.doc_info)  # grounded.metadata.SOURCE_INFO_KEY
@@ -65,7 +66,7 @@ class PreparedSource:
             source["encrypted"] = True
         if self.from_bytes:
             source["from_bytes"] = True
-        metadata["source"] = source
+        info.source = source
 
     def rename(self, exc: InputError) -> None:
         """Make an error about a temporary file name the input the caller gave."""

@@ -23,6 +23,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ..model.element_info import RootInfo
+
 __all__ = ["chunk_id", "source_key", "text_key", "stable_hash", "class_identity", "repeat_id", "refused_id", "text_only_id"]
 
 
@@ -56,10 +58,11 @@ def source_key(root_metadata: Mapping[str, Any], text: str | None = None) -> str
     """The source key of a parse tree from its root metadata: ``<pdf sha256>`` followed by
     ``:<parser>`` when the parser is recorded; without a source sha256, :func:`text_key` of
     ``text`` (the document text; required then)."""
-    raw = root_metadata.get("source")
+    info = RootInfo(root_metadata)  # type: ignore[arg-type]  # read only
+    raw = info.source
     sha = str(raw.get("sha256") or "") if isinstance(raw, Mapping) else ""
     if sha:
-        parser = str(root_metadata.get("parser") or "")
+        parser = str(info.parser or "")
         return f"{sha}:{parser}" if parser else sha
     if text is None:
         raise ValueError("a tree without a source sha256 needs its text for a source key")

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import HeadingInfo
 from grounded.model.elements import ParsingResult, ParsingResultType
 
 from ..base import map_label
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 T = ParsingResultType
 
 #: docling ``DocItemLabel`` / ``GroupLabel`` value -> ParsingResultType. Labels not listed here
-#: become MISSING with ``metadata["native_label"]`` kept.
+#: become MISSING with ``relabel.native_label`` kept.
 DOCLING_LABEL_MAP: dict[str, ParsingResultType] = {
     "title": T.TITLE,
     "section_header": T.SECTION_HEADER,
@@ -160,7 +161,7 @@ class _TreeBuilder:
     def build(self) -> ParsingResult:
         root = ParsingResult(id=f"{self.id_prefix}0", type=T.ROOT)
         if self.page_sizes:
-            root.metadata["pages"] = [
+            root.info.pages = [
                 {"page": n, "width": w, "height": h} for n, (w, h) in sorted(self.page_sizes.items())
             ]
         self._children(self.doc.body, root)
@@ -221,7 +222,7 @@ class _TreeBuilder:
     def _text(self, item: Any, label: str, parent: ParsingResult) -> None:
         extra: dict[str, Any] = {}
         if label == "section_header":
-            extra["native_level"] = int(getattr(item, "level", 1) or 1)
+            HeadingInfo(extra).native_level = int(getattr(item, "level", 1) or 1)
         if label == "list_item":
             extra["marker"] = getattr(item, "marker", None) or None
             extra["enumerated"] = bool(getattr(item, "enumerated", False))

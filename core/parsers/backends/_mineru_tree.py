@@ -232,7 +232,7 @@ class _Builder:
     def build(self, source_meta: dict[str, Any]) -> ParsingResult:
         root = ParsingResult(id="mineru-0", type=T.ROOT, metadata=dict(source_meta))
         if self.sizes:
-            root.metadata["pages"] = [
+            root.info.pages = [
                 {"page": p, "width": w, "height": h} for p, (w, h) in sorted(self.sizes.items())
             ]
         for page_info in self.pdf_info:

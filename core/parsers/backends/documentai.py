@@ -32,6 +32,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import InvalidBoxError, MissingCredentialsError
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import ElementTrace, HeadingInfo
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
 from grounded.model.options import Option
 from grounded.runtime.cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
@@ -125,7 +126,7 @@ class _LayoutBuilder:
     def base(self, block: Mapping[str, Any], label: str) -> tuple[ParsingResultType, dict[str, Any], list[ParsingBoundingBox]]:
         type_, meta = map_label(label, self.label_map)
         if _get(block, "blockId") is not None:
-            meta["native_id"] = f"{self.prefix}{_get(block, 'blockId')}"
+            ElementTrace(meta).native_id = f"{self.prefix}{_get(block, 'blockId')}"
         span = self.span(block)
         geom: list[ParsingBoundingBox] = []
         if span:
@@ -149,7 +150,7 @@ class _LayoutBuilder:
             type_, meta, geom = self.base(block, label)
             match = _HEADING.match(label)
             if match and type_ in HEADING_TYPES:
-                meta["native_level"] = int(match.group(1))
+                HeadingInfo(meta).native_level = int(match.group(1))
             node = parent.add_child(self.factory.node(type_, str(_get(text_block, "text") or "").strip(), geom, meta))
             self.blocks(_get(text_block, "blocks") or [], node)
         elif table_block is not None:
@@ -273,7 +274,7 @@ def _ocr_pages(
         for t_index, table_json in enumerate(_get(page, "tables") or []):
             geom = box_of(_get(table_json, "layout"))
             table_type, table_meta = map_label("table", label_map)
-            table = factory.node(table_type, "", geom, {**table_meta, "native_id": f"{prefix}p{number}-t{t_index}"})
+            table = factory.node(table_type, "", geom, {**table_meta, **ElementTrace.new(native_id=f"{prefix}p{number}-t{t_index}")})
             rows, boxes = [], []
             for header, key in ((True, "headerRows"), (False, "bodyRows")):
                 for row in _get(table_json, key) or []:
@@ -302,7 +303,7 @@ def _ocr_pages(
                 continue
             content = _anchor_text(text, _get(para, "layout"))
             para_type, meta = map_label("paragraph", label_map)
-            meta["native_id"] = f"{prefix}p{number}-{p_index}"
+            ElementTrace(meta).native_id = f"{prefix}p{number}-{p_index}"
             root.add_child(factory.node(para_type, content, geom, meta))
         for i, (_, table) in enumerate(tables):
             if i not in placed:

@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import InvalidBoxError, ParserError
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import ElementTrace, HeadingInfo
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
 from grounded.model.options import Option
 from grounded.runtime.cloud import Progress, RetryPolicy, call_with_retries, credential_from_env
@@ -297,7 +298,7 @@ def pages_to_tree(
         for index, element in enumerate(elements):
             label = str(element.get("category") or element.get("label") or element.get("type") or "")
             type_, meta = map_label(label, label_map)
-            meta["native_id"] = f"p{page}-{index}"
+            ElementTrace(meta).native_id = f"p{page}-{index}"
             # "\frac" / "\beta" decoded as form feed / backspace: never document text, restore LaTeX
             content = str(element.get("content") or "").replace("\x0c", "\\f").replace("\x08", "\\b")
             box = _element_box(element, page)
@@ -308,13 +309,13 @@ def pages_to_tree(
             if type_ in HEADING_TYPES:
                 level = _heading_level(element)
                 if level is not None:
-                    meta["native_level"] = level
+                    HeadingInfo(meta).native_level = level
             node = factory.node(type_, content.strip(), [box] if box else [], meta)
             if type_ == T.TABLE:
                 add_table_rows(node, parse_markdown_table(content), factory)
             root.add_child(node)
     if page_sizes:
-        root.metadata["pages"] = page_sizes
+        root.info.pages = page_sizes
     if unparsed:
         root.metadata["unparsed_pages"] = unparsed
     return root

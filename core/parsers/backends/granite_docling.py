@@ -206,9 +206,9 @@ class GraniteDoclingParser(BaseParser):
         )
         sizes = [(i + 1, p.width, p.height) for i, p in enumerate(native.pages)]
         if all(w and h for _, w, h in sizes):
-            root.metadata["pages"] = [{"page": n, "width": w, "height": h} for n, w, h in sizes]
+            root.info.pages = [{"page": n, "width": w, "height": h} for n, w, h in sizes]
         else:  # the 500x500 grid is not a page size in points
-            root.metadata.pop("pages", None)
+            del root.info.pages
         root.metadata["doctags_grid"] = DOCTAGS_GRID
         return root
 

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import InvalidBoxError, RemoteServiceError
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import HeadingInfo
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
 from grounded.model.options import Option
 from grounded.runtime.cloud import RetryPolicy, call_with_retries, credential_from_env
@@ -133,7 +134,7 @@ def _add_item(parent: ParsingResult, item: Mapping[str, Any], page: int, width: 
         type_ = T.LIST_ITEM
     level = item.get("lvl")
     if type_ in HEADING_TYPES and isinstance(level, int) and level >= 1:
-        meta["native_level"] = level
+        HeadingInfo(meta).native_level = level
     node = factory.node(type_, "", _item_boxes(item, page, width, height), meta)
     if type_ == T.TABLE:
         rows = _table_rows(item)
@@ -167,7 +168,7 @@ def pages_to_tree(
             if isinstance(item, Mapping):
                 _add_item(root, item, number, width, height, factory, label_map)
     if sizes:
-        root.metadata["pages"] = sizes
+        root.info.pages = sizes
     return root
 
 

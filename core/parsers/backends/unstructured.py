@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from grounded.errors import InvalidBoxError, ParserError
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import ElementTrace, HeadingInfo
 from grounded.model.elements import HEADING_TYPES, ParsingResult, ParsingResultType
 from grounded.model.options import Option
 from grounded.runtime.optional import require
@@ -150,14 +151,14 @@ def elements_to_tree(
         page = int(meta.get("page_number") or 1)
         type_, extra = map_label(label, label_map)
         box = unstructured_box(meta, page)
-        metadata: dict[str, Any] = {**extra, "native_id": element.get("element_id")}
+        metadata: dict[str, Any] = {**extra, **ElementTrace.new(native_id=element.get("element_id"))}
         if meta.get("parent_id"):
-            metadata["native_parent_id"] = meta["parent_id"]
+            ElementTrace(metadata).native_parent_id = meta["parent_id"]
         if meta.get("detection_class_prob") is not None:
-            metadata["score"] = meta["detection_class_prob"]
+            ElementTrace(metadata).score = meta["detection_class_prob"]
         level = _level(meta)
         if level is not None and type_ in HEADING_TYPES:
-            metadata["native_level"] = level
+            HeadingInfo(metadata).native_level = level
         text = str(element.get("text") or "")
         node = factory.node(type_, text, [box] if box else [], metadata)
         if type_ == T.TABLE:
@@ -178,7 +179,7 @@ def elements_to_tree(
             pages[page] = {"page": page, "width": float(coords["layout_width"]) * scale,
                            "height": float(coords["layout_height"]) * scale}
     if pages:
-        root.metadata["pages"] = [pages[p] for p in sorted(pages)]
+        root.info.pages = [pages[p] for p in sorted(pages)]
     return root
 
 

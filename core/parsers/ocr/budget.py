@@ -17,7 +17,7 @@ seconds. Two budgets, checked before Tesseract runs:
   they are whited out before Tesseract reads it (a real page's figure may have a few such tiles:
   its OCR is left as it was).
 
-Every page a budget touched gets a :class:`OCRBudget` record (``root.metadata["pages"][i]
+Every page a budget touched gets a :class:`OCRBudget` record (``root.info.pages[i]
 ["ocr_budget"]``) and an :class:`OCRBudgetWarning` naming the file, the page and the cause.
 """
 
@@ -67,7 +67,7 @@ NOISE_MIN_RUNS_PER_MPX = 20_000
 NOISE_MIN_PAGE_SHARE = 0.25
 #: a pixel darker than this (0-255 gray) is ink for the noise check
 NOISE_INK_LEVEL = 160
-#: page-entry key (``root.metadata["pages"]``) of a page's :meth:`OCRBudget.record`
+#: page-entry key (``root.info.pages``) of a page's :meth:`OCRBudget.record`
 OCR_BUDGET_KEY = "ocr_budget"
 
 

@@ -98,10 +98,10 @@ OCR_ELEMENT_MIN_CHARS = 20
 #: (2013) 590-595"), real tables 0.46 as a whole; table cells go lower (misread anatomy terms:
 #: 0.0) and are never judged one by one.
 OCR_ELEMENT_MAX_GARBAGE_SHARE = 0.25
-#: Page-entry key (``root.metadata["pages"]``) of the OCR'd text taken out of picture boxes as
+#: Page-entry key (``root.info.pages``) of the OCR'd text taken out of picture boxes as
 #: elements of their own (see :data:`OCR_PICTURE_TEXT_MIN_WIDTH`): {"elements", "chars"}.
 OCR_FROM_PICTURES_KEY = "ocr_text_from_pictures"
-#: Page-entry key (``root.metadata["pages"]``) of what an OCR'd page's text layer holds that no
+#: Page-entry key (``root.info.pages``) of what an OCR'd page's text layer holds that no
 #: element took: {"chars", "in_pictures", "unreadable_blocks", "unreadable_chars"}; and the elements
 #: left out as garbage (:func:`is_garbage_element`): {"garbage_elements", "garbage_chars"}.
 OCR_LEFT_OUT_KEY = "ocr_text_left_out"

@@ -50,6 +50,7 @@ from grounded.parsers.pdf_input import NoTextLayerWarning, PDFInfo, format_pages
 from grounded.parsers.textlayer import TextLayer
 from grounded.runtime.processes import ParentInfo
 
+from .extras import PyMuPDFRootExtras
 from .layout import (
     LAYOUT_SKIPPED_KEY,
     ProgressCallback,
@@ -110,7 +111,7 @@ class PyMuPDFParser(BaseParser):
         (image-only pages are reported, an image-only document refused). OCR is Tesseract inside
         PyMuPDF and needs the ``[ocr]`` extra (or ``tesseract-ocr-eng``): without it ``"auto"``
         behaves as ``"never"`` and ``"always"`` raises BackendUnavailableError. Each page's
-        ``root.metadata["pages"][i]["text_source"]`` says ``"ocr"`` or ``"text_layer"``.
+        ``root.info.pages[i]["text_source"]`` says ``"ocr"`` or ``"text_layer"``.
     ocr_dpi:
         Resolution the pages are rendered at for OCR.
     device:
@@ -412,11 +413,11 @@ class PyMuPDFParser(BaseParser):
                 layer.close()
         elements = builder.finish()
         if builder.body_sizes:  # evidence for the heading levels (post-processing decides them)
-            root.metadata["body_font_size"] = builder.body_sizes.most_common(1)[0][0]
+            root.info.body_font_size = builder.body_sizes.most_common(1)[0][0]
         # emptiness is checked by BaseParser.finish, after the element filter
         for node in elements:
             root.add_child(node)
-        root.metadata["layout_seconds"] = round(native.layout_seconds, 4)
+        PyMuPDFRootExtras(root.metadata).layout_seconds = round(native.layout_seconds, 4)
         # per page: where its text came from, and how the layout model saw it (merged into "pages")
         pages = []
         for p in native.document.pages:
@@ -447,10 +448,11 @@ class PyMuPDFParser(BaseParser):
             if from_pictures is not None:
                 entry[OCR_FROM_PICTURES_KEY] = from_pictures
             pages.append(entry)
-        root.metadata["pages"] = pages
-        root.metadata["ocr"] = {"setting": self.ocr_setting(), "pages": sorted(native.ocr_pages)}
+        root.info.pages = pages
+        ocr: dict[str, Any] = {"setting": self.ocr_setting(), "pages": sorted(native.ocr_pages)}
         if native.ocr_pages:
-            root.metadata["ocr"]["seconds"] = round(native.ocr_seconds, 4)
+            ocr["seconds"] = round(native.ocr_seconds, 4)
+        PyMuPDFRootExtras(root.metadata).ocr = ocr
         return root
 
     # -- step 3: markdown -----------------------------------------------------------------------

@@ -110,8 +110,8 @@ def mark_running_furniture(
     :data:`MAX_LINES`) whose text matches (:data:`SIMILARITY`, :data:`MIN_FUZZY_CHARS`) a band
     element at about the same height (:data:`POSITION_TOLERANCE`) on another page -- one the model
     labelled furniture or another candidate -- becomes PAGE_HEADER (top band) or PAGE_FOOTER
-    (bottom band), ``metadata["relabeled_from"]`` naming its old type and
-    ``metadata["running_furniture"] = True``. ``pages`` (1-based, optional): only elements on
+    (bottom band), ``relabel.relabeled_from`` naming its old type and
+    ``relabel.running_furniture = True``. ``pages`` (1-based, optional): only elements on
     these pages are relabelled (all pages still count as evidence). Returns the relabelled elements."""
     lines = [line for line in map(_band_line, elements) if line is not None and line.node.type in _TYPES]
     candidates = [line for line in lines if line.node.type in _RELABEL and (pages is None or line.page in pages)]
@@ -124,8 +124,8 @@ def mark_running_furniture(
     found = [c for c in candidates if _repeats(c, by_key, fuzzy_keys)]
     for line in found:
         node = line.node
-        node.metadata["relabeled_from"] = node.type.value
-        node.metadata["running_furniture"] = True
+        node.relabel.relabeled_from = node.type.value
+        node.relabel.running_furniture = True
         node.type = T.PAGE_HEADER if line.top_band else T.PAGE_FOOTER
     if found:
         log.info("running headers/footers found by repetition on page(s) %s", sorted({f.page for f in found}))

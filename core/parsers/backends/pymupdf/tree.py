@@ -14,6 +14,7 @@ import numpy as np
 from grounded.errors import escape_controls
 from grounded.io.markdown import table_to_markdown
 from grounded.model.boxes import ParsingBoundingBox
+from grounded.model.element_info import RelabelHistory, TablePlace
 from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, ParsingResultType
 from grounded.parsers.base import map_label
 from grounded.parsers.column_split import split_columns
@@ -22,6 +23,7 @@ from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
 from grounded.parsers.reading_order import Rect, reading_order, upright
 from grounded.parsers.textlayer import RIGHT, PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
 
+from .extras import PyMuPDFElementExtras
 from .ocr_text import (
     OCR_FROM_PICTURES_KEY,
     OCR_LEFT_OUT_KEY,
@@ -91,7 +93,7 @@ FALLBACK_MARGIN_SHARE = 0.06
 FALLBACK_MARGIN_PAGES = 2
 #: When the fallback runs on a born-digital page, text whose centre lies inside a picture box
 #: belongs to the picture (axis ticks, legends, labels along a curve: the FIGURE's ``content``,
-#: ``metadata["picture_text"]``, searchable but no body paragraph) unless the picture is a text
+#: ``PyMuPDFElementExtras.picture_text``, searchable but no body paragraph) unless the picture is a text
 #: region the model saw as one picture: its characters' boxes cover at least this share of its
 #: area (body text 0.3-0.6, the sideways table of the shared peerj page 9 about 0.1; a chart's
 #: labels about 0.02). A block at the picture's top or bottom edge that reads as text (a caption
@@ -292,7 +294,7 @@ class _TreeBuilder:
                 if node is None:
                     continue
                 if type_ == T.LIST_ITEM:
-                    node.metadata["indent"] = round(getattr(box, "upright_x0", x0 / w), 4)
+                    PyMuPDFElementExtras(node.metadata).indent = round(getattr(box, "upright_x0", x0 / w), 4)
             else:  # pragma: no cover - every class of the model is handled above
                 node = ParsingResult("", type_, geom=[geom], metadata=meta)
             nodes[index] = node
@@ -335,7 +337,7 @@ class _TreeBuilder:
     ) -> np.ndarray | None:
         """A born-digital page the layout fallback reads: the unclaimed characters whose centre lies
         inside a genuine picture box (see :data:`FALLBACK_PICTURE_TEXT_DENSITY`) become that
-        FIGURE's ``content`` (line spans attached, ``metadata["picture_text"]``); returns them (the
+        FIGURE's ``content`` (line spans attached, ``PyMuPDFElementExtras.picture_text``); returns them (the
         fallback leaves them out; None: no such picture)."""
         if not figures:
             return None
@@ -371,7 +373,7 @@ class _TreeBuilder:
             kept[sel] = True
             figure.content = built.text
             figure.geom[0].spans = lines_to_spans(built.lines, [pc]).get(0, [])
-            figure.metadata["picture_text"] = True
+            PyMuPDFElementExtras(figure.metadata).picture_text = True
         return kept if kept.any() else None
 
     def _picture_text(
@@ -409,7 +411,7 @@ class _TreeBuilder:
                 geom = ParsingBoundingBox.from_points(pc.page, *rect, pc.width, pc.height)
                 others = np.ones(len(pc), dtype=bool)  # take this block's characters, nothing else
                 others[sel] = False
-                meta = {"native_label": "text in picture", "from_picture": True}
+                meta = {**RelabelHistory.new(native_label="text in picture"), **PyMuPDFElementExtras.new(from_picture=True)}
                 node = self._text(type_, pc, others, rect, geom, meta)
                 claimed[sel] = True
                 if node is not None and node.content:
@@ -419,7 +421,7 @@ class _TreeBuilder:
                 del nodes[index]
                 continue
             if blocks:
-                figure.metadata["text_taken_out"] = len(blocks)
+                PyMuPDFElementExtras(figure.metadata).text_taken_out = len(blocks)
                 figure.geom = [ParsingBoundingBox.from_points(pc.page, *left, pc.width, pc.height)]
                 boxes[index] = Rect(*left, "picture")
             figure.image = self._figure_image(layer, pc.page, number, left)
@@ -441,7 +443,7 @@ class _TreeBuilder:
         ink = sel[solid[sel]]
         top, bottom = pc.y0[ink].min(), pc.y1[ink].max()
         for j in [j for j, node in nodes.items() if node.type in (T.PARAGRAPH, T.CAPTION)]:
-            if nodes[j].metadata.get("from_picture") or not nodes[j].geom:
+            if PyMuPDFElementExtras(nodes[j].metadata).from_picture or not nodes[j].geom:
                 continue
             inside = pc.select(*nodes[j].geom[0].to_points(pc.width, pc.height))
             piece = inside[claimed[inside]]
@@ -516,7 +518,7 @@ class _TreeBuilder:
     ) -> list[ParsingResult]:
         """The layout model left (much of) the page's text out of its text and table boxes (it can
         fail on unusual pages): MuPDF's text blocks (``rects``) become PARAGRAPHs (returned)
-        holding the characters no element took (``metadata["layout_fallback"]``; they are marked in
+        holding the characters no element took (``PyMuPDFElementExtras.layout_fallback``; they are marked in
         ``claimed``), so no text is lost without a trace. ``keep_out``: characters never taken (on
         an OCR'd page, those that do not read as text: a figure's OCR, see :func:`readable_unclaimed`)."""
         log.warning(
@@ -531,7 +533,7 @@ class _TreeBuilder:
             if any_taken and _in_band((x0, y0, x1, y1), pc.width, pc.height) and self._margin_furniture(pc, (x0, y0, x1, y1)):
                 continue  # a printer's mark or running furniture in the margin, not text the layout lost
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-            meta = {"native_label": "text-layer block", "layout_fallback": True}
+            meta = {**RelabelHistory.new(native_label="text-layer block"), **PyMuPDFElementExtras.new(layout_fallback=True)}
             node = self._text(T.PARAGRAPH, pc, taken, (x0, y0, x1, y1), geom, meta)
             if node is not None and node.content:
                 found.append(node)
@@ -587,7 +589,7 @@ class _TreeBuilder:
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
         if type_ in HEADING_TYPES and built.text:
             style = _style_of(pc, sel, built.text)
-            node.metadata["font_size"], node.metadata["font_bold"] = style.size, style.bold
+            node.style.size, node.style.bold = style.size, style.bold
         elif type_ == T.PAGE_HEADER and built.text:
             style = _style_of(pc, sel, built.text)
             node.metadata[_FURNITURE_STYLE_KEY] = [style.size, style.caps, style.bold]
@@ -614,11 +616,11 @@ class _TreeBuilder:
             sel = pc.select(x0, y0, x1, y1)
             built = build_lines([pc], [sel[~claimed[sel]]])
             grid = [[(x0, ln.y0, x1, ln.y1)] for ln in built.lines]
-        table.metadata["cell_source"] = source
+        PyMuPDFElementExtras(table.metadata).cell_source = source
         turn = self._turn if source == "layout" else 0
         grid, joined = _join_continuation_rows(grid, _grid_line_tops(grid, pc, claimed, turn))
         if joined:
-            table.metadata["continuation_rows_joined"] = joined
+            PyMuPDFElementExtras(table.metadata).continuation_rows_joined = joined
         caption = self._caption_row(grid, pc, claimed)
         if caption is not None:  # the table's caption inside its box: a CAPTION before the table
             self._captions[id(table)] = caption
@@ -629,7 +631,7 @@ class _TreeBuilder:
             geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
             table.geom = [geom]
         for r, row_boxes in enumerate(grid):
-            row = ParsingResult("", T.TABLE_ROW, metadata={"row": r})
+            row = ParsingResult("", T.TABLE_ROW, metadata=TablePlace.new(row=r))
             cells: list[ParsingResult] = []
             for c, cell_box in enumerate(row_boxes):
                 if cell_box is None:
@@ -639,7 +641,7 @@ class _TreeBuilder:
                 if x1 - x0 <= 0 or y1 - y0 <= 0:
                     continue
                 cell_geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, {"row": r, "col": c})
+                cell = self._text(T.TABLE_CELL, pc, claimed, (x0, y0, x1, y1), cell_geom, TablePlace.new(row=r, col=c))
                 if cell is not None:
                     cells.append(cell)
             if not any(cell.content for cell in cells):
@@ -676,7 +678,7 @@ class _TreeBuilder:
         if not _CAPTION_START.match(build_lines([pc], [sel[~claimed[sel]]]).text):
             return None
         geom = ParsingBoundingBox.from_points(pc.page, x0, y0, x1, y1, pc.width, pc.height)
-        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, {"native_label": "table caption row"})
+        return self._text(T.CAPTION, pc, claimed, (x0, y0, x1, y1), geom, RelabelHistory.new(native_label="table caption row"))
 
     def _figure_image(
         self, layer: TextLayer, page: int, number: int, rect: tuple[float, float, float, float]
@@ -718,7 +720,7 @@ class _TreeBuilder:
         one line set like a heading (at least HEADING_SIZE_RATIO x the body size, or bold and not
         smaller), its text is not repeated on another page (running headers are), and body text
         (a paragraph or list item) follows right below it. It becomes a SECTION_HEADER
-        (``metadata["relabeled_from"] = "PAGE_HEADER"``, native label kept)."""
+        (``relabel.relabeled_from = "PAGE_HEADER"``, native label kept)."""
         styles = {id(n): n.metadata.pop(_FURNITURE_STYLE_KEY, None) for n in self.elements}
         if not self.body_sizes:
             return
@@ -749,6 +751,6 @@ class _TreeBuilder:
             if not (box.bottom - 0.5 * height <= below.top <= box.bottom + 2.5 * height):
                 continue
             first.type = T.SECTION_HEADER
-            first.metadata["relabeled_from"] = T.PAGE_HEADER.value
-            first.metadata["font_size"], first.metadata["font_bold"] = size, bold
+            first.relabel.relabeled_from = T.PAGE_HEADER.value
+            first.style.size, first.style.bold = size, bold
 
