@@ -30,23 +30,11 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from grounded.errors import ChunkingError
-from grounded.grounding.adapter import (
-    ELEMENT_KEY,
-    KIND_KEY,
-    SPANS_KEY,
-    TREE_KEY,
-    ParseCache,
-    flatten_metadata,
-    ground_parts,
-    near_of,
-    page_keys,
-    part_fields,
-    resplit_keys,
-    splitter_fingerprint,
-    stable_hash,
-    unflatten_metadata,
-    warn_refused,
-)
+from grounded.integrations import ELEMENT_KEY, ParseCache, resplit_keys, splitter_fingerprint, stable_hash
+from grounded.integrations.boxes import ground_parts, warn_refused
+from grounded.integrations.loader_parts import KIND_KEY, SPANS_KEY, page_keys
+from grounded.integrations.sources import near_of
+from grounded.metadata import TREE_KEY, flatten_metadata, part_fields, unflatten_metadata
 from grounded.model import Chunk, ParsingResult
 
 __all__ = ["GroundingSplitter"]

@@ -26,27 +26,24 @@ from llama_index.core.schema import (
 from llama_index.core.utils import get_tqdm_iterable
 from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler
 
-from grounded.grounding.adapter import (
+from grounded.chunking import Chunker, ChunkingStrategy
+from grounded.integrations.options import build_chunker, refuse_raw_bytes
+from grounded.integrations.split_nodes import (
     CHUNK_KEYS,
-    TREE_KEY,
-    Chunker,
-    ChunkingStrategy,
     NodeChunker,
-    build_chunker,
     check_fields,
     chunker_fields,
     file_info,
     hidden_keys,
     keep_unique,
     node_text_and_metadata,
-    refuse_raw_bytes,
     same_node_part,
     section_of,
     setting_identity,
     sort_keywords,
-    source_info,
     without_defaults,
 )
+from grounded.metadata import TREE_KEY, source_info
 from grounded.model import Chunk, ParsingResult
 
 __all__ = ["GroundedNodeParser", "GroundedTextNode"]
@@ -133,7 +130,7 @@ class GroundedNodeParser(NodeParser):
         super().__init__(**data)
         # invalid parameters fail here, not in the middle of an ingestion run
         self._get_chunker()
-        from grounded.grounding.adapter import warn_long_chunk_size  # MiniLM embeds 256 tokens: say so, once
+        from grounded.integrations.embedding import warn_long_chunk_size
 
         warn_long_chunk_size(type(self).__name__, self.max_tokens, self.tokenizer)
 
@@ -244,7 +241,7 @@ class GroundedNodeParser(NodeParser):
         # offsets with str.find and link neighbours with their whole metadata
         return nodes
 
-    # -- one input node -> chunk nodes (grounded.grounding.nodes) --------------------------------------
+    # -- one input node -> chunk nodes (grounded.integrations.split_nodes) --------------------------------------
     def _split(self, node: BaseNode) -> list[TextNode]:
         meta = node.metadata
         is_chunk = any(k in meta for k in ("chunk_id", "text_hash", "start_char"))

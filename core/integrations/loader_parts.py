@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..grounding.blocks import ELEMENT_KEY, Block, iter_blocks, page_runs
 from ..io.box_codec import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, text_hash
 from ..io.chunk_codec import chunk_metadata, flatten_metadata
 from ..io.pdf_info import PDF_METADATA_KEYS
@@ -36,7 +37,6 @@ from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..runtime.bounded import BoundedCache
 from ..text.ids import stable_hash
 from ..text.tokenizer import Tokenizer
-from .blocks import ELEMENT_KEY, Block, iter_blocks, page_runs
 from .sources import SourceView
 
 __all__ = [

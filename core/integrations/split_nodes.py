@@ -15,6 +15,7 @@ from typing import Any
 from ..chunking.base import ChunkingStrategy, strategy_class
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError
+from ..grounding.wrappers import GROUNDING_KEYS
 from ..io.box_codec import GroundingWarning
 from ..io.chunk_codec import PAYLOAD_KEYS, chunk_metadata, flatten_metadata, part_fields
 from ..io.tree_payload import TREE_KEY, source_info, text_tree
@@ -25,9 +26,8 @@ from ..runtime.callers import user_stacklevel
 from ..text.assembly import BOX_MODES
 from ..text.ids import chunk_id, repeat_id, text_key
 from ..text.tokenizer import Tokenizer
+from .boxes import ground_in_view
 from .sources import PAGE_KEY, SourceView, document_view, names_source, source_view
-from .stored import ground_in_view
-from .wrappers import GROUNDING_KEYS
 
 __all__ = [
     "CHUNK_KEYS", "ALIASES", "NodeChunks", "NodeChunker", "sort_keywords", "chunker_fields", "check_fields",

@@ -1,5 +1,5 @@
 """What ``GroundedTextSplitter`` (LangChain) does with Documents, framework-free: parts in
-(:class:`~grounded.grounding.documents.DocPart`), parts out.
+(:class:`~grounded.integrations.loader_parts.DocPart`), parts out.
 
 * element parts (the loader's ``mode="elements"``): each PDF's tree rebuilt from them and chunked
   (same chunks, ids and boxes as the loader's chunk mode when all elements are passed);
@@ -8,7 +8,7 @@
   and every piece gets the boxes, offsets, pages and token count of its own text; without the tree,
   pieces get no boxes and one :class:`~grounded.io.box_codec.GroundingWarning`;
 * anything else (a foreign reader's Document, another splitter's part): split as text and grounded
-  in the PDF its metadata names (:func:`~grounded.grounding.stored.ground_in_view`); plain text that
+  in the PDF its metadata names (:func:`~grounded.integrations.boxes.ground_in_view`); plain text that
   names no PDF is split as text only.
 
 ``start_index`` (when asked) is LangChain's: the part's offset in its parent's text.
@@ -25,6 +25,7 @@ from typing import Any
 
 from ..chunking.chunker import Chunker
 from ..errors import ChunkingError, SchemaError
+from ..grounding.blocks import ELEMENT_KEY, iter_blocks, tree_from_payloads
 from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_from_metadata, text_hash
 from ..io.chunk_codec import flatten_metadata, part_fields, unflatten_metadata
 from ..io.tree_payload import text_tree
@@ -34,8 +35,8 @@ from ..parsers.cache import TREE_REF_KEY, ParseCache
 from ..runtime.callers import user_stacklevel
 from ..text.ids import chunk_id, source_key, stable_hash, text_key
 from ..text.tokenizer import CallableTokenizer, Tokenizer
-from .blocks import ELEMENT_KEY, iter_blocks, tree_from_payloads
-from .documents import (
+from .boxes import ground_in_view
+from .loader_parts import (
     KIND_KEY,
     PAGE_JOINER,
     SOURCE_KEYS,
@@ -46,7 +47,6 @@ from .documents import (
     page_keys,
 )
 from .sources import SourceView, document_view, names_source
-from .stored import ground_in_view
 
 __all__ = ["PartSplitter", "tokenizer_for", "check_base_keywords"]
 

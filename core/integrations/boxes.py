@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
+from ..grounding.grounder import Grounding
+from ..grounding.wrappers import ground_texts, refused_texts, with_grounding
 from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_to_metadata, compact_json, text_hash
 from ..io.chunk_codec import chunk_metadata, part_metadata, read_stored_chunk, unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
@@ -33,9 +35,7 @@ from ..model.chunk import Chunk
 from ..parsers.cache import ParseCache
 from ..runtime.callers import user_stacklevel
 from ..text.tokenizer import load_tokenizer
-from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf, names_source, pdf_path_of
-from .wrappers import ground_texts, refused_texts, with_grounding
 
 __all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "focus_metadata", "FOCUS_KEYS"]
 
@@ -127,7 +127,7 @@ def ground_in_view(
 ) -> list[Chunk]:
     """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
     as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
-    (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
+    (:func:`~grounded.grounding.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
     could not be found. The adapters' drop-in path."""
     groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in chunks])
     refused = [g.reason for g in groundings if not g.ok]
