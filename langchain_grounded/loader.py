@@ -14,7 +14,8 @@ from langchain_core.documents.base import Blob
 from grounded.chunking import Chunker
 from grounded.integrations import ParseCache
 from grounded.integrations.loader_parts import DocPart
-from grounded.integrations.loaders import LoaderPipeline, OCRMode, PDFInput, aliased, pdf_inputs, read_input
+from grounded.integrations.loaders import LoaderPipeline, OCRMode, PDFInput, pdf_inputs, read_input
+from grounded.integrations.options import aliased
 from grounded.parsers import BaseParser
 
 __all__ = ["GroundedPDFLoader", "GroundedPDFParser", "Mode"]

@@ -19,7 +19,7 @@ from langchain_core.documents import BaseDocumentTransformer, Document
 from grounded.chunking import Tokenizer, load_tokenizer
 from grounded.integrations import ParseCache
 from grounded.integrations.boxes import own_part_metadata
-from grounded.integrations.loader_parts import page_keys
+from grounded.integrations.profiles import page_keys
 from grounded.metadata import flatten_metadata, unflatten_metadata
 
 __all__ = ["GroundedParts"]

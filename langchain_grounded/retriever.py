@@ -23,7 +23,7 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from grounded.integrations.boxes import focus_metadata
+from grounded.integrations.profiles import focus_metadata
 from grounded.metadata import chunk_metadata
 from grounded.model import Chunk
 from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search

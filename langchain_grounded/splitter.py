@@ -13,8 +13,14 @@ from grounded.chunking import Chunker, ChunkingStrategy
 from grounded.errors import ChunkingError
 from grounded.integrations import ParseCache
 from grounded.integrations.loader_parts import DocPart
-from grounded.integrations.options import OFFLINE_ENCODINGS, build_chunker, refuse_raw_bytes
-from grounded.integrations.split_parts import PartSplitter, check_base_keywords, tokenizer_for
+from grounded.integrations.options import (
+    OFFLINE_ENCODINGS,
+    build_chunker,
+    check_base_keywords,
+    refuse_raw_bytes,
+    tokenizer_for,
+)
+from grounded.integrations.split_parts import PartSplitter
 
 from .loader import as_document
 

@@ -14,8 +14,8 @@ from grounded.chunking import document_text
 from grounded.errors import SchemaError
 from grounded.integrations import splitter_fingerprint, stable_hash
 from grounded.integrations.boxes import boxes_of, ground_parts, warn_refused
+from grounded.integrations.profiles import grounded_node_fields
 from grounded.integrations.sources import PAGE_KEY, document_view, locate, page_tree
-from grounded.integrations.split_nodes import grounded_node_fields
 from grounded.metadata import GroundingWarning
 from grounded.model import ParsingBoundingBox, ParsingResult
 

@@ -19,7 +19,8 @@ from llama_index.core.schema import Document
 from grounded.errors import InputError
 from grounded.integrations import ParseCache
 from grounded.integrations.loaders import OCRMode, ParserChoice, cached_parse, given_parser, with_ocr
-from grounded.integrations.reader_parts import DOCUMENT_KEYS, LLM_VISIBLE_KEYS, pdf_source, reader_parts
+from grounded.integrations.profiles import DOCUMENT_KEYS, LLM_VISIBLE_KEYS
+from grounded.integrations.reader_parts import pdf_source, reader_parts
 from grounded.metadata import pdf_metadata
 from grounded.model import ParsingResult
 from grounded.parsers import BaseParser, public_options

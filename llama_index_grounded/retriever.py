@@ -11,7 +11,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from grounded.integrations import embed_hidden_keys, llm_hidden_keys
-from grounded.integrations.boxes import FOCUS_KEYS, hit_fields
+from grounded.integrations.profiles import FOCUS_KEYS, hit_fields
 from grounded.model import Chunk
 from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 

@@ -8,9 +8,11 @@ from these modules (checked by ``tests/project/test_adapter_imports.py``):
   of a span and a grounder (:class:`~.sources.SourceView`); :mod:`.boxes`: the boxes of an item's
   own text (:func:`~.boxes.chunk_of`);
 * **split** (:mod:`.split_nodes`, :mod:`.split_parts`, :mod:`.options`): one input's chunks - the
-  whole tree, a recorded span re-split, or foreign text grounded in the PDF;
-* **metadata per surface profile**: LlamaIndex's and LangChain's conventions for the keys a chunk,
-  page and source carry;
+  whole tree, a recorded span re-split, or foreign text grounded in the PDF - and the chunker of a
+  splitter's options;
+* **metadata per surface profile** (:mod:`.profiles`): the source-key table (each document-level key
+  with its embed/llm/inherit columns, beside the chunk field table) and LlamaIndex's and LangChain's
+  conventions for the keys a chunk, page and source carry;
 * **loaders** (:mod:`.loaders`, :mod:`.loader_parts`, :mod:`.reader_parts`): PDFs in, the parts of a
   reader or loader mode out.
 
