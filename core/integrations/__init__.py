@@ -21,25 +21,60 @@ The grounding engine itself stays in :mod:`grounded.grounding`.
 
 from __future__ import annotations
 
-from ..grounding.blocks import ELEMENT_KEY
-from ..grounding.wrappers import splitter_fingerprint
-from ..model.chunk_fields import embed_hidden_keys, llm_hidden_keys, resplit_keys
-from ..parsers.cache import TREE_REF_KEY, ParseCache
-from ..runtime.optional import require
-from ..text.ids import stable_hash
-from .boxes import boxes_of, chunk_of
-from .loader_parts import DocPart
-from .loaders import LoaderPipeline
-from .options import build_chunker
-from .sources import SourceView, document_view, source_view
-from .split_nodes import NodeChunker
-from .split_parts import PartSplitter
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = [
+if TYPE_CHECKING:  # the names resolve lazily: importing one module of the package loads no other
+    from ..grounding.blocks import ELEMENT_KEY as ELEMENT_KEY
+    from ..grounding.wrappers import splitter_fingerprint as splitter_fingerprint
+    from ..model.chunk_fields import embed_hidden_keys as embed_hidden_keys
+    from ..model.chunk_fields import llm_hidden_keys as llm_hidden_keys
+    from ..model.chunk_fields import resplit_keys as resplit_keys
+    from ..parsers.cache import TREE_REF_KEY as TREE_REF_KEY
+    from ..parsers.cache import ParseCache as ParseCache
+    from ..runtime.optional import require as require
+    from ..text.ids import stable_hash as stable_hash
+    from .boxes import boxes_of as boxes_of
+    from .boxes import chunk_of as chunk_of
+    from .loader_parts import DocPart as DocPart
+    from .loaders import LoaderPipeline as LoaderPipeline
+    from .options import build_chunker as build_chunker
+    from .sources import SourceView as SourceView
+    from .sources import document_view as document_view
+    from .sources import source_view as source_view
+    from .split_nodes import NodeChunker as NodeChunker
+    from .split_parts import PartSplitter as PartSplitter
+
+_LAZY = {
     # the operations
-    "SourceView", "source_view", "document_view", "chunk_of", "boxes_of", "DocPart", "NodeChunker", "PartSplitter",
-    "LoaderPipeline", "build_chunker",
+    "SourceView": "grounded.integrations.sources",
+    "source_view": "grounded.integrations.sources",
+    "document_view": "grounded.integrations.sources",
+    "chunk_of": "grounded.integrations.boxes",
+    "boxes_of": "grounded.integrations.boxes",
+    "DocPart": "grounded.integrations.loader_parts",
+    "NodeChunker": "grounded.integrations.split_nodes",
+    "PartSplitter": "grounded.integrations.split_parts",
+    "LoaderPipeline": "grounded.integrations.loaders",
+    "build_chunker": "grounded.integrations.options",
     # the vocabulary the adapters share with the core
-    "TREE_REF_KEY", "ELEMENT_KEY", "ParseCache", "embed_hidden_keys", "llm_hidden_keys", "resplit_keys",
-    "splitter_fingerprint", "stable_hash", "require",
-]
+    "TREE_REF_KEY": "grounded.parsers.cache",
+    "ELEMENT_KEY": "grounded.grounding.blocks",
+    "ParseCache": "grounded.parsers.cache",
+    "embed_hidden_keys": "grounded.model.chunk_fields",
+    "llm_hidden_keys": "grounded.model.chunk_fields",
+    "resplit_keys": "grounded.model.chunk_fields",
+    "splitter_fingerprint": "grounded.grounding.wrappers",
+    "stable_hash": "grounded.text.ids",
+    "require": "grounded.runtime.optional",
+}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'grounded.integrations' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
