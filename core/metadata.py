@@ -3,12 +3,12 @@
 :mod:`~grounded.io.pdf_info`).
 
 ``chunk_of`` here reads a node, Document, hit or row with the boxes of its own text
-(:mod:`grounded.grounding.stored`: re-derived for a re-split part, never the parent's);
+(:mod:`grounded.integrations.boxes`: re-derived for a re-split part, never the parent's);
 ``read_stored_chunk`` reads what is stored as it is."""
 
 from __future__ import annotations
 
-from .grounding.stored import chunk_of
+from .integrations.boxes import chunk_of
 from .io.box_codec import *  # noqa: F403
 from .io.box_codec import __all__ as _boxes
 from .io.chunk_codec import *  # noqa: F403

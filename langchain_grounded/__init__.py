@@ -11,13 +11,8 @@ Importing this package imports ``langchain_core``; without it an
 
 from __future__ import annotations
 
-from grounded.grounding.adapter import (
-    EmbeddingInputWarning,
-    GroundingWarning,
-    boxes_from_metadata,
-    boxes_to_metadata,
-    unflatten_metadata,
-)
+from grounded.integrations.embedding import EmbeddingInputWarning
+from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when langchain-core is missing)
 from .embeddings import MiniLMEmbeddings

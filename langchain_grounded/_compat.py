@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from grounded.grounding.adapter import (
-    require,
-)
+from grounded.integrations import require
 
 for _module in ("langchain_core", "langchain_text_splitters"):
     require(_module, extra="langchain", what="langchain_grounded", package="langchain-core langchain-text-splitters")

@@ -17,7 +17,7 @@ class MiniLMEmbeddings(Embeddings):
     :class:`~grounded.text.embed_input.EmbeddingInputWarning` per instance (the rest is not embedded)."""
 
     def __init__(self, batch_size: int = 64, device: str = "auto") -> None:
-        from grounded.grounding.adapter import check_device
+        from grounded.integrations.embedding import check_device
 
         self.batch_size = batch_size
         self.device = check_device(device)
@@ -26,14 +26,14 @@ class MiniLMEmbeddings(Embeddings):
 
     def _embedder(self) -> Any:
         if self._embed is None:
-            from grounded.grounding.adapter import minilm_embedder
+            from grounded.integrations.embedding import minilm_embedder
 
             self._embed = minilm_embedder(batch_size=self.batch_size, device=self.device)
         return self._embed
 
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         if not self._warned:  # MiniLM cuts a longer text silently: say so, once per instance
-            from grounded.grounding.adapter import warn_long_texts
+            from grounded.integrations.embedding import warn_long_texts
 
             self._warned = warn_long_texts("MiniLMEmbeddings", texts, stacklevel=3)
         return [list(map(float, v)) for v in self._embedder()(texts)] if texts else []

@@ -16,9 +16,7 @@ from typing import Any
 from langchain_core.documents import Document
 
 from grounded.graph import NodeGraph, export_text, node_metadata
-from grounded.grounding.adapter import (
-    flatten_metadata,
-)
+from grounded.metadata import flatten_metadata
 
 __all__ = ["graph_to_documents"]
 

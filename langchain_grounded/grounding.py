@@ -30,37 +30,14 @@ from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
 from grounded.errors import ChunkingError
-from grounded.grounding.adapter import (
-    ELEMENT_KEY,
-    KIND_KEY,
-    SPANS_KEY,
-    TREE_KEY,
-    ParseCache,
-    flatten_metadata,
-    ground_parts,
-    near_of,
-    page_keys,
-    part_fields,
-    resplit_keys,
-    splitter_fingerprint,
-    stable_hash,
-    unflatten_metadata,
-    warn_refused,
-)
+from grounded.integrations import ParseCache, splitter_fingerprint, stable_hash
+from grounded.integrations.boxes import ground_parts, warn_refused
+from grounded.integrations.profiles import KIND_KEY, LANGCHAIN_GROUNDED_PART_KEYS, SPANS_KEY, page_keys
+from grounded.integrations.sources import near_of
+from grounded.metadata import flatten_metadata, part_fields, unflatten_metadata
 from grounded.model import Chunk, ParsingResult
 
 __all__ = ["GroundingSplitter"]
-
-#: keys that describe the parent's own text: recomputed for each part (or dropped when refused)
-_PARENT_KEYS = frozenset(
-    {
-        # the field table's keys a part does not inherit, plus the heading keys grounding finds anew
-        *resplit_keys("recompute"), *resplit_keys("drop"), "strategy", "section", "heading_path", "heading_ids",
-        # LangChain's and the element documents' own keys
-        KIND_KEY, "page", "element_id", "element_type", SPANS_KEY, ELEMENT_KEY, TREE_KEY,
-    }
-)
-
 
 class GroundingSplitter(TextSplitter):
     """Wraps a LangChain splitter (any ``TextSplitter``, or an object whose ``split_text`` returns
@@ -159,7 +136,7 @@ class GroundingSplitter(TextSplitter):
     def _metadata(self, part_meta: Mapping[str, Any], parent: Mapping[str, Any], record: Chunk) -> dict[str, Any]:
         """The part's own keys (the wrapped splitter's), ``grounded_kind`` and LangChain's ``page``
         (when the part is located), then the chunk fields of its ``record`` (:func:`part_fields`)."""
-        own = {k: v for k, v in part_meta.items() if k not in _PARENT_KEYS}
+        own = {k: v for k, v in part_meta.items() if k not in LANGCHAIN_GROUNDED_PART_KEYS}
         if "start_index" in parent and part_meta.get("start_index") == parent["start_index"]:
             own.pop("start_index", None)  # the parent's, copied by the wrapped splitter
         meta: dict[str, Any] = {**own, KIND_KEY: "chunk"}

@@ -11,18 +11,12 @@ from langchain_core.document_loaders import BaseBlobParser, BaseLoader
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
 
-from grounded.grounding.adapter import (
-    BaseParser,
-    Chunker,
-    DocPart,
-    LoaderPipeline,
-    OCRMode,
-    ParseCache,
-    PDFInput,
-    aliased,
-    pdf_inputs,
-    read_input,
-)
+from grounded.chunking import Chunker
+from grounded.integrations import ParseCache
+from grounded.integrations.loader_parts import DocPart
+from grounded.integrations.loaders import LoaderPipeline, OCRMode, PDFInput, pdf_inputs, read_input
+from grounded.integrations.options import aliased
+from grounded.parsers import BaseParser
 
 __all__ = ["GroundedPDFLoader", "GroundedPDFParser", "Mode"]
 
@@ -79,7 +73,7 @@ class GroundedPDFLoader(_Configured, BaseLoader):
     * ``"single"``: one Document per PDF (its whole text, no boxes); ``GroundedTextSplitter`` chunks
       it with boxes from its parse tree.
 
-    Metadata (see :mod:`grounded.grounding.documents`): ``PyMuPDFLoader``'s keys (``source``,
+    Metadata (see :mod:`grounded.integrations.loader_parts`): ``PyMuPDFLoader``'s keys (``source``,
     ``file_path``, ``page`` **0-based**, ``total_pages``, ``title``, ``author``, ``creationdate``,
     ``moddate``, ...) plus grounded's ``pages``/``page_start``/``page_end`` (1-based), ``section``,
     ``heading_path``, ``boxes``, ``text_hash`` and ids. By default every value is a scalar (lists as

@@ -16,15 +16,11 @@ from typing import Any
 
 from langchain_core.documents import BaseDocumentTransformer, Document
 
-from grounded.grounding.adapter import (
-    ParseCache,
-    Tokenizer,
-    flatten_metadata,
-    load_tokenizer,
-    own_part_metadata,
-    page_keys,
-    unflatten_metadata,
-)
+from grounded.chunking import Tokenizer, load_tokenizer
+from grounded.integrations import ParseCache
+from grounded.integrations.boxes import own_part_metadata
+from grounded.integrations.profiles import page_keys
+from grounded.metadata import flatten_metadata, unflatten_metadata
 
 __all__ = ["GroundedParts"]
 
@@ -44,7 +40,7 @@ class GroundedParts(BaseDocumentTransformer):
     def part(self, doc: Document) -> Document:
         """``doc`` with the metadata of its own text (unchanged when it already has it, or when its
         metadata names no PDF): offsets, boxes, pages located or grounded in the PDF behind it
-        (:func:`grounded.grounding.stored.chunk_of`), withheld with one warning when impossible."""
+        (:func:`grounded.integrations.boxes.chunk_of`), withheld with one warning when impossible."""
         text = doc.page_content
         made = own_part_metadata(doc, text, unflatten_metadata(doc.metadata), self.tokenizer, cache=self.cache, box_mode=self.box_mode)
         if made is None:

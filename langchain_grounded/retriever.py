@@ -23,7 +23,8 @@ from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from pydantic import ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
-from grounded.grounding.adapter import chunk_metadata, focus_metadata
+from grounded.integrations.profiles import focus_metadata
+from grounded.metadata import chunk_metadata
 from grounded.model import Chunk
 from grounded.search import Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 

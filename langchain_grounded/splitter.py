@@ -9,19 +9,18 @@ from typing import Any, Literal
 from langchain_core.documents import Document
 from langchain_text_splitters import TextSplitter
 
+from grounded.chunking import Chunker, ChunkingStrategy
 from grounded.errors import ChunkingError
-from grounded.grounding.adapter import (
+from grounded.integrations import ParseCache
+from grounded.integrations.loader_parts import DocPart
+from grounded.integrations.options import (
     OFFLINE_ENCODINGS,
-    Chunker,
-    ChunkingStrategy,
-    DocPart,
-    ParseCache,
-    PartSplitter,
     build_chunker,
     check_base_keywords,
     refuse_raw_bytes,
     tokenizer_for,
 )
+from grounded.integrations.split_parts import PartSplitter
 
 from .loader import as_document
 
@@ -98,7 +97,7 @@ class GroundedTextSplitter(TextSplitter):
         self.box_mode = self.chunker.box_mode
         self.cache = cache if isinstance(cache, ParseCache) or cache is None else ParseCache(cache)
         self.parse_sources = parse_sources
-        from grounded.grounding.adapter import warn_long_chunk_size  # MiniLM embeds 256 tokens: say so, once
+        from grounded.integrations.embedding import warn_long_chunk_size
 
         warn_long_chunk_size(type(self).__name__, self.chunker.max_tokens, self.chunker.tokenizer)
 
@@ -153,7 +152,7 @@ class GroundedTextSplitter(TextSplitter):
             )
         return cls(tokenizer=encoding_name, **kwargs)
 
-    # -- splitting (grounded.grounding.splitting) ---------------------------------------------
+    # -- splitting (grounded.integrations.split_parts) ---------------------------------------------
     @property
     def _core(self) -> PartSplitter:
         return PartSplitter(

@@ -10,15 +10,9 @@ Importing this package imports ``llama_index.core``; without it an
 
 from __future__ import annotations
 
-from grounded.grounding.adapter import (
-    TREE_REF_KEY,
-    EmbeddingInputWarning,
-    GroundingWarning,
-    ParseCache,
-    boxes_from_metadata,
-    boxes_to_metadata,
-    unflatten_metadata,
-)
+from grounded.integrations import TREE_REF_KEY, ParseCache
+from grounded.integrations.embedding import EmbeddingInputWarning
+from grounded.metadata import GroundingWarning, boxes_from_metadata, boxes_to_metadata, unflatten_metadata
 
 from . import _compat  # noqa: F401  (fails early, with the pip hint, when llama-index-core is missing)
 from .embedding import MiniLMEmbedding

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from grounded.grounding.adapter import (
-    require,
-)
+from grounded.integrations import require
 
 require("llama_index.core", extra="llama-index", what="llama_index_grounded", package="llama-index-core")

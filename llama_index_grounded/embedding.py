@@ -37,14 +37,14 @@ class MiniLMEmbedding(BaseEmbedding):
 
     def _embedder(self) -> Any:
         if self._embed is None:
-            from grounded.grounding.adapter import minilm_embedder
+            from grounded.integrations.embedding import minilm_embedder
 
             self._embed = minilm_embedder(batch_size=self.embed_batch_size, device=self.device)
         return self._embed
 
     def _get_text_embeddings(self, texts: list[str]) -> list[Embedding]:
         if not self._warned:  # MiniLM cuts a longer text silently: say so, once per instance
-            from grounded.grounding.adapter import warn_long_texts
+            from grounded.integrations.embedding import warn_long_texts
 
             self._warned = warn_long_texts("MiniLMEmbedding", texts, stacklevel=4)
         return [list(map(float, v)) for v in self._embedder()(texts)]

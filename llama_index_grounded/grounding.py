@@ -10,21 +10,13 @@ from llama_index.core.bridge.pydantic import Field
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode
 
+from grounded.chunking import document_text
 from grounded.errors import SchemaError
-from grounded.grounding.adapter import (
-    PAGE_KEY,
-    GroundingWarning,
-    boxes_of,
-    document_text,
-    document_view,
-    ground_parts,
-    grounded_node_fields,
-    locate,
-    page_tree,
-    splitter_fingerprint,
-    stable_hash,
-    warn_refused,
-)
+from grounded.integrations import splitter_fingerprint, stable_hash
+from grounded.integrations.boxes import boxes_of, ground_parts, warn_refused
+from grounded.integrations.profiles import grounded_node_fields
+from grounded.integrations.sources import PAGE_KEY, document_view, locate, page_tree
+from grounded.metadata import GroundingWarning
 from grounded.model import ParsingBoundingBox, ParsingResult
 
 __all__ = [
@@ -55,7 +47,7 @@ def document_text_of(root: ParsingResult) -> str:
 def node_boxes(node: Any, *, cache_dir: str | None = None, box_mode: str = "auto") -> list[ParsingBoundingBox]:
     """The boxes of ``node``'s own text (a node or ``NodeWithScore``), whatever made it: recorded, else
     made again from the PDF behind it, else ``[]`` with one ``GroundingWarning`` naming the cause
-    (:func:`grounded.grounding.stored.boxes_of`)."""
+    (:func:`grounded.integrations.boxes.boxes_of`)."""
     return boxes_of(node, cache=cache_dir, box_mode=box_mode)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -26,27 +25,24 @@ from llama_index.core.schema import (
 from llama_index.core.utils import get_tqdm_iterable
 from pydantic import AliasChoices, ConfigDict, SerializationInfo, SerializerFunctionWrapHandler
 
-from grounded.grounding.adapter import (
-    CHUNK_KEYS,
-    TREE_KEY,
-    Chunker,
-    ChunkingStrategy,
-    NodeChunker,
+from grounded.chunking import Chunker, ChunkingStrategy
+from grounded.integrations.options import (
     build_chunker,
     check_fields,
     chunker_fields,
-    file_info,
-    hidden_keys,
-    keep_unique,
-    node_text_and_metadata,
     refuse_raw_bytes,
-    same_node_part,
-    section_of,
     setting_identity,
     sort_keywords,
-    source_info,
     without_defaults,
 )
+from grounded.integrations.profiles import (
+    inherited_metadata,
+    node_hidden_keys,
+    node_text_and_metadata,
+    section_of,
+)
+from grounded.integrations.split_nodes import ChunkerMemo, NodeChunker, Repeats, settings_key
+from grounded.metadata import source_info
 from grounded.model import Chunk, ParsingResult
 
 __all__ = ["GroundedNodeParser", "GroundedTextNode"]
@@ -124,16 +120,14 @@ class GroundedNodeParser(NodeParser):
     parse_sources: bool = Field(default=True, description="Ground other readers' Documents in the PDF they name (parsed once).")
     include_prev_next_rel: bool = Field(default=True, description="Link each node to its neighbours (PREVIOUS/NEXT by id).")
 
-    _chunker: Chunker | None = PrivateAttr(default=None)
-    _chunker_key: Any = PrivateAttr(default=None)
-    _budget: dict[int, Chunker] = PrivateAttr(default_factory=dict)
+    _memo: ChunkerMemo = PrivateAttr(default_factory=ChunkerMemo)
 
     def __init__(self, **data: Any) -> None:
         data = sort_keywords(chunker_fields(data), set(type(self).model_fields), "GroundedNodeParser")
         super().__init__(**data)
         # invalid parameters fail here, not in the middle of an ingestion run
         self._get_chunker()
-        from grounded.grounding.adapter import warn_long_chunk_size  # MiniLM embeds 256 tokens: say so, once
+        from grounded.integrations.embedding import warn_long_chunk_size
 
         warn_long_chunk_size(type(self).__name__, self.max_tokens, self.tokenizer)
 
@@ -203,35 +197,31 @@ class GroundedNodeParser(NodeParser):
         state = super().__getstate__()
         private = state.get("__pydantic_private__")
         if private:
-            state["__pydantic_private__"] = {**private, "_chunker": None, "_chunker_key": None, "_budget": {}}
+            state["__pydantic_private__"] = {**private, "_memo": ChunkerMemo()}
         return state
 
-    def _config_key(self) -> tuple[Any, ...]:
-        def ident(value: Any) -> Any:
-            return value if value is None or isinstance(value, (str, int, float)) else id(value)
-
-        options = json.dumps(self.strategy_options, sort_keys=True, default=repr)
-        return (ident(self.strategy), self.max_tokens, self.overlap, self.box_mode, ident(self.tokenizer), options)
-
     def _get_chunker(self) -> Chunker:
-        key = self._config_key()
-        if self._chunker is None or self._chunker_key != key:
-            chunker = build_chunker(
-                self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
-                options=self.strategy_options, owner="GroundedNodeParser", keywords=tuple(sorted(type(self).model_fields)),
-            )
-            self._chunker, self._chunker_key, self._budget = chunker, key, {}
-        return self._chunker
+        key = settings_key(self.strategy, self.max_tokens, self.overlap, self.box_mode, self.tokenizer, self.strategy_options)
+        return self._memo.get(key, lambda: build_chunker(
+            self.strategy, self.max_tokens, self.overlap, tokenizer=self.tokenizer, box_mode=self.box_mode,
+            options=self.strategy_options, owner="GroundedNodeParser", keywords=tuple(sorted(type(self).model_fields)),
+        ))
 
     # -- NodeParser --------------------------------------------------------------------------------
     def _parse_nodes(self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any) -> list[BaseNode]:
         """Each input node's parts without repeats (overlapping inputs can give one span twice: kept
-        once, so a store gets each id once; :func:`keep_unique`); PREVIOUS/NEXT link the kept parts."""
+        once, so a store gets each id once; :class:`Repeats`); PREVIOUS/NEXT link the kept parts."""
         refuse_raw_bytes([(n.get_content(metadata_mode=MetadataMode.NONE), n.metadata, n.node_id) for n in nodes], "llama_index")
         out: list[BaseNode] = []
-        seen: dict[str, TextNode] = {}
+        repeats = Repeats()
         for node in get_tqdm_iterable(nodes, show_progress, "Chunking with source boxes"):
-            kept = keep_unique(self._split(node), seen, same=same_node_part)
+            kept = []
+            for part in self._split(node):
+                part_id = repeats.id_for(part.node_id, part, _same_part)
+                if part_id is not None:
+                    if part_id != part.node_id:
+                        part.id_ = part_id
+                    kept.append(part)
             if self.include_prev_next_rel:
                 for prev, nxt in zip(kept, kept[1:], strict=False):
                     prev.relationships[NodeRelationship.NEXT] = _related(nxt)
@@ -244,33 +234,21 @@ class GroundedNodeParser(NodeParser):
         # offsets with str.find and link neighbours with their whole metadata
         return nodes
 
-    # -- one input node -> chunk nodes (grounded.grounding.nodes) --------------------------------------
+    # -- one input node -> chunk nodes (grounded.integrations.split_nodes) --------------------------------------
     def _split(self, node: BaseNode) -> list[TextNode]:
         meta = node.metadata
-        is_chunk = any(k in meta for k in ("chunk_id", "text_hash", "start_char"))
-        inherited = self._inherited(meta, drop_chunk_keys=is_chunk)
+        inherited = inherited_metadata(meta, include=self.include_metadata)
         core = NodeChunker(
-            self._get_chunker(), strategy=self.strategy, strategy_options=self.strategy_options, budgets=self._budget,
+            self._get_chunker(), strategy=self.strategy, strategy_options=self.strategy_options, budgets=self._memo.budgets,
             heading_context=self.heading_context, cache=self.cache_dir, parse_sources=self.parse_sources,
         )
-
-        def fit(root: ParsingResult, chunks: list[Chunk], key: str, whole: bool) -> list[Chunk]:
-            hidden = set(self._hidden(inherited, embed=True, source=node))
-            if self.heading_context != "metadata" and not any(k not in hidden for k in inherited):
-                return chunks
-            info = file_info(root)
-            return core.fit(root, chunks, key, overhead=lambda c: self._overhead(c, inherited, info, node), whole=whole)
-
         made = core.split(
             node.get_content(metadata_mode=MetadataMode.NONE), meta, start=getattr(node, "start_char_idx", None),
-            name=meta.get("file_path") or meta.get("file_name") or node.node_id, ref=node.ref_doc_id or node.node_id, fit=fit,
+            name=meta.get("file_path") or meta.get("file_name") or node.node_id, ref=node.ref_doc_id or node.node_id,
+            inherited=inherited, embed_hidden=self._hidden(inherited, embed=True, source=node),
+            overhead=lambda chunk, info: self._overhead(chunk, inherited, info, node),
         )
         return self._nodes(made.chunks, node, inherited, made.root, base_offset=made.base_offset)
-
-    def _inherited(self, meta: dict[str, Any], *, drop_chunk_keys: bool) -> dict[str, Any]:
-        if not self.include_metadata:
-            return {}
-        return {k: v for k, v in meta.items() if k != TREE_KEY and not (drop_chunk_keys and k in CHUNK_KEYS)}
 
     def _overhead(self, chunk: Chunk, inherited: dict[str, Any], info: dict[str, Any] | None, source: BaseNode) -> int:
         """Tokens the embedder sees besides the chunk's text: its visible metadata block and the
@@ -291,7 +269,7 @@ class GroundedNodeParser(NodeParser):
 
     def _hidden(self, inherited: dict[str, Any], *, embed: bool, source: BaseNode | None = None) -> list[str]:
         given = (source.excluded_embed_metadata_keys if embed else source.excluded_llm_metadata_keys) if source else []
-        return hidden_keys(given, embed=embed, heading_context=self.heading_context)
+        return node_hidden_keys(given, embed=embed, heading_context=self.heading_context)
 
     # -- chunks -> nodes ------------------------------------------------------------------------------
     def _nodes(
@@ -328,6 +306,15 @@ class GroundedNodeParser(NodeParser):
             chunk, inherited, info, heading_context=self.heading_context, flat=self.flat_metadata, line_spans=self.line_boxes,
             section=section,
         )
+
+
+def _same_part(a: TextNode, b: TextNode) -> bool:
+    """Whether two nodes of one call are the same chunk: same id, text, metadata, offsets and SOURCE
+    (what a store keeps of a node, neighbours aside)."""
+    return (
+        a.node_id == b.node_id and a.text == b.text and a.metadata == b.metadata
+        and (a.start_char_idx, a.end_char_idx) == (b.start_char_idx, b.end_char_idx) and a.source_node == b.source_node
+    )
 
 
 def _related(node: TextNode) -> RelatedNodeInfo:

@@ -8,9 +8,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from grounded.grounding.adapter import (
-    own_part_metadata,
-)
+from grounded.integrations.boxes import own_part_metadata
 
 __all__ = ["GroundedParts", "part_node_metadata"]
 
@@ -19,7 +17,7 @@ def part_node_metadata(node: Any, *, cache_dir: str | None = None, box_mode: str
     """The metadata ``node`` (a node or ``NodeWithScore``) should carry for its own text: its
     metadata unchanged when it is the chunk its metadata describes (or names no PDF at all), else
     :func:`grounded.metadata.part_metadata` with the span and boxes of its own text
-    (:func:`grounded.grounding.stored.chunk_of`: located or grounded in the PDF behind it; withheld,
+    (:func:`grounded.integrations.boxes.chunk_of`: located or grounded in the PDF behind it; withheld,
     with one :class:`GroundingWarning` naming why, when that is impossible)."""
     inner = getattr(node, "node", node)
     text = inner.get_content(metadata_mode=MetadataMode.NONE)

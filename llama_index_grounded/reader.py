@@ -17,27 +17,18 @@ from llama_index.core.readers.base import BasePydanticReader
 from llama_index.core.schema import Document
 
 from grounded.errors import InputError
-from grounded.grounding.adapter import (
-    DOCUMENT_KEYS,
-    LLM_VISIBLE_KEYS,
-    BaseParser,
-    OCRMode,
-    ParseCache,
-    ParserChoice,
-    cached_parse,
-    given_parser,
-    pdf_metadata,
-    pdf_source,
-    public_options,
-    reader_parts,
-    with_ocr,
-)
+from grounded.integrations import ParseCache
+from grounded.integrations.loaders import OCRMode, ParserChoice, cached_parse, given_parser, with_ocr
+from grounded.integrations.profiles import DOCUMENT_KEYS, LLM_VISIBLE_KEYS
+from grounded.integrations.reader_parts import pdf_source, reader_parts
+from grounded.metadata import pdf_metadata
 from grounded.model import ParsingResult
+from grounded.parsers import BaseParser, public_options
 
 __all__ = ["GroundedPDFReader", "document_from_tree", "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS"]
 
 def document_from_tree(root: ParsingResult, extra_info: Mapping[str, Any] | None = None, **options: Any) -> list[Document]:
-    """Documents for one parse tree (:func:`grounded.grounding.reader_documents.reader_parts`: one
+    """Documents for one parse tree (:func:`grounded.integrations.reader_parts.reader_parts`: one
     for the whole PDF, or one per page with ``split_pages``; ``keep_tree=True`` stores the tree in
     ``cache`` and records its reference). The text of a Document is the tree's document text."""
     return [

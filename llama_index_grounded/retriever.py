@@ -10,7 +10,8 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from grounded.grounding.adapter import FOCUS_KEYS, embed_hidden_keys, hit_fields, llm_hidden_keys
+from grounded.integrations import embed_hidden_keys, llm_hidden_keys
+from grounded.integrations.profiles import FOCUS_KEYS, hit_fields
 from grounded.model import Chunk
 from grounded.search import MODES, Hit, Mode, QueryEmbedder, SearchIndex, page_numbers, search
 

@@ -25,7 +25,7 @@ from ..errors import (
     NotAPDFError,
     SchemaError,
 )
-from ..grounding.stored import chunk_of, item_text_and_metadata
+from ..integrations.boxes import chunk_of, item_text_and_metadata
 from ..io.box_codec import FURNITURE_BOXES_KEY
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk, ChunkingResult
@@ -126,7 +126,7 @@ def mupdf_errors(source: str, action: str) -> Iterator[None]:
 def as_chunks(chunks: Any) -> list[Chunk]:
     """Accept one chunk, a :class:`ChunkingResult`, or any iterable of chunks and stored chunks: a
     LlamaIndex node or ``NodeWithScore``, a LangChain Document, an ingest/LanceDB row, a chunks-JSON
-    dict - each read with the boxes of its own text (:func:`grounded.grounding.stored.chunk_of`)."""
+    dict - each read with the boxes of its own text (:func:`grounded.integrations.boxes.chunk_of`)."""
     if isinstance(chunks, ChunkingResult):
         return list(chunks.chunks)
     if isinstance(chunks, Chunk) or item_text_and_metadata(chunks) is not None:

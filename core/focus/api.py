@@ -1,6 +1,6 @@
 """``focus_of(item, query)``: the focus of any chunk, node, Document, row or hit, with its boxes.
 
-The item is read the way :func:`grounded.grounding.stored.chunk_of` reads it (grounded's chunks,
+The item is read the way :func:`grounded.integrations.boxes.chunk_of` reads it (grounded's chunks,
 LlamaIndex nodes and ``NodeWithScore``, LangChain Documents - foreign readers' and splitters'
 included -, ingest rows, chunk dicts, search hits), and its boxes come from the same source view as
 ``boxes_of``: the parse tree its metadata refers to, or the PDF it names, or the ``root``/``pdf``
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import GroundedError
-from ..grounding.sources import SourceView, document_view, names_pdf, source_view
-from ..grounding.stored import chunk_of, item_text_and_metadata
+from ..integrations.boxes import chunk_of, item_text_and_metadata
+from ..integrations.sources import SourceView, document_view, names_pdf, source_view
 from ..io.chunk_codec import unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk

@@ -1,4 +1,4 @@
-"""The boxes of a focus: the same assembly as chunk boxes (:meth:`~grounded.grounding.sources.SourceView.boxes`),
+"""The boxes of a focus: the same assembly as chunk boxes (:meth:`~grounded.integrations.sources.SourceView.boxes`),
 cut at the focus's first and last character, across page and column breaks.
 
 A focus span lies in a chunk text; where the chunk body is a slice of the document text
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..grounding.sources import SourceView
+from ..integrations.sources import SourceView
 from ..model.boxes import ParsingBoundingBox
 
 __all__ = ["span_boxes"]

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 PARSE_CODE: tuple[str, ...] = ("model", "parsers")
 #: the code that makes a chunk (text, ids, boxes, row metadata) from a tree
 CHUNK_CODE: tuple[str, ...] = (
-    "model", "text", "chunking", "grounding", "llm", "io/box_codec.py", "io/chunk_codec.py", "io/tree_payload.py",
+    "model", "text", "chunking", "grounding", "integrations", "llm", "io/box_codec.py", "io/chunk_codec.py", "io/tree_payload.py",
     "io/pdf_info.py", "ingest/rows.py",
 )
 #: parts covered by neither fingerprint, and why their changes cannot change a stored tree or chunk
@@ -37,7 +37,7 @@ OUTSIDE: dict[str, str] = {
     "__init__.py": "lazy exports only",
     "api.py": "thin wrappers over get_parser / Chunker",
     "errors.py": "error types and messages",
-    "metadata.py": "re-export of the io codecs (box, chunk, tree payload, PDF info) and grounding.stored.chunk_of",
+    "metadata.py": "re-export of the io codecs (box, chunk, tree payload, PDF info) and integrations.boxes.chunk_of",
     "serialization.py": "re-export of io/codec.py and io/atomic.py",
     "samples.py": "re-export of demo/samples.py",
     "runtime": "process infrastructure: retries, processes, memory, telemetry switches, these fingerprints",

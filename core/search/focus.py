@@ -20,8 +20,8 @@ from dataclasses import replace
 from ..chunking.minilm_onnx import QueryEmbedder
 from ..focus import FocusSettings, FocusWarning, focus_texts
 from ..focus.boxes import span_boxes
-from ..grounding.sources import SourceView, source_view
-from ..grounding.stored import FOCUS_KEYS, focus_metadata
+from ..integrations.profiles import FOCUS_KEYS, focus_metadata
+from ..integrations.sources import SourceView, source_view
 from ..parsers.cache import TREE_REF_KEY, ParseCache, file_sha256
 from .hit import Hit, hit_box
 

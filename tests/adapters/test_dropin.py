@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from grounded.evaluation.box_words import box_word_scores
-from grounded.grounding.stored import boxes_of
+from grounded.integrations.boxes import boxes_of
 from grounded.metadata import GroundingWarning, boxes_from_metadata, text_hash
 from tests.support.data import shared
 

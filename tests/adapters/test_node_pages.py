@@ -10,7 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from grounded.grounding.nodes import page_without_boxes
+from grounded.integrations.profiles import page_without_boxes
 from grounded.model import Chunk
 
 

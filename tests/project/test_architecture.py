@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"text"},
     {"chunking"},
     {"grounding"},
+    {"integrations"},
     {"focus"},
     {"llm"},
     {"attribution", "demo"},

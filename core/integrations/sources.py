@@ -6,7 +6,7 @@ reader (``SimpleDirectoryReader``, ``PyMuPDFReader``, pymupdf4llm's ``LlamaMarkd
 LangChain's ``PyMuPDFLoader``/``PyPDFLoader``/``PyMuPDF4LLMLoader``: their metadata names the PDF
 under ``file_path`` or ``source``), possibly split by any splitter since. :func:`source_view`
 resolves either to a :class:`SourceView` - the parse tree (from the parse cache, else parsed once
-and cached), its document text, the boxes of any character span, a :class:`~.grounder.Grounder`
+and cached), its document text, the boxes of any character span, a :class:`~grounded.grounding.grounder.Grounder`
 for text made elsewhere, and the tree of one page - or says, in words, why there is none.
 
 Views are kept in one bounded in-process cache (:class:`~grounded.runtime.bounded.BoundedCache`),
@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import GroundedError, SchemaError
+from ..grounding.grounder import Grounder
 from ..io.tree_payload import TREE_KEY, decode_tree
 from ..model.boxes import ParsingBoundingBox
 from ..model.elements import ParsingResult
@@ -33,7 +34,6 @@ from ..text.assembly import ChunkAssembler
 from ..text.ids import source_key
 from ..text.stream import build_stream, document_text
 from ..text.tokenizer import Tokenizer, load_tokenizer
-from .grounder import Grounder
 
 __all__ = [
     "PAGE_KEY",
@@ -219,7 +219,7 @@ class SourceView:
     def grounder(
         self, *, box_mode: str = "auto", min_score: float | None = None, tokenizer: Any = None, password: str | None = None
     ) -> Grounder:
-        """The :class:`~.grounder.Grounder` of this tree (one per option set). ``password``: of an
+        """The :class:`~grounded.grounding.grounder.Grounder` of this tree (one per option set). ``password``: of an
         encrypted source PDF, so grounding reads its page furniture (without it: the tree only)."""
         key = (box_mode, min_score, tokenizer if tokenizer is None or isinstance(tokenizer, str) else id(tokenizer), password)
         found = self._grounders.get(key)

@@ -1,6 +1,6 @@
 """What LangChain's ``GroundedPDFLoader`` and ``GroundedPDFParser`` do, framework-free: inputs
 (paths, bytes, file objects, parse trees) -> parse (through the parse cache) -> the parts of a
-loader mode (:mod:`.documents`)."""
+loader mode (:mod:`.loader_parts`)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,17 @@ from ..io.tree_payload import source_info
 from ..model import ParsingResult
 from ..parsers import BaseParser, get_parser, parser_class, public_options
 from ..parsers.cache import ParseCache, cached_parse, with_ocr
+from ..parsers.ocr.engine import OCRMode
 from ..text.tokenizer import load_tokenizer
-from .documents import DocPart, chunk_part, element_parts, page_parts, single_part, source_metadata
+from .loader_parts import DocPart, chunk_part, element_parts, page_parts, single_part
+from .profiles import source_metadata
 from .sources import SourceView
 
-__all__ = ["LoaderPipeline", "ParserChoice", "given_parser", "MODES", "PDFInput", "aliased", "pdf_inputs", "read_input"]
+__all__ = [
+    "LoaderPipeline", "ParserChoice", "given_parser", "MODES", "PDFInput", "pdf_inputs", "read_input",
+    # what a reader passes on to the parse cache
+    "OCRMode", "ParseCache", "cached_parse", "with_ocr",
+]
 
 MODES = ("chunks", "elements", "page", "single")
 PDFInput = str | Path | bytes | bytearray | memoryview | IO[bytes]
@@ -152,17 +158,6 @@ class LoaderPipeline:
                 yield from page_parts(root, source, view, tokenizer=tokenizer, box_mode=self.box_mode, flat=flat, line_spans=spans)
             else:
                 yield single_part(root, source, view.text, flat=flat)
-
-
-
-def aliased(name: str, value: Any, alias: str, alias_value: Any, default: Any) -> Any:
-    """``value`` or its LangChain spelling ``alias`` (``chunk_size`` / ``chunk_overlap``, as the
-    splitters take them); both given with different values is a :class:`~grounded.errors.ChunkingError`."""
-    if alias_value is None:
-        return default if value is None else value
-    if value is not None and value != alias_value:
-        raise ChunkingError(f"{name}={value!r} and {alias}={alias_value!r} contradict each other: pass one of them")
-    return alias_value
 
 
 def _has_sha(root: ParsingResult) -> bool:

@@ -1,5 +1,5 @@
 """What ``GroundedTextSplitter`` (LangChain) does with Documents, framework-free: parts in
-(:class:`~grounded.grounding.documents.DocPart`), parts out.
+(:class:`~grounded.integrations.loader_parts.DocPart`), parts out.
 
 * element parts (the loader's ``mode="elements"``): each PDF's tree rebuilt from them and chunked
   (same chunks, ids and boxes as the loader's chunk mode when all elements are passed);
@@ -8,7 +8,7 @@
   and every piece gets the boxes, offsets, pages and token count of its own text; without the tree,
   pieces get no boxes and one :class:`~grounded.io.box_codec.GroundingWarning`;
 * anything else (a foreign reader's Document, another splitter's part): split as text and grounded
-  in the PDF its metadata names (:func:`~grounded.grounding.stored.ground_in_view`); plain text that
+  in the PDF its metadata names (:func:`~grounded.integrations.boxes.ground_in_view`); plain text that
   names no PDF is split as text only.
 
 ``start_index`` (when asked) is LangChain's: the part's offset in its parent's text.
@@ -20,102 +20,31 @@ import bisect
 import copy
 import json
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ..chunking.chunker import Chunker
-from ..errors import ChunkingError, SchemaError
+from ..errors import SchemaError
+from ..grounding.blocks import ELEMENT_KEY, iter_blocks, tree_from_payloads
 from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_from_metadata, text_hash
 from ..io.chunk_codec import flatten_metadata, part_fields, unflatten_metadata
 from ..io.tree_payload import text_tree
 from ..model import Chunk, ParsingBoundingBox
-from ..model.chunk_fields import resplit_keys
 from ..parsers.cache import TREE_REF_KEY, ParseCache
 from ..runtime.callers import user_stacklevel
 from ..text.ids import chunk_id, source_key, stable_hash, text_key
-from ..text.tokenizer import CallableTokenizer, Tokenizer
-from .blocks import ELEMENT_KEY, iter_blocks, tree_from_payloads
-from .documents import (
-    KIND_KEY,
-    PAGE_JOINER,
-    SOURCE_KEYS,
-    SPANS_KEY,
-    DocPart,
-    block_index,
-    chunk_part,
-    page_keys,
-)
+from .boxes import ground_in_view
+from .loader_parts import DocPart, block_index, chunk_part
+from .profiles import KIND_KEY, LANGCHAIN_PART_KEYS, LANGCHAIN_SOURCE_KEYS, PAGE_JOINER, SPANS_KEY, page_keys
 from .sources import SourceView, document_view, names_source
-from .stored import ground_in_view
 
-__all__ = ["PartSplitter", "tokenizer_for", "check_base_keywords"]
+__all__ = ["PartSplitter"]
 
-#: metadata keys a split recomputes for every part (everything else is inherited from the parent)
-_PART_KEYS = frozenset(
-    {
-        # the field table's keys a part does not inherit (its own chunk writes them anew)
-        *resplit_keys("recompute"), *resplit_keys("drop"), "strategy", "strategy_params", "heading_ids",
-        # LangChain's and the element documents' own keys
-        KIND_KEY, "page", "start_index", SPANS_KEY, "element_id", "element_type", ELEMENT_KEY,
-    }
-)
 _NO_TREE = (
     "re-split parts get no boxes: the parse tree of their PDF is not available here (not in the parse "
     "cache and the PDF is not readable, or the text differs from it). Parts keep their text and token "
     "count only; load with GroundedPDFLoader in this environment (same cache) for exact boxes per part."
 )
-_LENGTH_FUNCTION = (
-    "length_function cannot drive GroundedTextSplitter: chunks are cut at token boundaries and every "
-    "token's character offsets give exact start_index, char spans and boxes, while a length function "
-    "only counts. Pass tokenizer= (a tokenizers.Tokenizer, a Hugging Face fast tokenizer, "
-    "'cl100k_base', a tokenizer.json path or a callable returning token spans), or use "
-    "GroundedTextSplitter.from_huggingface_tokenizer / from_tiktoken_encoder; length_function=len "
-    "splits by characters."
-)
-
-
-def _characters(text: str) -> list[tuple[int, int]]:
-    """Every character is one token (``length_function=len``). A whitespace character is an empty
-    token right after the text before it (before the first word: where the first word begins), so
-    chunks never end - and, cut after a delimiter, never begin - with whitespace."""
-    out: list[tuple[int, int]] = []
-    stripped = text.lstrip()
-    last = len(text) - len(stripped)  # leading whitespace: empty tokens where the text begins
-    for i, char in enumerate(text):
-        if char.isspace():
-            out.append((last, last))
-        else:
-            out.append((i, i + 1))
-            last = i + 1
-    return out
-
-
-def tokenizer_for(length_function: Callable[[str], int] | None, tokenizer: Any) -> Any:
-    if length_function is None:
-        return tokenizer
-    if tokenizer is not None:
-        raise ChunkingError("pass tokenizer= or length_function=, not both (the tokenizer counts the length)")
-    if length_function is len:
-        return CallableTokenizer(_characters, name="characters")
-    owner = getattr(length_function, "__self__", None)
-    if isinstance(owner, Tokenizer) and getattr(length_function, "__name__", "") == "count":
-        return owner
-    raise ChunkingError(_LENGTH_FUNCTION)
-
-
-def check_base_keywords(keep_separator: Any, strip_whitespace: Any) -> None:
-    if keep_separator not in (True, "end"):
-        raise ChunkingError(
-            f"keep_separator={keep_separator!r} cannot apply: grounded chunks are exact slices of the source text "
-            "(exact offsets and boxes), so a separator is never dropped or moved; it stays at the end of the chunk "
-            "it closes (keep_separator=True or 'end')"
-        )
-    if strip_whitespace is not True:
-        raise ChunkingError(
-            "strip_whitespace=False cannot apply: chunks are token spans of the source text and whitespace at "
-            "their edges belongs to no token, so it is never part of a chunk"
-        )
-
 
 
 class PartSplitter:
@@ -192,7 +121,7 @@ class PartSplitter:
         chunks = self.text_chunks(doc.text, text_key(doc.text, name=doc.id or stable_hash(meta)))
         records = ground_in_view(view, chunks, label=label, what="parts",
                                  box_mode=self.box_mode)
-        own = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        own = {k: v for k, v in meta.items() if k not in LANGCHAIN_PART_KEYS}
         for grounded in records:
             fields = part_fields(grounded, flat=False, line_spans=self.line_boxes)
             metadata: dict[str, Any] = {**copy.deepcopy(own), **fields}
@@ -267,7 +196,7 @@ class PartSplitter:
                 yield from self._parts_without_tree(doc)
             return
         first = docs[0].metadata
-        source = {k: first[k] for k in SOURCE_KEYS if k in first}
+        source = {k: first[k] for k in LANGCHAIN_SOURCE_KEYS if k in first}
         root = tree_from_payloads(
             payloads,
             {"source": {"path": source.get("file_path", ""), "sha256": source.get("source_sha256", ""), "name": source.get("file_name", "")},
@@ -301,7 +230,7 @@ class PartSplitter:
             yield from self._parts_without_tree(doc)
             return
         meta = unflatten_metadata(doc.metadata)
-        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        inherited = {k: v for k, v in meta.items() if k not in LANGCHAIN_PART_KEYS}
         for chunk in self.chunker.iter_chunks(view.root):
             yield self._document(chunk, inherited)
 
@@ -337,7 +266,7 @@ class PartSplitter:
         if segments is None or any(view.text[d : d + n] != text[t : t + n] for t, d, n in segments):
             yield from self.foreign(doc, view)  # edited or re-split: its parts are grounded
             return
-        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS}
+        inherited = {k: v for k, v in meta.items() if k not in LANGCHAIN_PART_KEYS}
         body_start = int(meta.get("body_start", 0) or 0) if meta.get(KIND_KEY) == "chunk" else 0
         heading_boxes = [b for b in boxes_from_metadata(meta) if b.is_heading] if body_start else []
         for part in self.text_chunks(text, _part_key(doc)):
@@ -374,7 +303,7 @@ class PartSplitter:
         )
         metadata: dict[str, Any] = {**inherited, KIND_KEY: "chunk", "page": page_keys(record.pages)["page"]}
         metadata.update(part_fields(record, flat=False, line_spans=self.line_boxes))
-        if self.add_start_index:  # LangChain's meaning: where the part starts in the parent's page_content
+        if self.add_start_index:  # LangChain's meaning: where the part starts in the parent's text
             metadata["start_index"] = ps
         return DocPart(part.content, flatten_metadata(metadata) if self.flat_metadata else metadata, part.id)
 
@@ -382,7 +311,7 @@ class PartSplitter:
         """Parts of a grounded Document whose tree is missing: text, token count and the parent's
         document-level keys; no boxes, offsets or pages (they would be the parent's)."""
         meta = unflatten_metadata(doc.metadata)
-        inherited = {k: v for k, v in meta.items() if k not in _PART_KEYS and k not in ("section", "heading_path")}
+        inherited = {k: v for k, v in meta.items() if k not in LANGCHAIN_PART_KEYS and k not in ("section", "heading_path")}
         for part in self.text_chunks(doc.text, _part_key(doc)):
             record = Chunk(
                 part.id, part.content, strategy=self.chunker.strategy.name, token_count=part.token_count

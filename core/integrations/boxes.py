@@ -26,18 +26,18 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import SchemaError
-from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, boxes_to_metadata, compact_json, text_hash
-from ..io.chunk_codec import chunk_metadata, part_metadata, read_stored_chunk, unflatten_metadata
+from ..grounding.grounder import Grounding
+from ..grounding.wrappers import ground_texts, refused_texts, with_grounding
+from ..io.box_codec import TEXT_HASH_KEY, GroundingWarning, text_hash
+from ..io.chunk_codec import part_metadata, read_stored_chunk, unflatten_metadata
 from ..model.boxes import ParsingBoundingBox
 from ..model.chunk import Chunk
 from ..parsers.cache import ParseCache
 from ..runtime.callers import user_stacklevel
 from ..text.tokenizer import load_tokenizer
-from .grounder import Grounding
 from .sources import SourceView, document_view, names_pdf, names_source, pdf_path_of
-from .wrappers import ground_texts, refused_texts, with_grounding
 
-__all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "hit_fields", "own_part_metadata", "focus_metadata", "FOCUS_KEYS"]
+__all__ = ["chunk_of", "boxes_of", "item_text_and_metadata", "ground_in_view", "ground_parts", "warn_refused", "own_part_metadata"]
 
 
 def item_text_and_metadata(item: Any) -> tuple[str, Mapping[str, Any], str, int | None] | None:
@@ -127,7 +127,7 @@ def ground_in_view(
 ) -> list[Chunk]:
     """Records of a text made elsewhere (a framework reader's page, another splitter's part, chunked
     as plain text) with the boxes, pages and grounding fields of their bodies grounded in ``view``
-    (:func:`~.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
+    (:func:`~grounded.grounding.wrappers.with_grounding`); one :class:`GroundingWarning` naming ``label`` when some
     could not be found. The adapters' drop-in path."""
     groundings = view.grounder(box_mode=box_mode).ground_all([r.body for r in chunks])
     refused = [g.reason for g in groundings if not g.ok]
@@ -178,39 +178,6 @@ def warn_refused(reasons: list[str], total: int, what: str) -> None:
             GroundingWarning,
             stacklevel=user_stacklevel(),
         )
-
-
-#: the metadata keys of a retrieved node's / Document's focus: what the reader highlights, never what
-#: the embedder or the LLM reads
-FOCUS_KEYS = ("focus_spans", "focus_boxes")
-
-
-def focus_metadata(hit: Any, *, flat: bool = False, line_spans: bool = True) -> dict[str, Any]:
-    """``focus_spans`` (``[start, end]`` offsets into the hit's text) and ``focus_boxes`` (the form of
-    a chunk's ``boxes`` metadata) of a search hit (its ``focus``/``focus_boxes``: :mod:`grounded.focus`),
-    as the retrievers add them; ``flat``: both as compact JSON strings (store-safe)."""
-    boxes = [ParsingBoundingBox(b.page, b.left, b.top, b.right, b.bottom, mode=b.mode, element_id=b.element_id,
-                                spans=[ParsingBoundingBox(b.page, s.left, s.top, s.right, s.bottom) for s in b.spans])
-             for b in hit.focus_boxes]
-    spans: Any = [list(span) for span in hit.focus]
-    return {"focus_spans": compact_json(spans) if flat else spans,
-            "focus_boxes": boxes_to_metadata(boxes, flat, line_spans=line_spans)}
-
-
-def hit_fields(
-    hit: Any, chunk: Chunk, *, flat: bool, line_spans: bool, drop: tuple[str, ...] = (), pages: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """A search hit's metadata for LlamaIndex's retriever: every field of the chunk field table (of
-    the row's ``chunk``, but ``drop``), the page keys of ``pages``, then the indexed PDF
-    (``file_name``, ``file_path``, ``source_sha256``), the ingest configuration (``config_fingerprint``)
-    and the hit's focus (:func:`focus_metadata`)."""
-    fields = chunk_metadata(chunk, flat=flat, line_spans=line_spans, text=chunk.content)
-    return {
-        **{k: v for k, v in fields.items() if k not in drop}, **(pages or {}),
-        "file_name": Path(hit.source_path).name, "file_path": hit.source_path,
-        "source_sha256": hit.source_sha256, "config_fingerprint": hit.config,
-        **focus_metadata(hit, flat=flat, line_spans=line_spans),
-    }
 
 
 def own_part_metadata(

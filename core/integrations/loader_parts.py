@@ -11,7 +11,7 @@ Metadata conventions (every mode):
 * ``page``: **0-based** index of the (first) page, as ``PyMuPDFLoader`` and ``PyPDFLoader`` set it;
   grounded's own ``pages`` / ``page_start`` / ``page_end`` and every box's page are **1-based**
   page numbers;
-* ``text_hash`` of the ``page_content`` (see :func:`grounded.metadata.boxes_from_metadata`);
+* ``text_hash`` of the Document's text (see :func:`grounded.metadata.boxes_from_metadata`);
 * ``grounded_tree_ref``: a ~100-byte reference to the parse tree in a
   :class:`~grounded.parsers.cache.ParseCache` (never the tree itself), so
   :class:`~langchain_grounded.GroundedTextSplitter` can split these Documents again with exact boxes.
@@ -22,37 +22,21 @@ By default (``flat=True``) every value is a scalar: lists are compact JSON strin
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..grounding.blocks import ELEMENT_KEY, Block, iter_blocks, page_runs
 from ..io.box_codec import BOXES_KEY, TEXT_HASH_KEY, boxes_to_metadata, text_hash
 from ..io.chunk_codec import chunk_metadata, flatten_metadata
-from ..io.pdf_info import PDF_METADATA_KEYS
-from ..io.tree_payload import source_info
 from ..model import Chunk, ParsingResult
-from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY
 from ..runtime.bounded import BoundedCache
 from ..text.ids import stable_hash
 from ..text.tokenizer import Tokenizer
-from .blocks import ELEMENT_KEY, Block, iter_blocks, page_runs
+from .profiles import KIND_KEY, PAGE_JOINER, SPANS_KEY, page_keys
 from .sources import SourceView
 
-__all__ = [
-    "DocPart",
-    "KIND_KEY",
-    "SPANS_KEY",
-    "SOURCE_KEYS",
-    "PAGE_JOINER",
-    "source_metadata",
-    "chunk_part",
-    "element_parts",
-    "page_parts",
-    "single_part",
-    "page_keys",
-    "block_index",
-]
+__all__ = ["DocPart", "chunk_part", "element_parts", "page_parts", "single_part", "block_index"]
 
 @dataclass
 class DocPart:
@@ -61,64 +45,6 @@ class DocPart:
     text: str
     metadata: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
-
-
-#: "chunk", "element", "page" or "single": which loader mode produced a document
-KIND_KEY = "grounded_kind"
-#: a page Document's text as ``[[start, end], ...]`` spans of the document text (joined by PAGE_JOINER)
-SPANS_KEY = "char_spans"
-PAGE_JOINER = "\n\n"
-#: document-level keys (copied from the loader's documents onto chunks split from them)
-SOURCE_KEYS = (
-    "source",
-    "file_path",
-    "file_name",
-    "source_sha256",
-    "parser",
-    "total_pages",
-    *PDF_METADATA_KEYS,
-    TREE_REF_KEY,
-    PARSER_OPTIONS_KEY,
-)
-
-
-def source_metadata(
-    root: ParsingResult,
-    pdf_info: Mapping[str, str] | None = None,
-    *,
-    tree_ref: str | None = None,
-    parser_options: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Document-level metadata of a parsed PDF (see the module docstring)."""
-    info = source_info(root)
-    out: dict[str, Any] = {
-        "source": info["path"] or info["name"],
-        "file_path": info["path"] or info["name"],
-        "file_name": info["name"],
-        "source_sha256": info["sha256"],
-        "parser": info["parser"],
-        "total_pages": info["page_count"],
-    }
-    for key in PDF_METADATA_KEYS:
-        out[key] = str((pdf_info or {}).get(key, ""))
-    if tree_ref:
-        out[TREE_REF_KEY] = tree_ref
-        if parser_options:
-            out[PARSER_OPTIONS_KEY] = json.dumps(dict(parser_options), sort_keys=True, separators=(",", ":"), default=repr)
-    return out
-
-
-def page_keys(pages: Sequence[int]) -> dict[str, Any]:
-    """``pages`` (1-based, sorted), ``page_start``/``page_end`` (1-based) and LangChain's ``page``
-    (0-based index of the first page; 0 when the text has no page)."""
-    ordered = sorted({int(p) for p in pages})
-    first = ordered[0] if ordered else 0
-    return {
-        "page": max(first - 1, 0),
-        "pages": ordered,
-        "page_start": first,
-        "page_end": ordered[-1] if ordered else 0,
-    }
 
 
 def _finish(metadata: dict[str, Any], flat: bool) -> dict[str, Any]:
@@ -133,7 +59,7 @@ def chunk_part(
     line_spans: bool = True,
     add_start_index: bool = False,
 ) -> DocPart:
-    """One chunk as a Document: ``page_content`` is the chunk content (headings prepended by the
+    """One chunk as a Document: its text is the chunk content (headings prepended by the
     hierarchical strategy included), metadata = source keys + :func:`grounded.metadata.chunk_metadata`
     + ``page``; ``start_index`` (the body's offset in the document text) only when asked."""
     meta = chunk_metadata(chunk, flat=False, line_spans=line_spans)

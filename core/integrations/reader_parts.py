@@ -18,9 +18,10 @@ from ..io.tree_payload import TREE_KEY, source_info
 from ..model import ParsingResult
 from ..parsers.cache import PARSER_OPTIONS_KEY, TREE_REF_KEY, ParseCache
 from ..text.stream import document_text
+from .profiles import reader_hidden_keys
 from .sources import PAGE_KEY, page_tree
 
-__all__ = ["ReaderPart", "reader_parts", "read_stream", "pdf_source", "DOCUMENT_KEYS", "LLM_VISIBLE_KEYS"]
+__all__ = ["ReaderPart", "reader_parts", "read_stream", "pdf_source"]
 
 
 @dataclass
@@ -32,24 +33,6 @@ class ReaderPart:
     metadata: dict[str, Any]
     embed_hidden: list[str]
     llm_hidden: list[str]
-
-
-#: metadata the reader sets (besides ``extra_info`` and the PDF's own title/author/... keys)
-DOCUMENT_KEYS = (
-    "file_name",
-    "file_path",
-    "source_sha256",
-    "total_pages",
-    "page_label",
-    "parser",
-    TREE_REF_KEY,
-    PARSER_OPTIONS_KEY,
-    PAGE_KEY,
-    TREE_KEY,
-)
-#: reader keys an LLM sees (to cite): the file name, the page of a per-page Document, the title
-LLM_VISIBLE_KEYS = ("file_name", "page_label", "title")
-_PDF_KEYS = ("title", "author", "subject", "keywords", "creator", "producer", "creationdate", "moddate")
 
 
 def _doc_id(identity: str, parser: str, page: int | None = None) -> str:
@@ -116,14 +99,12 @@ def reader_parts(
                 _doc_id(identity, str(meta.get("parser") or ""), page),
                 text,
                 meta,
-                [k for k in meta if k in DOCUMENT_KEYS or k in _PDF_KEYS],
-                [k for k in meta if (k in DOCUMENT_KEYS or k in _PDF_KEYS) and k not in LLM_VISIBLE_KEYS],
+                *reader_hidden_keys(meta),
             )
         )
     if not docs:
         raise EmptyDocumentError(path or name or "<tree>", "no text was extracted, nothing to index")
     return docs
-
 
 
 def read_stream(stream: Any) -> bytes:
