@@ -32,6 +32,8 @@ __all__ = [
     "ModelError",
     "ModelCallError",
     "ModelOutputError",
+    "UsageError",
+    "UnguardedMainError",
 ]
 
 
@@ -199,6 +201,12 @@ class ModelOutputError(ModelError, ValueError):
 
 class UsageError(GroundedError, ValueError):
     """Options that cannot be used together or do not apply to the given input."""
+
+
+class UnguardedMainError(UsageError):
+    """Work that starts worker processes with ``spawn`` (``ingest()``, LlamaIndex's
+    ``IngestionPipeline.run(num_workers=N)``) runs at the top level of a script without
+    ``if __name__ == "__main__":``; every worker would import the script and run it again."""
 
 
 class ConfigError(GroundedError, ValueError):

@@ -193,7 +193,12 @@ class GroundedNodeParser(NodeParser):
         return data
 
     def __getstate__(self) -> dict[Any, Any]:
-        # IngestionPipeline(num_workers>1) pickles transformations; chunkers are rebuilt on demand
+        # IngestionPipeline(num_workers>1) pickles transformations; chunkers are rebuilt on demand.
+        # Its spawned workers import the main script again: unguarded, they die and are replaced for
+        # ever, so that pickle refuses at once (UnguardedMainError names the script line)
+        from grounded.integrations import check_pickled_for_spawned_pool  # only when pickled
+
+        check_pickled_for_spawned_pool(f"IngestionPipeline.run(num_workers=...) with {type(self).__name__}")
         state = super().__getstate__()
         private = state.get("__pydantic_private__")
         if private:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ..errors import GroundedError
+from ..errors import GroundedError, UnguardedMainError
 
 __all__ = [
     "IngestError",
@@ -30,7 +30,3 @@ class ConfigurationMismatchError(IngestError):
     """The output folder holds an index made with another configuration (one configuration per
     folder: use another folder, or ``--replace`` / ``replace=True``)."""
 
-
-class UnguardedMainError(IngestError):
-    """``ingest()`` is called at the top level of a script without ``if __name__ == "__main__":``;
-    its worker processes (spawn) would run the script again."""

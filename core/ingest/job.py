@@ -260,8 +260,8 @@ def ingest(
 
     Raises :class:`IngestError` (its subclasses :class:`~grounded.ingest.errors.NoInputsError`,
     :class:`~grounded.ingest.errors.OutputLockedError`,
-    :class:`~grounded.ingest.errors.ConfigurationMismatchError`,
-    :class:`~grounded.ingest.errors.UnguardedMainError`) only when the job itself cannot run;
+    :class:`~grounded.ingest.errors.ConfigurationMismatchError`), and
+    :class:`~grounded.errors.UnguardedMainError`, only when the job itself cannot run;
     failing documents are in the report and ``errors.parquet``.
     """
     started = time.perf_counter()
@@ -302,7 +302,7 @@ def ingest(
 
         _ray()  # ray installed?
     elif n_workers > 0:
-        from .main_guard import check_main_guard
+        from ..runtime.main_guard import check_main_guard
 
         check_main_guard()  # spawned workers would re-run an unguarded script
     files = expand_inputs(inputs, allow_empty=False)

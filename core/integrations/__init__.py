@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the names resolve lazily: importing one module of the packa
     from ..model.chunk_fields import resplit_keys as resplit_keys
     from ..parsers.cache import TREE_REF_KEY as TREE_REF_KEY
     from ..parsers.cache import ParseCache as ParseCache
+    from ..runtime.main_guard import check_pickled_for_spawned_pool as check_pickled_for_spawned_pool
     from ..runtime.optional import require as require
     from ..text.ids import stable_hash as stable_hash
     from .boxes import boxes_of as boxes_of
@@ -67,6 +68,7 @@ _LAZY = {
     "splitter_fingerprint": "grounded.grounding.wrappers",
     "stable_hash": "grounded.text.ids",
     "require": "grounded.runtime.optional",
+    "check_pickled_for_spawned_pool": "grounded.runtime.main_guard",
 }
 __all__ = list(_LAZY)
 

@@ -14,7 +14,7 @@ import pytest
 SCRIPT = """
 import multiprocessing
 
-from grounded.ingest.main_guard import check_pickled_for_spawned_pool
+from grounded.runtime.main_guard import check_pickled_for_spawned_pool
 
 
 class Part:
@@ -62,7 +62,7 @@ def test_pickling_outside_a_pool_passes() -> None:
     """A copy or a cache pickles too; only a spawning pool's pickle is checked."""
     import pickle
 
-    from grounded.ingest.main_guard import check_pickled_for_spawned_pool
+    from grounded.runtime.main_guard import check_pickled_for_spawned_pool
 
     check_pickled_for_spawned_pool("x")  # no pool on this stack: nothing raised
     assert pickle.loads(pickle.dumps([1, 2])) == [1, 2]

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from .errors import UnguardedMainError
+from ..errors import UnguardedMainError
 
 __all__ = ["check_main_guard", "check_pickled_for_spawned_pool"]
 
@@ -55,7 +55,7 @@ def _main_frame(frame: FrameType | None = None) -> FrameType | None:
     while frame is not None:
         if main is not None and frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
             return frame
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return None
 
 
