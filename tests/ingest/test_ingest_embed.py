@@ -20,16 +20,17 @@ def test_minilm_embeddings_and_split_document_embeddings_are_identical(tmp_path:
     vectors are 384-d unit vectors and do not change the chunk ids of a run without them; a
     document split over two workers gets the same rows, embeddings bit for bit."""
     pdf = make_pdf(tmp_path / "in" / "four.pdf", 4, 6)
-    one = ingest(pdf, tmp_path / "one", embed="minilm", workers=1, progress=False)
+    # one bound for all three runs (with --embed minilm the default bound is the model's window)
+    one = ingest(pdf, tmp_path / "one", embed="minilm", workers=1, max_tokens=200, progress=False)
     assert one.ok and one.done == 1 and one.stage_seconds.get("embed", 0) > 0
     (rows,) = parts(tmp_path / "one").values()
     vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)
     assert vectors.shape == (len(rows), 384)
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
-    plain = ingest(pdf, tmp_path / "plain", workers=1, progress=False)
+    plain = ingest(pdf, tmp_path / "plain", workers=1, max_tokens=200, progress=False)
     (plain_rows,) = parts(tmp_path / "plain").values()
     assert plain.ok and [r["chunk_id"] for r in plain_rows] == [r["chunk_id"] for r in rows]
-    two = ingest(pdf, tmp_path / "two", embed="minilm", workers=2, progress=False)
+    two = ingest(pdf, tmp_path / "two", embed="minilm", workers=2, max_tokens=200, progress=False)
     assert two.ok and one.chunks == two.chunks > 0
     assert parts(tmp_path / "two") == parts(tmp_path / "one")  # embeddings bit for bit: the same slices, one thread each
 
