@@ -23,7 +23,8 @@ Without ``wordfreq`` installed the frequency step falls back to the old form rul
 lowercase word continued in lowercase is a broken word.
 
 :func:`resolve_document` applies the decisions to parsed elements once per document: builders
-keep every line-break hyphen in ``content`` and list it in ``metadata[HYPHENS_KEY]``; the pass
+keep every line-break hyphen in ``content`` and list it in a side table of their own (never in the
+element's ``metadata``: scratch state lives in builder objects, not in the tree); the pass
 removes the hyphens judged to break a word and shifts the line spans' character ranges and
 ``char_x`` accordingly (a dropped hyphen's line loses its last character and extent).
 """
@@ -34,7 +35,7 @@ import bisect
 import logging
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -43,12 +44,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DROP", "KEEP", "HYPHENS_KEY", "Lexicon", "decide", "split_parts", "resolve_document", "zipf"]
+__all__ = ["DROP", "KEEP", "LineHyphens", "Lexicon", "decide", "split_parts", "resolve_document", "zipf"]
 
 DROP, KEEP = "drop", "keep"
-#: Temporary element metadata: ``[[position, left, right], ...]`` of line-break hyphens kept in
-#: ``content`` pending :func:`resolve_document` (removed by it).
-HYPHENS_KEY = "_line_hyphens"
+#: ``(position, token before, token after)`` of each line-break hyphen an element keeps in its
+#: ``content`` pending :func:`resolve_document` (``BuiltText.hyphens``)
+LineHyphens = Sequence[tuple[int, str, str]]
 
 _HYPHEN_CHARS = "-\u2010"
 _SPLIT = re.compile(f"[{_HYPHEN_CHARS}]")
@@ -197,16 +198,18 @@ def decide(left: str, right: str, lexicon: Lexicon | None = None) -> str:
     return KEEP if min(za, zb) - zj >= KEEP_MARGIN else DROP
 
 
-def resolve_document(nodes: Iterable[ParsingResult]) -> list[ParsingResult]:
-    """Decide every line-break hyphen listed in ``metadata[HYPHENS_KEY]`` of ``nodes`` and their
-    descendants, with the whole document's text as evidence; remove the hyphens that break a
-    word from ``content`` (shifting line spans' ``char_start``/``char_end``/``char_x``) and the
-    metadata key. Returns the nodes whose content changed."""
+def resolve_document(
+    nodes: Iterable[ParsingResult], hyphens: Mapping[int, LineHyphens]
+) -> list[ParsingResult]:
+    """Decide every pending line-break hyphen of ``nodes`` and their descendants (``hyphens``:
+    ``id(node)`` -> its :data:`LineHyphens`; the caller keeps those nodes alive), with the whole
+    document's text as evidence; remove the hyphens that break a word from ``content`` (shifting
+    line spans' ``char_start``/``char_end``/``char_x``). Returns the nodes whose content changed."""
     flat = [d for n in nodes for d in n.walk()]
     lexicon = Lexicon()
     pending: list[tuple[ParsingResult, list[tuple[int, str, str]]]] = []
     for node in flat:
-        raw = node.metadata.pop(HYPHENS_KEY, None)
+        raw = hyphens.get(id(node))
         cands = [(int(p), str(a), str(b)) for p, a, b in raw] if raw else []
         if node.content:
             lexicon.add(node.content, [p for p, _, _ in cands])

@@ -430,16 +430,16 @@ def test_uncountable_page_tree_is_corrupt(tmp_path, count, capsys):
 # ---------------------------------------------------------------------------------------------
 
 
-def _builder_node(type_: T, text: str, page: int, top: float, style: list | None = None) -> ParsingResult:
+def _builder_node(builder, type_: T, text: str, page: int, top: float, style: list | None = None) -> ParsingResult:
     from grounded.model import ParsingBoundingBox
-    from grounded.parsers.backends.pymupdf.tree import _FURNITURE_STYLE_KEY
+    from grounded.parsers.backends.pymupdf.tree import Pending
 
     box = ParsingBoundingBox(page, 0.1, top, 0.9, top + 0.02)
     box.spans = [ParsingBoundingBox(page, 0.1, top, 0.9, top + 0.02)]
-    meta: dict = {"native_label": type_.value.lower()}
-    if style is not None:
-        meta[_FURNITURE_STYLE_KEY] = style
-    return ParsingResult("", type_, content=text, geom=[box], metadata=meta)
+    node = ParsingResult("", type_, content=text, geom=[box], metadata={"native_label": type_.value.lower()})
+    if style is not None:  # the style scratch lives in the builder, never in the element's metadata
+        builder.hold(node, Pending(style=tuple(style)))
+    return node
 
 
 def test_first_line_heading_becomes_a_section_header_but_running_headers_stay():
@@ -447,23 +447,26 @@ def test_first_line_heading_becomes_a_section_header_but_running_headers_stay():
 
     builder = _TreeBuilder(Path("doc.pdf"))
     builder.body_sizes.update({10.0: 5000})
-    heading = _builder_node(T.PAGE_HEADER, "Dosing and monitoring", 1, 0.05, [14.0, False, True])
-    running = [_builder_node(T.PAGE_HEADER, f"Journal of Clinical Things {p}", p, 0.03, [14.0, False, True]) for p in (2, 3)]
-    small = _builder_node(T.PAGE_HEADER, "Guideline draft for consultation", 4, 0.03, [8.0, False, False])
-    far = _builder_node(T.PAGE_HEADER, "Annex", 5, 0.03, [14.0, False, True])
+    b = builder
+    heading = _builder_node(b, T.PAGE_HEADER, "Dosing and monitoring", 1, 0.05, [14.0, False, True])
+    running = [
+        _builder_node(b, T.PAGE_HEADER, f"Journal of Clinical Things {p}", p, 0.03, [14.0, False, True]) for p in (2, 3)
+    ]
+    small = _builder_node(b, T.PAGE_HEADER, "Guideline draft for consultation", 4, 0.03, [8.0, False, False])
+    far = _builder_node(b, T.PAGE_HEADER, "Annex", 5, 0.03, [14.0, False, True])
     builder.elements = [
-        heading, _builder_node(T.PARAGRAPH, "Give 5 mg/kg once daily.", 1, 0.075),
-        running[0], _builder_node(T.PARAGRAPH, "Body of page two.", 2, 0.055),
-        running[1], _builder_node(T.PARAGRAPH, "Body of page three.", 3, 0.055),
-        small, _builder_node(T.PARAGRAPH, "Body of page four.", 4, 0.055),
-        far, _builder_node(T.PARAGRAPH, "Body far below the header.", 5, 0.5),
+        heading, _builder_node(b, T.PARAGRAPH, "Give 5 mg/kg once daily.", 1, 0.075),
+        running[0], _builder_node(b, T.PARAGRAPH, "Body of page two.", 2, 0.055),
+        running[1], _builder_node(b, T.PARAGRAPH, "Body of page three.", 3, 0.055),
+        small, _builder_node(b, T.PARAGRAPH, "Body of page four.", 4, 0.055),
+        far, _builder_node(b, T.PARAGRAPH, "Body far below the header.", 5, 0.5),
     ]
     out = builder.finish()
     assert heading.type == T.SECTION_HEADER and heading.metadata["relabeled_from"] == "PAGE_HEADER"
     # its style is the evidence post-processing decides its level from (hierarchy.assign_heading_levels)
     assert heading.metadata["native_label"] == "page_header" and heading.metadata["font_size"] == 14.0
     assert [n.type for n in (*running, small, far)] == [T.PAGE_HEADER] * 4
-    assert all("_furniture_style" not in n.metadata for n in out)
+    assert all(not k.startswith("_") for n in out for k in n.metadata)
 
 
 def test_generated_page_keeps_its_first_line_heading(parser, tmp_path):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from grounded.model import TEXT_TYPES, ParsingBoundingBox, ParsingResult
 from grounded.model import ParsingResultType as T
 from grounded.parsers.backends.pymupdf.parser import PyMuPDFParser
-from grounded.parsers.hyphenation import DROP, HYPHENS_KEY, KEEP, Lexicon, decide, resolve_document
+from grounded.parsers.hyphenation import DROP, KEEP, Lexicon, decide, resolve_document
 from grounded.parsers.textlayer import TextLayer, build_lines, lines_to_spans
 from tests.support.data import REPO, SHARED_DATA
 
@@ -154,7 +154,7 @@ def test_parser_decides_hyphens_per_document(tmp_path):
     assert "treatment arm" in text
     assert "wellknown" not in text and "angiotensinconverting" not in text and "Mr-Bayes" not in text
     for node in nodes:
-        assert HYPHENS_KEY not in node.metadata
+        assert not any(k.startswith("_") for k in node.metadata)  # no builder scratch in the tree
         _check_spans(node)
     # the spans' char ranges still cut the content into the PDF's lines
     para = next(n for n in nodes if "information" in n.content)
@@ -174,9 +174,8 @@ def test_resolve_document_shifts_line_spans(tmp_path):
     spans = lines_to_spans(built.lines, [pc])[0]
     old_x = [s.char_x for s in spans]
     node = ParsingResult("", T.PARAGRAPH, content=built.text, geom=[ParsingBoundingBox(1, 0.0, 0.0, 1.0, 1.0, spans=spans)])
-    node.metadata[HYPHENS_KEY] = [list(h) for h in built.hyphens]
     second = ParsingResult("", T.PARAGRAPH, content=other.text)
-    changed = resolve_document([node, second])
+    changed = resolve_document([node, second], {id(node): built.hyphens})
     assert changed == [node]
     assert "information was analysed with MrBayes and the angiotensin-converting" in node.content
     _check_spans(node)
@@ -216,7 +215,7 @@ def test_shared_pdf_keeps_compounds_broken_inside_and_at_hyphens():
         assert word in text, word
     assert "life-threa-tening" not in text
     for node in nodes:
-        assert HYPHENS_KEY not in node.metadata
+        assert not any(k.startswith("_") for k in node.metadata)  # no builder scratch in the tree
         if node.type in TEXT_TYPES:
             _check_spans(node)
 

@@ -10,11 +10,14 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grounded.errors import BackendUnavailableError
 from grounded.model.elements import ParsingResult, ParsingResultType
 from grounded.runtime.memory import balance_feature_font_refs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .tree import Pending
 
 log = logging.getLogger(__name__)
 T = ParsingResultType
@@ -30,13 +33,16 @@ class PyMuPDFNative:
     With worker processes, each worker also builds its pages' elements from the text layer
     (``prebuilt``: page number -> elements; ``body_sizes``: paragraph font sizes -> chars), so the
     per-page part of the transform runs in parallel too; :meth:`PyMuPDFParser._transform` builds
-    the pages that are not prebuilt.
+    the pages that are not prebuilt. ``pending``: page number -> the worker builder's scratch values
+    of that page's prebuilt elements (``_TreeBuilder.pending_of``), handed to the parent's builder
+    for its document-wide ``finish()``.
     """
 
     path: Path
     document: Any  # pymupdf4llm.helpers.document_layout.ParsedDocument
     layout_seconds: float = 0.0
     prebuilt: dict[int, list[ParsingResult]] = field(default_factory=dict)
+    pending: dict[int, dict[int, Pending]] = field(default_factory=dict)
     body_sizes: Counter[float] = field(default_factory=Counter)
     #: 1-based page -> why it was OCR'd (its text then comes from the OCR'd copy at ``path``)
     ocr_pages: dict[int, str] = field(default_factory=dict)

@@ -66,7 +66,7 @@ from .ocr_text import (
     OCR_LEFT_OUT_KEY,
 )
 from .pool import _guided_batches, _page_batches, _PageTask, _worker_init, _worker_task
-from .tree import LABEL_MAP, _TreeBuilder
+from .tree import LABEL_MAP, Pending, _TreeBuilder
 
 #: the OCR'd copy of a PDF is written to ``<tmp>/grounded-ocr-<pid>-<random>/`` (removed after the
 #: parse; a killed run's folder is removed by the next OCR run)
@@ -265,6 +265,7 @@ class PyMuPDFParser(BaseParser):
         ocr_pages, scratch, pdf_path, done = self._ocr_pages(pdf_path, verdicts)
         ocr_seconds = time.perf_counter() - started
         prebuilt: dict[int, list[ParsingResult]] = {}
+        pending: dict[int, dict[int, Pending]] = {}  # page -> scratch values of its prebuilt elements
         body_sizes: Counter[float] = Counter()
         # MuPDF's messages about damaged content were collected by inspect_pdf: keep stderr clean
         with mupdf_quiet(), pymupdf.open(pdf_path) as doc:
@@ -272,9 +273,10 @@ class PyMuPDFParser(BaseParser):
             toc = doc.get_toc(simple=True)
             metadata = dict(doc.metadata or {})
             pages: list[Any] = []
-            for layouts, built, sizes in self._layout_iter(doc, pdf_path, count, frozenset(ocr_pages)):
+            for layouts, built, sizes, held in self._layout_iter(doc, pdf_path, count, frozenset(ocr_pages)):
                 pages.extend(layouts)
                 prebuilt.update(built)
+                pending.update(held)
                 body_sizes.update(sizes)
                 if self.progress is not None:
                     self.progress(len(pages), count)
@@ -283,7 +285,7 @@ class PyMuPDFParser(BaseParser):
             reread = self._reocr_tables(source, pdf_path, pages, ocr_pages, done)
             ocr_seconds += time.perf_counter() - reading
             if reread is not None:  # the tables' text changed: pages are built from the new copy
-                pdf_path, prebuilt, body_sizes = reread, {}, Counter()
+                pdf_path, prebuilt, pending, body_sizes = reread, {}, {}, Counter()
         # header levels as pymupdf4llm computes them, but over the whole document
         fontsizes = {b.max_fontsize for p in pages for b in p.boxes if b.boxclass in ("title", "section-header")}
         if fontsizes:
@@ -296,6 +298,7 @@ class PyMuPDFParser(BaseParser):
             document=parsed,
             layout_seconds=time.perf_counter() - started - ocr_seconds,
             prebuilt=prebuilt,
+            pending=pending,
             body_sizes=body_sizes,
             ocr_pages=ocr_pages,
             ocr_seconds=ocr_seconds,
@@ -369,8 +372,9 @@ class PyMuPDFParser(BaseParser):
 
     def _layout_iter(
         self, doc: Any, pdf_path: Path, count: int, ocr_pages: frozenset[int] = frozenset()
-    ) -> Iterator[tuple[list[Any], dict, dict]]:
-        """(layouts, prebuilt elements, body font sizes) per batch of pages, in page order
+    ) -> Iterator[tuple[list[Any], dict, dict, dict]]:
+        """(layouts, prebuilt elements, body font sizes, the prebuilt elements' scratch values:
+        ``pool.WorkerResult``) per batch of pages, in page order
         (``ocr_pages``: the 1-based pages whose text layer is OCR, for the workers' tree builders)."""
         if self.workers > 1 and count > 1:
             image_dir = str(self.image_dir) if self.image_dir is not None else None
@@ -389,7 +393,7 @@ class PyMuPDFParser(BaseParser):
                 ) from exc
             return
         for batch in _page_batches(count, self.batch_pages):
-            yield _layout_pages(doc, batch), {}, {}
+            yield _layout_pages(doc, batch), {}, {}, {}
 
     # -- step 2: tree ---------------------------------------------------------------------------
     def _transform(self, native: PyMuPDFNative) -> ParsingResult:
@@ -403,7 +407,7 @@ class PyMuPDFParser(BaseParser):
                 for page in native.document.pages:
                     done = native.prebuilt.get(page.page_number)
                     if done is not None:
-                        builder.elements.extend(done)
+                        builder.adopt(done, native.pending.get(page.page_number, {}))
                         continue
                     if layer is None:
                         layer = TextLayer(native.path, cache_pages=2)

@@ -16,7 +16,7 @@ from grounded.runtime.memory import release_memory
 from grounded.runtime.processes import ParentInfo, die_with_parent
 
 from .layout import _layout_pages, _load_layout
-from .tree import _TreeBuilder
+from .tree import Pending, _TreeBuilder
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,13 @@ def _worker_init(parent: ParentInfo | None = None) -> None:
     _load_layout(1)
 
 
-def _worker_task(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
+#: what a worker returns for a batch of pages: (layouts, page number -> elements, paragraph font
+#: sizes -> chars, page number -> the builder's scratch values of that page's elements:
+#: ``_TreeBuilder.pending_of``, keyed by position so they survive pickling)
+WorkerResult = tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int], dict[int, dict[int, Pending]]]
+
+
+def _worker_task(task: _PageTask) -> WorkerResult:
     """One pool task: :func:`_worker_pages`, then hand the worker's freed memory back (#14.7)."""
     try:
         return _worker_pages(task)
@@ -44,8 +50,9 @@ class _PageTask:
     ocr_pages: frozenset[int] = frozenset()  # 1-based pages whose text layer is OCR (_TreeBuilder.ocr_pages)
 
 
-def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingResult]], dict[float, int]]:
-    """In a worker: layout pass + elements of ``task.pages`` from the text layer."""
+def _worker_pages(task: _PageTask) -> WorkerResult:
+    """In a worker: layout pass + elements of ``task.pages`` from the text layer (with the scratch
+    values ``_TreeBuilder.finish`` needs, which never ride in the elements' metadata)."""
     with mupdf_quiet():
         layouts = _layout_pages(task.path, task.pages)
     builder = _TreeBuilder(
@@ -53,12 +60,14 @@ def _worker_pages(task: _PageTask) -> tuple[list[Any], dict[int, list[ParsingRes
     )
     builder.label_map = task.label_map or builder.label_map
     built: dict[int, list[ParsingResult]] = {}
+    pending: dict[int, dict[int, Pending]] = {}
     with mupdf_quiet(), TextLayer(task.path, cache_pages=1) as layer:
         for page in layouts:
             start = len(builder.elements)
             builder.add_page(page, layer.page(page.page_number), layer)
             built[page.page_number] = builder.elements[start:]
-    return layouts, built, dict(builder.body_sizes)
+            pending[page.page_number] = builder.pending_of(built[page.page_number])
+    return layouts, built, dict(builder.body_sizes), pending
 
 
 def _page_batches(page_count: int, batch: int) -> list[list[int]]:

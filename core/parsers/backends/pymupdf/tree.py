@@ -19,7 +19,7 @@ from grounded.model.elements import HEADING_TYPES, TEXT_TYPES, ParsingResult, Pa
 from grounded.parsers.base import map_label
 from grounded.parsers.column_split import split_columns
 from grounded.parsers.furniture import furniture_key, has_words, recurs_in
-from grounded.parsers.hyphenation import HYPHENS_KEY, resolve_document
+from grounded.parsers.hyphenation import resolve_document
 from grounded.parsers.reading_order import Rect, reading_order, upright
 from grounded.parsers.textlayer import RIGHT, PageChars, TextLayer, build_lines, clip_to_page, lines_to_spans
 
@@ -112,7 +112,6 @@ _FURNITURE = (T.PAGE_HEADER, T.PAGE_FOOTER)
 #: box as is. Chosen per class from DLA F1@50:95 (docs/results/dla.md).
 BOX_GROWTH: dict[ParsingResultType, str] = {}
 
-_FURNITURE_STYLE_KEY = "_furniture_style"  # PAGE_HEADER style [size, caps, bold]; removed in finish()
 #: a page header is a heading when set at least this much larger than the body text (or bold)
 HEADING_SIZE_RATIO = 1.15
 
@@ -221,10 +220,24 @@ def _layout_lost_text(
     return int(unclaimed.sum()) >= FALLBACK_UNCLAIMED_SHARE * total
 
 
+@dataclass(frozen=True)
+class Pending:
+    """Scratch values of one element that only :meth:`_TreeBuilder.finish` uses (it needs the whole
+    document). They live in the builder, never in the element's ``metadata``; pages built in a
+    worker process travel to the parent with their elements (:meth:`_TreeBuilder.pending_of`,
+    :meth:`_TreeBuilder.adopt`)."""
+
+    #: line-break hyphens kept in ``content``: (position, token before, token after) each (#13.3)
+    hyphens: tuple[tuple[int, str, str], ...] = ()
+    #: a PAGE_HEADER's style (size, caps, bold): evidence for a first-line heading
+    style: tuple[float, bool, bool] | None = None
+
+
 @dataclass
 class _TreeBuilder:
     """Layout boxes + text layer -> elements, page by page; :meth:`finish` does the document-wide
-    part (line-break hyphens, first-line headings). Pages may be built in different processes."""
+    part (line-break hyphens, first-line headings). Pages may be built in different processes
+    (a worker's pages go to the parent's builder with :meth:`pending_of` and :meth:`adopt`)."""
 
     path: Path
     image_dir: Path | None = None
@@ -237,6 +250,31 @@ class _TreeBuilder:
     #: page -> furniture keys of its text-layer blocks in the margin band (neighbours of fallback pages)
     _band_keys: dict[int, list[str]] = field(default_factory=dict, init=False, repr=False)
     _layer: TextLayer | None = field(default=None, init=False, repr=False)
+    #: id() of an element -> (the element, its scratch values): held, so no other takes its id()
+    _pending: dict[int, tuple[ParsingResult, Pending]] = field(default_factory=dict, init=False, repr=False)
+
+    def hold(self, node: ParsingResult, pending: Pending) -> None:
+        """Keep ``pending`` for ``node`` until :meth:`finish` (replacing what it had)."""
+        self._pending[id(node)] = (node, pending)
+
+    def pending_of(self, elements: list[ParsingResult]) -> dict[int, Pending]:
+        """The scratch values of ``elements`` and their descendants, keyed by position in
+        ``[d for n in elements for d in n.walk()]``, so they survive pickling with the elements
+        (a worker process returns them with its pages: :meth:`adopt`)."""
+        out: dict[int, Pending] = {}
+        for k, node in enumerate(d for n in elements for d in n.walk()):
+            held = self._pending.get(id(node))
+            if held is not None and held[0] is node:
+                out[k] = held[1]
+        return out
+
+    def adopt(self, elements: list[ParsingResult], pending: dict[int, Pending]) -> None:
+        """Append elements built elsewhere (a worker's pages) with their :meth:`pending_of`."""
+        self.elements.extend(elements)
+        if pending:
+            for k, node in enumerate(d for n in elements for d in n.walk()):
+                if k in pending:
+                    self.hold(node, pending[k])
 
     def add_page(self, page: Any, pc: PageChars, layer: TextLayer) -> None:
         self._layer = layer  # the fallback reads neighbouring pages' margins (see FALLBACK_MARGIN_SHARE)
@@ -582,8 +620,8 @@ class _TreeBuilder:
             geom = _grown_box(geom, spans, BOX_GROWTH.get(type_, "grow"))
         geom.spans = spans
         node = ParsingResult("", type_, content=built.text, geom=[geom], metadata=meta)
-        if built.hyphens:  # line-break hyphens: decided once per document in finish() (#13.3)
-            node.metadata[HYPHENS_KEY] = [list(h) for h in built.hyphens]
+        # line-break hyphens: decided once per document in finish() (#13.3)
+        hyphens = tuple((int(p), str(a), str(b)) for p, a, b in built.hyphens)
         if type_ == T.PARAGRAPH and len(sel):
             sizes, counts = np.unique(np.round(pc.size[sel] * 2) / 2, return_counts=True)
             self.body_sizes.update(dict(zip(sizes.tolist(), counts.tolist(), strict=True)))
@@ -592,7 +630,10 @@ class _TreeBuilder:
             node.style.size, node.style.bold = style.size, style.bold
         elif type_ == T.PAGE_HEADER and built.text:
             style = _style_of(pc, sel, built.text)
-            node.metadata[_FURNITURE_STYLE_KEY] = [style.size, style.caps, style.bold]
+            self.hold(node, Pending(hyphens, (style.size, style.caps, style.bold)))
+            return node
+        if hyphens:
+            self.hold(node, Pending(hyphens))
         return node
 
     def _table(
@@ -702,13 +743,15 @@ class _TreeBuilder:
         are post-processing's, as for every backend)."""
         self._resolve_hyphens()
         self._first_line_headings()
+        self._pending.clear()
         mark_running_furniture(self.elements, pages=self.ocr_pages)
         return self.elements
 
     def _resolve_hyphens(self) -> None:
         """Keep or drop each line-break hyphen with the whole document as evidence (#13.3);
         tables whose cells changed get their Markdown again."""
-        changed = {id(n) for n in resolve_document(self.elements)}
+        hyphens = {key: pending.hyphens for key, (_, pending) in self._pending.items() if pending.hyphens}
+        changed = {id(n) for n in resolve_document(self.elements, hyphens)}
         if changed:
             for n in self.elements:
                 if n.type == T.TABLE and any(id(d) in changed for d in n.walk()):
@@ -721,7 +764,7 @@ class _TreeBuilder:
         smaller), its text is not repeated on another page (running headers are), and body text
         (a paragraph or list item) follows right below it. It becomes a SECTION_HEADER
         (``relabel.relabeled_from = "PAGE_HEADER"``, native label kept)."""
-        styles = {id(n): n.metadata.pop(_FURNITURE_STYLE_KEY, None) for n in self.elements}
+        styles = {key: pending.style for key, (_, pending) in self._pending.items()}
         if not self.body_sizes:
             return
         body = self.body_sizes.most_common(1)[0][0]
