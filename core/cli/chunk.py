@@ -110,9 +110,9 @@ def run(args: argparse.Namespace) -> int:
     result = chunker.chunk(root)
     if args.out is not None:
         write_chunk_output(result, args.out)
-    pages = {p for c in result.chunks for p in c.metadata["pages"]}
-    multi = sum(1 for c in result.chunks if len(c.metadata["pages"]) > 1)
-    sizes = [c.metadata["token_count"] for c in result.chunks]
+    pages = {p for c in result.chunks for p in c.pages}
+    multi = sum(1 for c in result.chunks if len(c.pages) > 1)
+    sizes = [c.token_count for c in result.chunks]
     print(
         f"{shown(path.name)}: {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}), "
         f"tokens max {max(sizes, default=0)} mean {sum(sizes) / max(1, len(sizes)):.0f}, "

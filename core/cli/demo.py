@@ -76,12 +76,12 @@ def run(args: argparse.Namespace) -> int:
     for i, png in enumerate(render(pdf, best, dpi=args.dpi)):
         pngs.append(atomic_write_bytes(out / f"answer-{i + 1}.png", png))
 
-    multi = sum(1 for c in result.chunks if len(c.metadata["pages"]) > 1)
-    print(f"parsed   {shown(pdf)} -> {shown(json_path)} + {shown(md_path)} ({parsed.root.metadata['page_count']} pages)")
+    multi = sum(1 for c in result.chunks if len(c.pages) > 1)
+    print(f"parsed   {shown(pdf)} -> {shown(json_path)} + {shown(md_path)} ({parsed.root.info.page_count} pages)")
     print(f"chunked  {len(result.chunks)} chunks ({args.strategy}, N={args.max_tokens}; {multi} cross a page break) -> {shown(chunks_path)}")
     print(f"highlight all chunks -> {shown(highlighted)}")
     print(f"question {args.question!r}")
-    print(f"answer   chunk {best.id} on page(s) {best.metadata['pages']}: {shown(' / '.join(best.metadata['heading_path']))}")
+    print(f"answer   chunk {best.id} on page(s) {best.pages}: {shown(' / '.join(best.heading_path))}")
     print("         " + shown(" ".join(best.body.split())[:300]))
     for p in pngs:
         print(f"render   {shown(p)}")

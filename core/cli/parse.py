@@ -244,7 +244,7 @@ def run_parse(args: argparse.Namespace) -> int:
             root = output.root
             elements = sum(1 for _ in root.walk()) - 1
             print(
-                f"{escape_controls(str(pdf))} -> {escape_controls(str(json_path))}, {escape_controls(str(md_path))} ({root.metadata.get('page_count')} pages, "
+                f"{escape_controls(str(pdf))} -> {escape_controls(str(json_path))}, {escape_controls(str(md_path))} ({root.info.page_count} pages, "
                 f"{elements} elements, {time.perf_counter() - started:.1f} s)"
             )
     finally:

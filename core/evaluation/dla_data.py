@@ -384,9 +384,9 @@ def read_docling_layout(
 
 # -- predictions from parse trees -----------------------------------------------------------------
 def _page_sizes(root: ParsingResult) -> dict[int, tuple[float, float]]:
-    sizes = {int(p["page"]): (float(p["width"]), float(p["height"])) for p in root.metadata.get("pages", ())}
+    sizes = {p.page: (p.width, p.height) for p in root.info.page_sizes()}
     if not sizes:
-        raise SchemaError(f"parse of {root.metadata.get('source', {}).get('path', '?')}: root metadata has no page sizes")
+        raise SchemaError(f"parse of {(root.info.source or {}).get('path', '?')}: root metadata has no page sizes")
     return sizes
 
 
@@ -407,7 +407,7 @@ def layout_from_tree(
     """Predicted boxes of a parse tree: nodes whose type is in ``types``, page fractions turned into
     points with the root's page sizes (times ``scale``, e.g. pixels per point)."""
     sizes = _page_sizes(root)
-    doc_name = document or Path(str(root.metadata.get("source", {}).get("path", "document"))).stem
+    doc_name = document or Path(str((root.info.source or {}).get("path", "document"))).stem
     layout = Layout(pages={page_key(doc_name, p): (w * scale, h * scale) for p, (w, h) in sizes.items()})
     for node in root.walk():
         label = types.get(node.type)

@@ -221,7 +221,7 @@ def _image_layout(tree: ParsingResult, gt: Layout) -> Layout:
     from .dla import LayoutBox
     from .dla_data import PUBLAYNET_TYPES, layout_from_tree
 
-    stem = Path(str(tree.metadata.get("source", {}).get("path", ""))).stem
+    stem = Path(str((tree.info.source or {}).get("path", ""))).stem
     if stem not in gt.pages:
         log.warning("parse of %r matches no PubLayNet image; ignored", stem)
         return Layout()

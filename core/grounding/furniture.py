@@ -47,7 +47,7 @@ class FurnitureMatch:
 def source_pdf(root: ParsingResult) -> Path | None:
     """The PDF a tree was parsed from, when it is still there with the recorded sha256 and page
     count (a tree assembled from several PDFs, or a moved/changed file, has none)."""
-    source = root.metadata.get("source")
+    source = root.info.source
     if not isinstance(source, dict) or not isinstance(source.get("path"), str):
         return None
     path = Path(source["path"])
@@ -125,7 +125,7 @@ class FurnitureIndex:
         with doc:
             if doc.needs_pass and not (password and doc.authenticate(password)):
                 raise InputError(pdf, "encrypted: the page furniture index needs its password (Grounder(..., password=...))")
-            expected = root.metadata.get("page_count")
+            expected = root.info.page_count
             if isinstance(expected, int) and expected != doc.page_count:
                 raise InputError(pdf, f"{doc.page_count} pages, but the parse tree has {expected}: not the PDF it was parsed from")
             for number in range(doc.page_count):

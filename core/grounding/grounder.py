@@ -325,7 +325,7 @@ class Grounder:
         pdf = self._pdf if self._pdf is not None else source_pdf(self.root)
         if pdf is None or not pdf.is_file():
             if self.furniture:
-                where = pdf or self.root.metadata.get("source", {}).get("path", "the tree's source PDF")
+                where = pdf or (self.root.info.source or {}).get("path", "the tree's source PDF")
                 raise InputError(where, "furniture=True needs the PDF the tree was parsed from (not found or changed)")
             return None
         try:

@@ -283,7 +283,7 @@ def parse_and_chunk(path: str, sha256: str, config: JobConfig, parse: Callable[.
             seconds["layout"] = float(root.metadata["layout_seconds"])
         started = time.perf_counter()
         chunks = list(chunker.iter_chunks(root))
-        pages = int(root.metadata.get("page_count") or 0)
+        pages = int(root.info.page_count or 0)
         del root
         seconds["chunk"] = time.perf_counter() - started
         return Chunked(path, sha256, chunks, pages, seconds)

@@ -273,7 +273,7 @@ def page_without_boxes(chunk: Chunk, inherited: Mapping[str, Any]) -> int | None
 
 def file_info(root: ParsingResult | None) -> dict[str, Any] | None:
     """The file keys of a parse tree that names its PDF (None otherwise)."""
-    return source_info(root) if root is not None and root.metadata.get("source") else None
+    return source_info(root) if root is not None and root.info.source else None
 
 
 def source_metadata(

@@ -67,7 +67,7 @@ def document_info(raw: Mapping[str, Any]) -> dict[str, str]:
 def recorded_info(root: ParsingResult) -> dict[str, str] | None:
     """The document information the parse of ``root`` recorded (:data:`SOURCE_INFO_KEY`), or None
     when it recorded none (another parser, or a tree made before it was recorded)."""
-    source = root.metadata.get("source")
+    source = root.info.source
     raw = source.get(SOURCE_INFO_KEY) if isinstance(source, Mapping) else None
     return document_info(raw) if isinstance(raw, Mapping) else None
 

@@ -98,7 +98,7 @@ class VisionChunker:
 
     def _ask(self, root: ParsingResult) -> list[ModelChunk]:
         name, data = source_pdf(root, self.pdf)
-        page_count = int(root.metadata.get("page_count") or 0)
+        page_count = int(root.info.page_count or 0)
         batches: list[list[ModelChunk]] = []
         context: BatchContext | None = None
         headings: tuple[str, ...] = ()
@@ -138,18 +138,18 @@ class VisionChunker:
         grounder = Grounder(root, stream=assembler.stream, box_mode=assembler.box_mode)
         builder = ChunkBuilder(grounder, assembler, max_tokens)
         built = [chunk for mc in merged for chunk in builder.build(mc)]
-        source = root.metadata.get("source")
+        source = root.info.source
         label = str(source.get("name", "document")) if isinstance(source, dict) else "document"
         built = keep_lists_whole(built, list_runs(assembler.stream.doc), builder.merge, label)
         covered: set[int] = set()
         for index, chunk in enumerate(built):
             chunk.index = index
-            covered.update(chunk.metadata["pages"])
+            covered.update(chunk.pages)
             yield chunk
         text_pages = {b.page for n in assembler.stream.doc.nodes if n.content.strip() for b in n.geom}
         missing = sorted(text_pages - covered)
         if missing:
-            source = root.metadata.get("source")
+            source = root.info.source
             name = source.get("name") if isinstance(source, dict) else "document"
             warnings.warn(
                 f"{escape_controls(str(name))}: pages {missing} have text but no grounded vision chunk (skipped by the model, or rewritten)",

@@ -28,7 +28,7 @@ class PageBatch:
 
 
 def _source(root: ParsingResult) -> dict[str, Any]:
-    source = root.metadata.get("source")
+    source = root.info.source
     return source if isinstance(source, dict) else {}
 
 
