@@ -47,11 +47,9 @@ def _guarded_lines(source: str) -> list[tuple[int, int]]:
     return ranges
 
 
-def _main_frame(frame: FrameType | None = None) -> FrameType | None:
-    """The module-level frame of the ``__main__`` script on the current stack (or the stack that
-    ``frame`` is the top of), if any."""
+def _main_frame(frame: FrameType | None) -> FrameType | None:
+    """The module-level frame of the ``__main__`` script on the stack whose top is ``frame``, if any."""
     main = sys.modules.get("__main__")
-    frame = frame or sys._getframe(1)
     while frame is not None:
         if main is not None and frame.f_globals is vars(main) and frame.f_code.co_name == "<module>":
             return frame
